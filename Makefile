@@ -1,0 +1,63 @@
+# acklab: `make setup && make run` (main job on the embedded local cluster), `make test`.
+SHELL := /bin/bash
+.SHELLFLAGS := -eu -o pipefail -c
+PYTHON ?= python3.11
+VENV := $(CURDIR)/.venv
+BIN := $(VENV)/bin
+KAFKA_VERSIONS ?= 4.3.1 3.9.2
+RUN_CONF ?= {}
+
+export PATH := $(BIN):$(PATH)
+export AIRFLOW_HOME := $(CURDIR)/airflow_home
+export AIRFLOW__CORE__DAGS_FOLDER := $(CURDIR)/dags
+export AIRFLOW__CORE__PLUGINS_FOLDER := $(AIRFLOW_HOME)/plugins
+export AIRFLOW__CORE__LOAD_EXAMPLES := False
+export AIRFLOW__CORE__UNIT_TEST_MODE := False
+export AIRFLOW_CONN_SPARK_DEFAULT := {"conn_type":"spark","host":"local[*]"}
+
+.PHONY: setup system-deps run test test-unit reap clean
+
+setup: system-deps $(VENV)/.installed .cache/.jars-$(subst $() ,_,$(KAFKA_VERSIONS)) $(AIRFLOW_HOME)/.migrated
+
+# Java 17 (Kafka, Spark), Maven (jar downloads) and ps (Spark's launcher), from Debian's packages if missing.
+system-deps:
+	@missing=""; command -v java >/dev/null || missing="$$missing openjdk-17-jre-headless"; \
+	command -v mvn >/dev/null || missing="$$missing maven"; command -v ps >/dev/null || missing="$$missing procps"; \
+	if [ -n "$$missing" ]; then apt-get update -qq && apt-get install -y -qq $$missing; fi
+
+$(VENV)/.installed: requirements.lock pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	test -x $(BIN)/pip || $(BIN)/python -m ensurepip >/dev/null
+	$(BIN)/python -m pip install -q uv==0.13.9
+	$(BIN)/uv pip install -q -p $(BIN)/python -r requirements.lock
+	$(BIN)/uv pip install -q -p $(BIN)/python --no-deps -e .
+	touch $@
+
+.cache/.jars-%: $(VENV)/.installed plugins/acklab/maven.py
+	$(BIN)/acklab setup $(addprefix --kafka-version ,$(KAFKA_VERSIONS))
+	touch $@
+
+$(AIRFLOW_HOME)/.migrated: $(VENV)/.installed
+	mkdir -p $(AIRFLOW_HOME)/plugins
+	$(BIN)/airflow db migrate > $(AIRFLOW_HOME)/migrate.log
+	touch $@
+
+# The DAG once, in-process, on the embedded local cluster with default params.
+run: setup
+	$(BIN)/acklab reap
+	ACKLAB_BIND_CLUSTER_TO_PID=1 $(BIN)/airflow dags test kafka_delivery_matrix -c '$(RUN_CONF)' > $(AIRFLOW_HOME)/dags-test.log 2>&1 \
+	  || { tail -n 60 $(AIRFLOW_HOME)/dags-test.log; echo "DAG run failed; full log: $(AIRFLOW_HOME)/dags-test.log"; exit 1; }
+	grep -oE "(PASS|FAIL|INCOMPLETE) [a-z0-9_-]+ \[.*\)" $(AIRFLOW_HOME)/dags-test.log || true
+	$(BIN)/acklab report --require-pass
+
+test: setup
+	$(BIN)/python -m pytest tests -q
+
+test-unit: setup
+	$(BIN)/python -m pytest tests/unit -q
+
+reap:
+	$(BIN)/acklab reap --all
+
+clean: reap
+	rm -rf runs $(AIRFLOW_HOME) .cache

@@ -1,0 +1,1 @@
+"""acklab: reliability regression pipeline for Apache Kafka delivery guarantees."""

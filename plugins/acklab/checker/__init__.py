@@ -1,0 +1,1 @@
+"""Checks that turn run evidence into verdicts."""

@@ -1,0 +1,121 @@
+"""`acklab` command line: the same scenarios as the DAG, without Airflow."""
+
+from __future__ import annotations
+
+import json
+import logging
+from importlib.metadata import version
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+from rich.console import Console
+from rich.logging import RichHandler
+from rich.table import Table
+
+from acklab import maven
+from acklab.cluster.state import reap_all, reap_orphans
+from acklab.paths import RESULT_FILE, runs_dir
+from acklab.scenario import RunParams
+from acklab.topology import SpecError, load_topology
+
+app = typer.Typer(help="acklab: prove or refute Kafka delivery guarantees on real clusters.", no_args_is_help=True)
+console = Console(stderr=True)
+DEFAULTS = RunParams()
+MATRIX_COLUMNS = ("scenario", "guarantee", "sent", "acked", "failed", "unknown", "lost", "duplicates", "reordered")
+
+
+@app.command()
+def setup(kafka_version: Annotated[list[str], typer.Option(help="Kafka versions to fetch")] = [maven.DEFAULT_KAFKA_VERSION]) -> None:  # noqa: B006
+    """Fetch Kafka broker jars and the Spark Kafka connector from Maven Central (idempotent)."""
+    for kafka in kafka_version:
+        console.print(f"kafka {kafka}: {maven.fetch_kafka(kafka)}")
+    spark = version("pyspark")
+    console.print(f"spark kafka connector {spark}: {maven.fetch_spark_kafka(spark)}")
+
+
+@app.command()
+def run(
+    topology: Annotated[str, typer.Option(help="topology name in clusters/ or a YAML path")] = DEFAULTS.topology,
+    profile: Annotated[Optional[list[str]], typer.Option(help="producer profile (repeatable)")] = None,  # noqa: UP007
+    fault: Annotated[str, typer.Option(help="fault name")] = DEFAULTS.fault,
+    messages: Annotated[int, typer.Option(help="messages per scenario")] = DEFAULTS.messages,
+    rate: Annotated[float, typer.Option(help="messages per second (0 = as fast as possible)")] = DEFAULTS.rate or 0,
+    kafka_version: Annotated[Optional[str], typer.Option(help="override the topology's Kafka version")] = None,  # noqa: UP007
+    fault_at_s: Annotated[float, typer.Option(help="seconds into the load when the fault starts")] = DEFAULTS.fault_at_s,
+    fault_duration_s: Annotated[float, typer.Option(help="seconds the fault lasts")] = DEFAULTS.fault_duration_s,
+    as_json: Annotated[bool, typer.Option("--json", help="print the matrix rows as JSON")] = False,
+) -> None:
+    """Run scenarios (profiles x fault) end to end and print the delivery matrix; exit 1 unless all pass."""
+    from acklab.pipeline import matrix_rows, run_pipeline, write_result
+
+    _log_to_console()
+    params = {
+        "topology": topology,
+        "profiles": profile or DEFAULTS.profiles,
+        "fault": fault,
+        "messages": messages,
+        "rate": rate or None,
+        "kafka_version": kafka_version,
+        "fault_at_s": fault_at_s,
+        "fault_duration_s": fault_duration_s,
+    }
+    try:
+        result = run_pipeline(params, progress=lambda s, a, f: console.log(f"sent {s} acked {a} failed {f}"))
+    except SpecError as exc:
+        console.print(f"[red]error:[/red] {exc}")
+        raise typer.Exit(2) from None
+    summary = write_result(result.matrix_json, result.verdict)
+    for line in result.verdict.summary_lines():
+        console.print(line)
+    if as_json:
+        typer.echo(json.dumps(matrix_rows(result.matrix_json), indent=2))
+    else:
+        _print_result(summary)
+    raise typer.Exit(0 if result.verdict.status == "pass" else 1)
+
+
+@app.command()
+def check_topology(name: str) -> None:
+    """Validate a topology spec and print it."""
+    try:
+        typer.echo(load_topology(name).model_dump_json(indent=2))
+    except SpecError as exc:
+        console.print(f"[red]error:[/red] {exc}")
+        raise typer.Exit(2) from None
+
+
+@app.command()
+def report(require_pass: Annotated[bool, typer.Option(help="exit 1 unless the run passed")] = False) -> None:
+    """Print the status, matrix and Data Docs report of the most recent validated run."""
+    results = sorted(runs_dir().glob(f"*/{RESULT_FILE}"), key=lambda p: p.stat().st_mtime)
+    if not results:
+        console.print(f"no validated run in {runs_dir()}")
+        raise typer.Exit(1)
+    result = json.loads(results[-1].read_text())
+    _print_result(result)
+    if require_pass and result["status"] != "pass":
+        raise typer.Exit(1)
+
+
+@app.command()
+def reap(all_clusters: Annotated[bool, typer.Option("--all", help="also clusters whose owner may still be alive")] = False) -> None:
+    """Tear down orphaned clusters (or every running one with --all) in the run store."""
+    reaped = (reap_all if all_clusters else reap_orphans)(runs_dir())
+    console.print(f"reaped {len(reaped)} cluster(s)" + "".join(f"\n  {p}" for p in reaped))
+
+
+def _print_result(result: dict) -> None:
+    """The matrix as a table with each scenario's verdict, then the status and the two paths."""
+    table = Table(*MATRIX_COLUMNS, "verdict", title="delivery matrix")
+    for row in json.loads(Path(result["matrix"]).read_text()):
+        table.add_row(*(str(row[c]) for c in MATRIX_COLUMNS), result["scenarios"][row["scenario"]])
+    Console(width=160).print(table)
+    typer.echo(f"status: {result['status']}")
+    typer.echo(f"matrix: {result['matrix']}")
+    typer.echo(f"report: {result['report']}")
+
+
+def _log_to_console() -> None:
+    logging.basicConfig(level=logging.INFO, format="%(message)s", handlers=[RichHandler(console=console, show_path=False)])
+    logging.getLogger("acklab.rdkafka").setLevel(logging.CRITICAL)

@@ -1,0 +1,1 @@
+"""Cluster provisioning (the *cluster* seam): start, fault-ready control and teardown of Kafka nodes."""

@@ -1,0 +1,83 @@
+"""Cluster metadata and topic operations through `confluent_kafka.admin`."""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass
+
+from confluent_kafka import KafkaException
+from confluent_kafka.admin import AdminClient, NewTopic
+
+PROBE_TOPIC = "__acklab_probe"
+RDKAFKA_LOG = logging.getLogger("acklab.rdkafka")
+
+
+@dataclass(frozen=True)
+class PartitionState:
+    """Leader, replicas and in-sync replicas of one partition (-1 leader = none)."""
+
+    topic: str
+    partition: int
+    leader: int
+    replicas: tuple[int, ...]
+    isr: tuple[int, ...]
+
+    @property
+    def in_sync(self) -> bool:
+        return self.leader >= 0 and set(self.isr) == set(self.replicas)
+
+
+class ClusterAdmin:
+    """Thin, typed wrapper over AdminClient for what provisioning and faults need."""
+
+    def __init__(self, bootstrap_servers: str, timeout_s: float = 10.0) -> None:
+        self._client = AdminClient(
+            {"bootstrap.servers": bootstrap_servers, "socket.timeout.ms": 5000}, logger=RDKAFKA_LOG
+        )
+        self._timeout = timeout_s
+
+    def broker_ids(self) -> set[int]:
+        """Ids of the brokers currently registered with the controller."""
+        description = self._client.describe_cluster(request_timeout=self._timeout).result(timeout=self._timeout)
+        return {node.id for node in description.nodes}
+
+    def controller_id(self) -> int:
+        description = self._client.describe_cluster(request_timeout=self._timeout).result(timeout=self._timeout)
+        return description.controller.id if description.controller else -1
+
+    def create_topic(self, topic: str, partitions: int, replication_factor: int, config: dict[str, str] | None = None) -> None:
+        future = self._client.create_topics(
+            [NewTopic(topic, partitions, replication_factor, config=config or {})], request_timeout=self._timeout
+        )[topic]
+        future.result(timeout=self._timeout)
+
+    def topics(self) -> list[str]:
+        return sorted(self._client.list_topics(timeout=self._timeout).topics)
+
+    def partitions(self, topic: str) -> list[PartitionState]:
+        """Leader and ISR of every partition of `topic` (from the cluster metadata)."""
+        metadata = self._client.list_topics(topic, timeout=self._timeout).topics[topic]
+        if metadata.error is not None:
+            raise KafkaException(metadata.error)
+        return [
+            PartitionState(topic, p.id, p.leader, tuple(p.replicas), tuple(p.isrs))
+            for p in sorted(metadata.partitions.values(), key=lambda p: p.id)
+        ]
+
+    def partition(self, topic: str, partition: int) -> PartitionState:
+        return next(p for p in self.partitions(topic) if p.partition == partition)
+
+    def wait_in_sync(self, topic: str, timeout_s: float) -> list[PartitionState]:
+        """Wait until every partition of `topic` has a leader and a full ISR."""
+        deadline = time.monotonic() + timeout_s
+        last: list[PartitionState] | str = "no metadata"
+        while time.monotonic() < deadline:
+            try:
+                last = self.partitions(topic)
+                if last and all(p.in_sync for p in last):
+                    return last
+            except KafkaException as exc:
+                last = str(exc)
+            time.sleep(0.2)
+        raise TimeoutError(f"topic {topic} not in sync after {timeout_s:.0f}s: {last}")

@@ -1,0 +1,148 @@
+"""Persistent cluster state (pidfiles) and the reaper of orphaned clusters.
+
+Every provisioned cluster writes `cluster.json` next to its nodes. A cluster is orphaned when
+the process that owns it is gone (CLI runs, `airflow dags test`) or its lease has expired
+(scheduler deployments, where tasks run in separate processes). The reaper, called at every
+provisioning, kills orphaned nodes by pid — only when the pid still belongs to the process we
+started (same create time) — and removes their data.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import time
+from pathlib import Path
+from typing import Literal
+
+import psutil
+from pydantic import BaseModel
+
+from acklab.topology import Topology
+
+STATE_FILE = "cluster.json"
+
+
+class NodeState(BaseModel):
+    """One Kafka process: its roles, ports, folder and (while running) pid."""
+
+    node_id: int
+    roles: list[Literal["broker", "controller"]]
+    client_port: int | None = None
+    controller_port: int | None = None
+    dir: Path
+    pid: int | None = None
+    create_time: float | None = None
+
+    @property
+    def data_dir(self) -> Path:
+        return self.dir / "data"
+
+    @property
+    def is_broker(self) -> bool:
+        return "broker" in self.roles
+
+
+class ClusterState(BaseModel):
+    """What is needed to find, control and clean up a cluster from any process."""
+
+    backend: Literal["local"] = "local"
+    topology: Topology
+    cluster_id: str
+    nodes: list[NodeState]
+    owner_pid: int | None = None
+    owner_create_time: float | None = None
+    lease_deadline: float
+    status: Literal["running", "torn-down"] = "running"
+
+    def save(self, root: Path) -> None:
+        tmp = root / f".{STATE_FILE}.tmp"
+        tmp.write_text(self.model_dump_json(indent=2))
+        tmp.replace(root / STATE_FILE)
+
+    @classmethod
+    def load(cls, root: Path) -> ClusterState:
+        return cls.model_validate(json.loads((root / STATE_FILE).read_text()))
+
+    def node(self, node_id: int) -> NodeState:
+        for node in self.nodes:
+            if node.node_id == node_id:
+                return node
+        raise KeyError(f"no node {node_id} in cluster (nodes: {[n.node_id for n in self.nodes]})")
+
+    def is_orphaned(self, now: float | None = None) -> bool:
+        if self.status != "running":
+            return False
+        if self.owner_pid is not None and not process_matches(self.owner_pid, self.owner_create_time):
+            return True
+        return (now or time.time()) > self.lease_deadline
+
+
+def process_create_time(pid: int) -> float:
+    return psutil.Process(pid).create_time()
+
+
+def process_matches(pid: int | None, create_time: float | None) -> bool:
+    """True if `pid` is alive (not a zombie) and is the process started at `create_time`."""
+    if pid is None:
+        return False
+    try:
+        process = psutil.Process(pid)
+        alive = process.status() != psutil.STATUS_ZOMBIE
+        return alive and (create_time is None or abs(process.create_time() - create_time) < 0.01)
+    except psutil.NoSuchProcess:
+        return False
+
+
+def signal_node(node: NodeState, sig: signal.Signals) -> bool:
+    """Send `sig` to the node's process if it is still the one we started."""
+    if not process_matches(node.pid, node.create_time):
+        return False
+    try:
+        os.kill(node.pid, sig)  # type: ignore[arg-type]
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def kill_and_remove(state: ClusterState, root: Path) -> None:
+    """SIGKILL every node we started, wait for them to go, delete data dirs, mark torn down."""
+    for node in state.nodes:
+        signal_node(node, signal.SIGCONT)
+        if signal_node(node, signal.SIGKILL):
+            try:
+                psutil.Process(node.pid).wait(timeout=10)  # type: ignore[arg-type]
+            except (psutil.NoSuchProcess, psutil.TimeoutExpired):
+                pass
+        node.pid = node.create_time = None
+        shutil.rmtree(node.data_dir, ignore_errors=True)
+    state.status = "torn-down"
+    state.save(root)
+
+
+def reap_orphans(runs_root: Path) -> list[Path]:
+    """Tear down every orphaned cluster under `runs_root`; return their folders."""
+    reaped = []
+    for state_file in sorted(runs_root.glob(f"*/cluster/{STATE_FILE}")):
+        root = state_file.parent
+        try:
+            state = ClusterState.load(root)
+        except (ValueError, OSError):
+            continue
+        if state.is_orphaned():
+            kill_and_remove(state, root)
+            reaped.append(root)
+    return reaped
+
+
+def reap_all(runs_root: Path) -> list[Path]:
+    """Tear down every cluster still marked running under `runs_root` (explicit cleanup)."""
+    reaped = []
+    for state_file in sorted(runs_root.glob(f"*/cluster/{STATE_FILE}")):
+        state = ClusterState.load(state_file.parent)
+        if state.status == "running":
+            kill_and_remove(state, state_file.parent)
+            reaped.append(state_file.parent)
+    return reaped

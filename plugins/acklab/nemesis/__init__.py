@@ -1,0 +1,1 @@
+"""Faults (the *nemesis* seam): scheduled, recorded, and confirmed to have taken effect."""

@@ -1,0 +1,34 @@
+"""Where acklab keeps its caches, runs and project files (overridable by environment)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+RESULT_FILE = "result.json"  # per run: status and the paths of its matrix and report
+PROJECT_ROOT = Path(os.environ.get("ACKLAB_HOME", Path(__file__).resolve().parents[2]))
+
+
+def cache_dir() -> Path:
+    """Jar cache filled by `acklab setup` (Maven downloads are copied here)."""
+    return Path(os.environ.get("ACKLAB_CACHE", PROJECT_ROOT / ".cache"))
+
+
+def runs_dir() -> Path:
+    """Run store: one directory per run with its cluster state and evidence."""
+    return Path(os.environ.get("ACKLAB_RUNS", PROJECT_ROOT / "runs"))
+
+
+def clusters_dir() -> Path:
+    """Topology specs (`clusters/*.yaml`)."""
+    return PROJECT_ROOT / "clusters"
+
+
+def expectations_dir() -> Path:
+    """The Great Expectations project root."""
+    return Path(os.environ.get("ACKLAB_EXPECTATIONS", PROJECT_ROOT / "expectations"))
+
+
+def spark_job(name: str = "delivery_matrix.py") -> Path:
+    """A PySpark job file under `spark/`."""
+    return PROJECT_ROOT / "spark" / name

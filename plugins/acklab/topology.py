@@ -1,0 +1,92 @@
+"""Cluster topology specs (`clusters/*.yaml`), validated before anything starts."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal, TypeVar
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from acklab.maven import DEFAULT_KAFKA_VERSION
+from acklab.paths import clusters_dir
+
+
+M = TypeVar("M", bound=BaseModel)
+
+
+class SpecError(ValueError):
+    """A spec (topology, profile, fault, param) is invalid; the message names the field."""
+
+
+class Controllers(BaseModel):
+    """KRaft quorum: `combined` runs the controller inside the first `count` brokers,
+    `dedicated` runs `count` controller-only nodes."""
+
+    model_config = ConfigDict(extra="forbid")
+    mode: Literal["combined", "dedicated"] = "combined"
+    count: int = Field(1, ge=1, le=7)
+
+
+class Topology(BaseModel):
+    """A Kafka cluster and the defaults of the topics acklab creates on it."""
+
+    model_config = ConfigDict(extra="forbid")
+    name: str = Field(pattern=r"^[a-z0-9][a-z0-9-]*$")
+    kafka_version: str = Field(DEFAULT_KAFKA_VERSION, pattern=r"^(3\.9|4\.\d+)\.\d+$")
+    brokers: int = Field(ge=1, le=9)
+    controllers: Controllers = Controllers()
+    partitions: int = Field(3, ge=1, le=1000)
+    replication_factor: int = Field(ge=1)
+    min_insync_replicas: int = Field(1, ge=1)
+    unclean_leader_election: bool = False
+    heap_mb: int = Field(512, ge=128, le=8192)
+    broker_overrides: dict[str, str | int | float | bool] = {}
+
+    @model_validator(mode="after")
+    def _consistent(self) -> Topology:
+        if self.replication_factor > self.brokers:
+            raise ValueError(f"replication_factor ({self.replication_factor}) > brokers ({self.brokers})")
+        if self.min_insync_replicas > self.replication_factor:
+            raise ValueError(
+                f"min_insync_replicas ({self.min_insync_replicas}) > replication_factor ({self.replication_factor})"
+            )
+        if self.controllers.count % 2 == 0:
+            raise ValueError(f"controllers.count ({self.controllers.count}) must be odd for a KRaft majority")
+        if self.controllers.mode == "combined" and self.controllers.count > self.brokers:
+            raise ValueError(f"controllers.count ({self.controllers.count}) > brokers ({self.brokers}) in combined mode")
+        return self
+
+    @property
+    def broker_ids(self) -> list[int]:
+        return list(range(1, self.brokers + 1))
+
+    @property
+    def controller_ids(self) -> list[int]:
+        if self.controllers.mode == "combined":
+            return self.broker_ids[: self.controllers.count]
+        return list(range(101, 101 + self.controllers.count))
+
+
+def parse_model(model: type[M], data: object, source: str) -> M:
+    """Validate `data` as `model`; on failure raise one SpecError line naming the field."""
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"]) or "(top level)"
+        raise SpecError(f"{source}: {where}: {first['msg']}") from None
+
+
+def load_topology(name_or_path: str) -> Topology:
+    """Load a topology by name (`clusters/<name>.yaml`) or by path."""
+    path = Path(name_or_path)
+    if not path.suffix:
+        path = clusters_dir() / f"{name_or_path}.yaml"
+    if not path.exists():
+        known = ", ".join(sorted(p.stem for p in clusters_dir().glob("*.yaml")))
+        raise SpecError(f"topology {name_or_path!r} not found (known: {known})")
+    data = yaml.safe_load(path.read_text())
+    if not isinstance(data, dict):
+        raise SpecError(f"{path}: expected a mapping at the top level")
+    return parse_model(Topology, data, str(path))

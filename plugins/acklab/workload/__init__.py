@@ -1,0 +1,1 @@
+"""Producer load (the *workload* seam): sends uniquely identified messages and records every fate."""

@@ -1,0 +1,102 @@
+"""Real KRaft clusters as local JVMs: provisioning, leader failover, teardown, reaping."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+from confluent_kafka import Consumer, Producer
+
+from acklab.cluster.local import LocalCluster
+from acklab.cluster.state import ClusterState, reap_orphans
+from acklab.paths import runs_dir
+from acklab.topology import load_topology
+
+from .helpers import assert_nothing_left
+
+pytestmark = pytest.mark.integration
+
+
+def test_leader_kill_elects_new_leader_and_teardown_leaves_nothing() -> None:
+    root = runs_dir() / "cluster-test" / "cluster"
+    cluster = LocalCluster.provision(load_topology("three-brokers"), root, owner_pid=os.getpid())
+    try:
+        admin = cluster.admin()
+        assert admin.broker_ids() == {1, 2, 3}
+        admin.create_topic("failover", 3, 3)
+        before = admin.wait_in_sync("failover", 30)[0]
+        assert len(before.isr) == 3
+        killed_pid = cluster.pid(before.leader)
+        cluster.kill(before.leader)
+        assert not psutil.pid_exists(killed_pid) or psutil.Process(killed_pid).status() == psutil.STATUS_ZOMBIE
+        deadline, after = time.monotonic() + 30, before
+        while time.monotonic() < deadline and after.leader in (-1, before.leader):
+            time.sleep(0.2)
+            try:
+                after = cluster.admin(timeout_s=2).partition("failover", 0)
+            except Exception:  # noqa: BLE001 - metadata briefly unavailable
+                continue
+        assert after.leader not in (-1, before.leader), f"no new leader after killing {before.leader}: {after}"
+        assert before.leader not in after.isr
+        cluster.start(before.leader)
+        assert all(p.in_sync for p in admin.wait_in_sync("failover", 60))
+    finally:
+        cluster.teardown()
+    assert_nothing_left(root)
+
+
+def test_kafka_39_single_broker_round_trip() -> None:
+    root = runs_dir() / "kafka39" / "cluster"
+    topology = load_topology("single-broker").model_copy(update={"kafka_version": "3.9.2"})
+    cluster = LocalCluster.provision(topology, root, owner_pid=os.getpid())
+    try:
+        cluster.admin().create_topic("rt", 1, 1)
+        producer = Producer({"bootstrap.servers": cluster.bootstrap_servers, "acks": "all"})
+        producer.produce("rt", b"hello", b"k")
+        assert producer.flush(30) == 0
+        consumer = Consumer({"bootstrap.servers": cluster.bootstrap_servers, "group.id": "t", "auto.offset.reset": "earliest"})
+        consumer.subscribe(["rt"])
+        message = None
+        deadline = time.monotonic() + 30
+        while message is None and time.monotonic() < deadline:
+            message = consumer.poll(1.0)
+        consumer.close()
+        assert message is not None and message.error() is None and message.value() == b"hello"
+        assert "3.9.2" in (root / "node-1" / "server.log").read_text()
+    finally:
+        cluster.teardown()
+    assert_nothing_left(root)
+
+
+OWNER = """
+import os, sys, time
+from pathlib import Path
+from acklab.cluster.local import LocalCluster
+from acklab.topology import load_topology
+LocalCluster.provision(load_topology("single-broker"), Path(sys.argv[1]), owner_pid=os.getpid())
+print("up", flush=True)
+time.sleep(600)
+"""
+
+
+def test_cluster_of_a_killed_owner_is_reaped_at_next_start(tmp_path: Path) -> None:
+    root = runs_dir() / "orphan" / "cluster"
+    owner = subprocess.Popen([sys.executable, "-c", OWNER, str(root)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert owner.stdout is not None and owner.stdout.readline().strip() == "up"
+        jvm = ClusterState.load(root).nodes[0].pid
+        assert jvm is not None and psutil.pid_exists(jvm)
+        assert reap_orphans(runs_dir()) == [], "a cluster whose owner is alive must not be reaped"
+        owner.send_signal(signal.SIGKILL)  # the orchestrating process dies mid-run
+        owner.wait(10)
+        assert psutil.pid_exists(jvm), "the JVM outlives its owner until reaped"
+        assert reap_orphans(runs_dir()) == [root]
+    finally:
+        owner.kill()
+    assert_nothing_left(root)

@@ -1,0 +1,120 @@
+"""Topology, profile and run-parameter validation: bad input fails early, naming the field."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from acklab.model import Guarantee, expected_guarantee
+from acklab.nemesis.faults import FAULT_NAMES, schedule_for
+from acklab.profiles import ProducerProfile, catalog, get_profile
+from acklab.scenario import make_plan
+from acklab.topology import SpecError, load_topology, parse_model
+
+
+def write_topology(tmp_path: Path, **fields: object) -> Path:
+    spec = {"name": "t", "brokers": 3, "replication_factor": 3, "min_insync_replicas": 2, **fields}
+    path = tmp_path / "t.yaml"
+    path.write_text(yaml.safe_dump(spec))
+    return path
+
+
+@pytest.mark.parametrize(
+    ("fields", "message"),
+    [
+        ({"replication_factor": 4}, "replication_factor (4) > brokers (3)"),
+        ({"min_insync_replicas": 4}, "min_insync_replicas (4) > replication_factor (3)"),
+        ({"controllers": {"mode": "combined", "count": 2}}, "controllers.count (2) must be odd"),
+        ({"brokers": 0}, "brokers: Input should be greater than or equal to 1"),
+        ({"partitions": "many"}, "partitions: Input should be a valid integer"),
+        ({"replicas": 3}, "replicas: Extra inputs are not permitted"),
+    ],
+)
+def test_bad_topology_is_one_line_naming_the_field(tmp_path: Path, fields: dict, message: str) -> None:
+    with pytest.raises(SpecError) as error:
+        load_topology(str(write_topology(tmp_path, **fields)))
+    assert message in str(error.value)
+    assert "\n" not in str(error.value)
+
+
+def test_shipped_topologies_are_valid() -> None:
+    topology = load_topology("three-brokers")
+    assert (topology.brokers, topology.replication_factor, topology.min_insync_replicas) == (3, 3, 2)
+    assert topology.controller_ids == [1, 2, 3]
+    assert load_topology("dedicated-controllers").controller_ids == [101, 102, 103]
+
+
+def test_unknown_topology_lists_known_ones() -> None:
+    with pytest.raises(SpecError, match="known: .*three-brokers"):
+        load_topology("nope")
+
+
+@pytest.mark.parametrize(
+    ("fields", "message"),
+    [
+        ({"acks": "1", "enable_idempotence": True}, "enable_idempotence requires acks=all"),
+        ({"acks": "all", "enable_idempotence": True, "max_in_flight": 6}, "max_in_flight <= 5"),
+        ({"acks": "2"}, "acks: Input should be '0', '1' or 'all'"),
+    ],
+)
+def test_contradictory_profiles_are_rejected(fields: dict, message: str) -> None:
+    with pytest.raises(SpecError, match=message):
+        parse_model(ProducerProfile, {"name": "p", **fields}, "profile p")
+
+
+def test_catalog_profiles_map_to_librdkafka_names() -> None:
+    config = get_profile("idempotent").producer_config()
+    assert config["enable.idempotence"] is True and config["acks"] == "all"
+    assert config["max.in.flight.requests.per.connection"] == 5
+    assert set(catalog()) >= {"at-most-once", "leader-ack", "at-least-once", "at-least-once-ordered", "idempotent"}
+
+
+@pytest.mark.parametrize(
+    ("profile", "topology_fields", "expected"),
+    [
+        ("at-most-once", {}, Guarantee.AT_MOST_ONCE),
+        ("leader-ack", {}, Guarantee.LEADER_DURABLE),
+        ("at-least-once", {}, Guarantee.AT_LEAST_ONCE),
+        ("at-least-once", {"min_insync_replicas": 1}, Guarantee.LEADER_DURABLE),
+        ("at-least-once", {"unclean_leader_election": True}, Guarantee.LEADER_DURABLE),
+        ("idempotent", {}, Guarantee.EXACTLY_ONCE),
+        ("idempotent", {"min_insync_replicas": 1}, Guarantee.LEADER_DURABLE),
+    ],
+)
+def test_guarantee_model(profile: str, topology_fields: dict, expected: Guarantee) -> None:
+    topology = load_topology("three-brokers").model_copy(update=topology_fields)
+    assert expected_guarantee(get_profile(profile), topology, "leader-kill") is expected
+
+
+def test_plan_names_scenarios_and_guarantees() -> None:
+    plan = make_plan({"profiles": ["leader-ack", "idempotent"], "fault": "leader-kill"})
+    assert [(s.name, s.guarantee) for s in plan.scenarios] == [
+        ("leader-ack__leader-kill", Guarantee.LEADER_DURABLE),
+        ("idempotent__leader-kill", Guarantee.EXACTLY_ONCE),
+    ]
+    assert [step.fault for step in plan.schedule] == ["leader-kill"]
+
+
+@pytest.mark.parametrize(
+    ("params", "message"),
+    [
+        ({"fault": "meteor"}, "unknown fault 'meteor'; valid: none, leader-kill"),
+        ({"profiles": ["leader-ack", "nope"]}, "unknown profile 'nope'"),
+        ({"profiles": []}, "params: profiles: List should have at least 1 item"),
+        ({"profiles": ["idempotent", "idempotent"]}, "profiles must be distinct"),
+        ({"messages": 0}, "params: messages: Input should be greater than or equal to 1"),
+        ({"messages": 1000, "rate": 1000, "fault_at_s": 2}, "params.fault_at_s: the fault at 2.0s would start after the load ends"),
+        ({"kafka_version": "2.8.0"}, "params.kafka_version: kafka_version: String should match pattern"),
+        ({"colour": "blue"}, "params: colour: Extra inputs are not permitted"),
+    ],
+)
+def test_bad_params_fail_before_anything_starts(params: dict, message: str) -> None:
+    with pytest.raises(SpecError, match=message.replace("(", r"\(").replace(")", r"\)").replace(".", r"\.")):
+        make_plan(params)
+
+
+def test_fault_catalog() -> None:
+    assert schedule_for("none") == []
+    assert "leader-kill" in FAULT_NAMES
