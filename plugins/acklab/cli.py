@@ -20,7 +20,7 @@ from acklab.scenario import RunParams
 from acklab.topology import SpecError, load_topology
 
 app = typer.Typer(help="acklab: prove or refute Kafka delivery guarantees on real clusters.", no_args_is_help=True)
-console = Console(stderr=True)
+console = Console(stderr=True, soft_wrap=True)
 DEFAULTS = RunParams()
 MATRIX_COLUMNS = ("scenario", "guarantee", "sent", "acked", "failed", "unknown", "lost", "duplicates", "reordered")
 
@@ -70,6 +70,7 @@ def run(
         console.print(line)
     if as_json:
         typer.echo(json.dumps(matrix_rows(result.matrix_json), indent=2))
+        console.print(f"matrix: {summary['matrix']}\nreport: {summary['report']}")
     else:
         _print_result(summary)
     raise typer.Exit(0 if result.verdict.status == "pass" else 1)

@@ -1,0 +1,41 @@
+"""`acklab` without Airflow: same scenario code, JSON output, clear errors on bad input."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from .conftest import BIN
+
+pytestmark = pytest.mark.integration
+
+
+def acklab(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([str(BIN / "acklab"), *args], env=env, capture_output=True, text=True, timeout=900)
+
+
+def test_cli_run_prints_matrix_json(acklab_env: dict[str, str]) -> None:
+    result = acklab(
+        acklab_env, "run", "--topology", "single-broker", "--profile", "at-least-once", "--fault", "none",
+        "--messages", "3000", "--rate", "0", "--json",
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    (row,) = json.loads(result.stdout)
+    assert row["scenario"] == "at-least-once__none"
+    assert row["guarantee"] == "leader-durable"  # RF=1, min.insync=1: no replication to rely on
+    assert (row["sent"], row["acked"], row["delivered"], row["lost"], row["duplicates"]) == (3000, 3000, 3000, 0, 0)
+    assert "report: " in result.stderr.splitlines()[-1]
+
+
+def test_cli_rejects_bad_input_before_starting(acklab_env: dict[str, str], tmp_path: Path) -> None:
+    result = acklab(acklab_env, "run", "--fault", "meteor")
+    assert result.returncode == 2
+    assert "unknown fault 'meteor'; valid: none, leader-kill" in result.stderr
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("name: bad\nbrokers: 1\nreplication_factor: 1\nmin_insync_replicas: 2\n")
+    result = acklab(acklab_env, "check-topology", str(bad))
+    assert result.returncode == 2
+    assert "min_insync_replicas (2) > replication_factor (1)" in result.stderr
