@@ -15,7 +15,7 @@ export AIRFLOW__CORE__LOAD_EXAMPLES := False
 export AIRFLOW__CORE__UNIT_TEST_MODE := False
 export AIRFLOW_CONN_SPARK_DEFAULT := {"conn_type":"spark","host":"local[*]"}
 
-.PHONY: setup system-deps run test test-unit reap clean
+.PHONY: setup system-deps run test test-unit reap clean bench-proxy bench-load
 
 setup: system-deps $(VENV)/.installed .cache/.jars-$(subst $() ,_,$(KAFKA_VERSIONS)) $(AIRFLOW_HOME)/.migrated
 
@@ -55,6 +55,31 @@ test: setup
 
 test-unit: setup
 	$(BIN)/python -m pytest tests/unit -q
+
+# Workload throughput: bare confluent-kafka loop vs the instrumented workload vs Kafka's ProducerPerformance,
+# same 3-broker cluster and profile; the last two lines are the ratios. BENCH_ARGS='--profile idempotent --rounds 5'.
+bench-load: setup
+	$(BIN)/python -m acklab.workload.bench $(BENCH_ARGS)
+
+# Throughput through the fault proxy (no active fault) vs direct, median of alternating rounds.
+bench-proxy: setup
+	$(BIN)/python -m acklab.proxy.bench
+
+# The Docker backend (README "Docker"): Debian's engine, started with vfs storage, no iptables and no
+# default bridge when none answers; the local Kafka image built from host files (cached by a content
+# tag); its integration tests (they start and stop an engine themselves when none answers).
+.PHONY: docker-deps docker-engine docker-image test-docker
+docker-deps:
+	command -v dockerd >/dev/null || { apt-get update -qq && apt-get install -y -qq docker.io; }
+
+docker-engine: setup docker-deps
+	$(BIN)/python docker/engine.py
+
+docker-image: setup
+	$(BIN)/python docker/kafka/build_image.py --kafka-version $(firstword $(KAFKA_VERSIONS))
+
+test-docker: setup docker-deps
+	$(BIN)/python -m pytest tests/integration/test_docker_backend.py -q
 
 reap:
 	$(BIN)/acklab reap --all

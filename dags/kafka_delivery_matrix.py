@@ -10,7 +10,7 @@ from airflow.sdk import Param, dag, setup, task, teardown
 from acklab import dag_tasks
 from acklab.checker.audit import SPARK_CONF
 from acklab.maven import DEFAULT_KAFKA_VERSION
-from acklab.nemesis.faults import FAULT_NAMES
+from acklab.nemesis.catalog import FAULT_NAMES
 from acklab.paths import clusters_dir, spark_job
 from acklab.profiles import catalog
 from acklab.scenario import RunParams
@@ -37,9 +37,19 @@ LOADED = "ti.xcom_pull(task_ids='load_under_faults')"
                                f"null = the topology's (default {DEFAULT_KAFKA_VERSION})"),
         "profiles": Param(DEFAULTS.profiles, type="array", minItems=1, uniqueItems=True,
                           items={"type": "string", "enum": sorted(catalog())}, description="Producer profiles, one scenario each"),
-        "fault": Param(DEFAULTS.fault, type="string", enum=list(FAULT_NAMES), description="Fault injected during the load"),
+        "faults": Param(DEFAULTS.faults, type="array", minItems=1, uniqueItems=True,
+                        items={"type": "string", "enum": list(FAULT_NAMES)}, description="Faults, one scenario per profile and fault"),
+        "schedule": Param(None, type=["null", "array"], items={"type": "object", "required": ["fault"]},
+                          description="Explicit fault schedule [{at_s, fault, target, duration_s, options}]; replaces faults"),
         "messages": Param(DEFAULTS.messages, type="integer", minimum=1, description="Messages per scenario"),
         "rate": Param(DEFAULTS.rate, type=["number", "null"], exclusiveMinimum=0, description="Messages per second (null = max)"),
+        "duration_s": Param(DEFAULTS.duration_s, type=["number", "null"], exclusiveMinimum=0,
+                            description="Stop each load after this many seconds (messages is then a cap)"),
+        "message_bytes": Param(DEFAULTS.message_bytes, type="integer", minimum=16, description="Bytes per message value"),
+        "keys": Param(DEFAULTS.keys, type="integer", minimum=1, description="Keys per producer"),
+        "producers": Param(DEFAULTS.producers, type="integer", minimum=1, maximum=64, description="Producer processes per scenario"),
+        "partitioner": Param(DEFAULTS.partitioner, type=["null", "string"], enum=[None, "consistent_random", "murmur2_random"],
+                             description="Key partitioner (null = the profile's)"),
         "fault_at_s": Param(DEFAULTS.fault_at_s, type="number", minimum=0, description="Seconds into the load when the fault starts"),
         "fault_duration_s": Param(DEFAULTS.fault_duration_s, type="number", exclusiveMinimum=0, description="Seconds the fault lasts"),
     },

@@ -4,31 +4,49 @@ Submitted with spark-submit (the Spark Kafka connector jars passed with ``--jars
 
     spark-submit --jars ... spark/delivery_matrix.py --manifest runs/<id>/manifest.json --out runs/<id>/audit
 
-All scenarios of a run are audited in one job. Message-level data stays in Spark; only the matrix
-(one row per scenario) reaches the driver, where its conservation identities are checked before
-anything is written. The evidence contract is ``docs/evidence.md``.
+All scenarios of a run are audited in one job. Kafka is read once (``read_committed``, one Spark
+task per topic partition) into the Parquet archive ``topic_records.parquet``; the per-message
+outcome table ``outcomes.parquet`` (partitioned by scenario) is computed from the archive and the
+send logs, and the matrix (one row per scenario) from the outcome table. Message-level data stays
+in Spark; only the matrix reaches the driver, where its conservation identities (``IDENTITIES``)
+are checked before it is written. The evidence contract is ``docs/evidence.md``.
 
-Message classes, per scenario, with ``copies`` = number of topic records carrying the message's id:
+Outcome of a message (exclusive), with ``copies`` = number of topic records carrying its id:
 
 ========================  =========================================
+aborted_visible           send-log ``aborted``, copies >= 1
+aborted_clean             send-log ``aborted``, copies == 0
 delivered                 acked, copies == 1
 lost                      acked, copies == 0
 acked_duplicated          acked, copies > 1
 failed_clean              failed, copies == 0
 indeterminate             failed or unknown, copies >= 1
 unknown_absent            unknown, copies == 0
-duplicated / duplicates   copies > 1 (any state) / sum(copies - 1)
-unexpected                records whose id is null (unparseable) or not in the send log
+unexpected                id in the topic, not in the send log
 ========================  =========================================
 
-Ack latency percentiles are exact (Spark's ``percentile``, linear interpolation between the
-closest ranks, as numpy's default), computed over acked messages.
+Only the first two rows apply to messages of aborted transactions. Flags and other counts:
+
+- ``duplicated`` / ``duplicates``: sent messages with copies > 1 / their extra copies.
+- ``unexpected`` (matrix): records whose id is unparseable or not in the send log.
+- ``reordered``: messages with a first copy (lowest offset of its id within a partition and key)
+  whose sequence is below that of an earlier first copy of the same key in that partition.
+- ``misrouted``: acked, acked partition != ``expected_partition`` (when the send log knows it).
+- ``offset_mismatch``: acked with partition and offset >= 0, present, but no copy of it sits at
+  the acked (partition, offset). A message with no copy at all is ``lost``, not a mismatch.
+
+Ack latencies are exact percentiles (linear interpolation between the closest ranks, as numpy's
+default) of ``ack_ts - send_ts`` rounded to the microsecond, over acked messages. The longest ack
+gap is the longest interval without an ack between the first send and the last ack; its overlap
+with the union of the scenario's fault windows (manifest ``fault_timeline``; a fault without
+``ended`` lasts to the end of the gap) is ``ack_gap_fault_overlap_s``.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
 from collections.abc import Iterable, Mapping, Sequence
 from functools import reduce
 from pathlib import Path
@@ -37,6 +55,7 @@ from typing import Any
 from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 from pyspark.sql.types import (
+    ArrayType,
     BooleanType,
     DoubleType,
     IntegerType,
@@ -52,6 +71,11 @@ SEND_LOG_SCHEMA = StructType(
         StructField("id", LongType()),
         StructField("key", StringType()),
         StructField("seq", LongType()),
+        StructField("producer", StringType()),
+        StructField("expected_partition", IntegerType()),
+        StructField("txn", LongType()),
+        StructField("aborted", BooleanType()),
+        StructField("retriable", BooleanType()),
         StructField("send_ts", DoubleType()),
         StructField("ack_ts", DoubleType()),
         StructField("partition", IntegerType()),
@@ -60,6 +84,14 @@ SEND_LOG_SCHEMA = StructType(
         StructField("state", StringType()),
     ]
 )
+# Columns the full-speed workload adds; a send log without one reads as this default.
+SEND_LOG_DEFAULTS: Mapping[str, Any] = {
+    "producer": "p0",
+    "expected_partition": None,
+    "txn": None,
+    "aborted": False,
+    "retriable": None,
+}
 
 RECORD_SCHEMA = StructType(
     [
@@ -72,17 +104,53 @@ RECORD_SCHEMA = StructType(
     ]
 )
 
+# The per-message outcome table: the send-log fields a class depends on, then the verdict. Join it
+# with the send log on (scenario, id) for the rest of a message's record.
+OUTCOME_SCHEMA = StructType(
+    [
+        StructField("scenario", StringType(), False),
+        StructField("id", LongType()),
+        StructField("state", StringType()),
+        StructField("aborted", BooleanType()),
+        StructField("partition", IntegerType()),
+        StructField("offset", LongType()),
+        StructField("expected_partition", IntegerType()),
+        StructField("copies", LongType(), False),
+        StructField("outcome", StringType(), False),
+        StructField("misrouted", BooleanType(), False),
+        StructField("offset_mismatch", BooleanType(), False),
+        StructField("reordered", BooleanType(), False),
+    ]
+)
+STATES = ("acked", "failed", "unknown")
+OUTCOMES = (
+    "aborted_visible",
+    "aborted_clean",
+    "delivered",
+    "lost",
+    "acked_duplicated",
+    "failed_clean",
+    "indeterminate",
+    "unknown_absent",
+    "unexpected",
+)
+
 META_SCHEMA = StructType(
     [
         StructField("scenario", StringType(), False),
         StructField("profile", StringType()),
         StructField("fault", StringType()),
         StructField("guarantee", StringType()),
+        StructField("partitioner", StringType()),
+        StructField("producers", LongType()),
+        StructField("transactional", BooleanType()),
         StructField("fault_effective", BooleanType()),
         StructField("evidence_complete", BooleanType()),
         StructField("incomplete_reason", StringType()),
     ]
 )
+WINDOW_TYPE = StructType([StructField("start", DoubleType()), StructField("end", DoubleType())])
+SCENARIO_SCHEMA = StructType([*META_SCHEMA.fields, StructField("fault_windows", ArrayType(WINDOW_TYPE), False)])
 
 COUNT_COLUMNS = (
     "sent",
@@ -100,24 +168,55 @@ COUNT_COLUMNS = (
     "unknown_absent",
     "unexpected",
     "reordered",
+    "misrouted",
+    "offset_mismatch",
+    "aborted",
+    "aborted_acked",
+    "aborted_clean",
+    "aborted_visible",
 )
-METRIC_COLUMNS = ("ack_latency_p50_ms", "ack_latency_p99_ms", "ack_latency_max_ms", "acked_per_s")
+METRIC_COLUMNS = (
+    "ack_latency_p50_ms",
+    "ack_latency_p95_ms",
+    "ack_latency_p99_ms",
+    "ack_latency_max_ms",
+    "acked_per_s",
+    "longest_ack_gap_s",
+    "ack_gap_fault_overlap_s",
+)
 MATRIX_COLUMNS = tuple(META_SCHEMA.fieldNames()) + COUNT_COLUMNS + METRIC_COLUMNS
+LATENCY_PERCENTILES = (0.5, 0.95, 0.99)
 
-# total == sum(parts); each holds by definition of the classes in the module docstring.
+# total == sum(parts). Totals and parts come from separate scans (states: send logs, classes: outcome
+# table, records_read: topic records), so the identities also catch ids the audit mismatched.
 IDENTITIES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("sent", ("acked", "failed", "unknown")),
-    ("acked", ("delivered", "lost", "acked_duplicated")),
+    ("acked", ("delivered", "lost", "acked_duplicated", "aborted_acked")),
     (
         "sent",
-        ("delivered", "lost", "acked_duplicated", "failed_clean", "indeterminate", "unknown_absent"),
+        (
+            "delivered",
+            "lost",
+            "acked_duplicated",
+            "failed_clean",
+            "indeterminate",
+            "unknown_absent",
+            "aborted_clean",
+            "aborted_visible",
+        ),
     ),
-    ("records_read", ("delivered", "acked_duplicated", "indeterminate", "duplicates", "unexpected")),
+    ("aborted", ("aborted_clean", "aborted_visible")),
+    (
+        "records_read",
+        ("delivered", "acked_duplicated", "indeterminate", "aborted_visible", "duplicates", "unexpected"),
+    ),
 )
 
 _VALUE_PREFIX = r"^([0-9]+):([0-9]+):"
 # Enough bytes for "<id>:<seq>:" with two 19-digit int64s; longer numbers would overflow anyway.
 _VALUE_PREFIX_BYTES = 48
+# Acks are bucketed by time to find the longest gap in parallel (exact: gaps across buckets count).
+_GAP_BUCKET_S = 1.0
 
 
 class ConservationError(ValueError):
@@ -135,17 +234,41 @@ def parse_value(value: Column) -> Column:
     return F.struct(F.when(parsed, id_).alias("id"), F.when(parsed, seq).alias("seq"))
 
 
+def fault_windows(timeline: Iterable[Mapping[str, Any]]) -> list[tuple[float, float]]:
+    """The union of a fault timeline's [started, ended] windows as sorted disjoint intervals.
+
+    Entries that never started are ignored; one without ``ended`` lasts forever (``inf``).
+    """
+    spans = sorted(
+        (float(e["started"]), math.inf if e.get("ended") is None else float(e["ended"]))
+        for e in timeline
+        if e.get("started") is not None
+    )
+    merged: list[tuple[float, float]] = []
+    for start, end in spans:
+        if merged and start <= merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(merged[-1][1], end))
+        else:
+            merged.append((start, end))
+    return merged
+
+
 def build_scenarios_meta(spark: SparkSession, manifest: Mapping[str, Any]) -> DataFrame:
-    """One row per manifest scenario with the descriptive matrix columns."""
-    rows = [tuple(s.get(name) for name in META_SCHEMA.fieldNames()) for s in manifest["scenarios"]]
-    return spark.createDataFrame(rows, META_SCHEMA)
+    """One row per manifest scenario: the descriptive matrix columns and its fault windows."""
+    rows = [
+        (*(s.get(name) for name in META_SCHEMA.fieldNames()), fault_windows(s.get("fault_timeline") or ()))
+        for s in manifest["scenarios"]
+    ]
+    return spark.createDataFrame(rows, SCENARIO_SCHEMA)
 
 
 def read_send_logs(spark: SparkSession, manifest: Mapping[str, Any], run_dir: str | Path) -> DataFrame:
-    """All scenarios' send logs unioned, with a ``scenario`` column, cast to the contract types.
+    """All scenarios' send logs unioned, with a ``scenario`` column, cast to ``SEND_LOG_SCHEMA``.
 
-    A scenario whose evidence is marked incomplete may lack its send log and then contributes no
-    rows; a missing send log of a complete scenario is an error.
+    Optional columns missing from a send log take their ``SEND_LOG_DEFAULTS``; a null ``aborted``
+    is false. A scenario whose evidence is marked incomplete may lack its send log and then
+    contributes no rows; a missing send log of a complete scenario, or a missing required column,
+    is an error.
     """
     frames = []
     for scenario in manifest["scenarios"]:
@@ -155,22 +278,34 @@ def read_send_logs(spark: SparkSession, manifest: Mapping[str, Any], run_dir: st
             if scenario.get("evidence_complete", True):
                 raise FileNotFoundError(f"{scenario['scenario']}: send log {path} is missing")
             continue
-        frames.append(
-            spark.read.parquet(str(path)).select(
-                F.lit(scenario["scenario"]).alias("scenario"),
-                *(F.col(f.name).cast(f.dataType).alias(f.name) for f in SEND_LOG_SCHEMA.fields[1:]),
-            )
-        )
+        raw = spark.read.parquet(str(path))
+        columns = [F.lit(scenario["scenario"]).alias("scenario")]
+        for field in SEND_LOG_SCHEMA.fields[1:]:
+            if field.name in raw.columns:
+                column = F.col(field.name)
+            elif field.name in SEND_LOG_DEFAULTS:
+                column = F.lit(SEND_LOG_DEFAULTS[field.name])
+            else:
+                raise ValueError(f"{scenario['scenario']}: send log {path} lacks column {field.name!r}")
+            if field.name == "aborted":
+                column = F.coalesce(column, F.lit(False))
+            columns.append(column.cast(field.dataType).alias(field.name))
+        frames.append(raw.select(*columns))
     return reduce(DataFrame.unionByName, frames, spark.createDataFrame([], SEND_LOG_SCHEMA))
 
 
 def read_topic_records(spark: SparkSession, manifest: Mapping[str, Any], bootstrap: str) -> DataFrame:
-    """Every record of every scenario topic, in one batch read of Kafka (``RECORD_SCHEMA``)."""
+    """Every committed record of every scenario topic, in one batch read of Kafka (``RECORD_SCHEMA``).
+
+    ``read_committed`` hides records of aborted transactions (and bounds the read at the last
+    stable offset); the Kafka source reads each topic partition in its own task.
+    """
     pairs = [(s["topic"], s["scenario"]) for s in manifest["scenarios"] if s.get("topic")]
     topics = spark.createDataFrame(pairs, "topic string, scenario string")
     raw = (
         spark.read.format("kafka")
         .option("kafka.bootstrap.servers", bootstrap)
+        .option("kafka.isolation.level", "read_committed")
         .option("subscribe", ",".join(topic for topic, _ in pairs))
         .option("startingOffsets", "earliest")
         .option("endingOffsets", "latest")
@@ -185,70 +320,216 @@ def read_topic_records(spark: SparkSession, manifest: Mapping[str, Any], bootstr
     ).select("scenario", "partition", "offset", "key", "parsed.id", "parsed.seq")
 
 
-def compute_matrix(send_logs: DataFrame, records: DataFrame, scenarios_meta: DataFrame) -> DataFrame:
-    """One row per ``scenarios_meta`` scenario with ``MATRIX_COLUMNS`` (counts 0 when none)."""
-    parsed = records.where(F.col("id").isNotNull())
-    copies = parsed.groupBy("scenario", "id").agg(F.count(F.lit(1)).alias("copies"))
-    messages = send_logs.join(copies, ["scenario", "id"], "left").fillna(0, ["copies"])
+def _copies(records: DataFrame) -> DataFrame:
+    """Records with a parsed id, flagged ``first`` (lowest offset of its id in its partition and key)
+    and ``late`` (a first copy whose seq is below an earlier first copy's of the same partition and key).
 
-    state, n = F.col("state"), F.col("copies")
-    acked, failed, unknown = (state == name for name in ("acked", "failed", "unknown"))
-    absent, once, dup = n == 0, n == 1, n > 1
-    latency_ms = F.when(acked, (F.col("ack_ts") - F.col("send_ts")) * 1000)
-    by_message = messages.groupBy("scenario").agg(
+    One shuffle by (scenario, partition, key) serves both windows.
+    """
+    by_key = ("scenario", "partition", "key")
+    in_key = Window.partitionBy(*by_key).orderBy("offset")
+    in_message = Window.partitionBy(*by_key, "id").orderBy("offset")
+    first = records.where(F.col("id").isNotNull()).repartition(*by_key).withColumn(
+        "first", F.row_number().over(in_message) == 1
+    )
+    earlier_max = F.max(F.when(F.col("first"), F.col("seq"))).over(in_key.rowsBetween(Window.unboundedPreceding, -1))
+    return first.select(
+        "scenario",
+        "id",
+        F.col("partition").alias("copy_partition"),
+        F.col("offset").alias("copy_offset"),
+        (F.col("first") & F.coalesce(F.col("seq") < earlier_max, F.lit(False))).alias("late"),
+    )
+
+
+def compute_outcomes(send_logs: DataFrame, records: DataFrame) -> DataFrame:
+    """The per-message outcome table (``OUTCOME_SCHEMA``): every send-log message and every id found
+    only in the topic, with its copies, outcome and anomaly flags (module docstring).
+
+    Send-log rows (at their acked location) and copies (at theirs) are unioned and shuffled once by
+    (scenario, id). Two hash aggregations follow without another shuffle: by location, where a
+    message's acked location meets its copies there, then by message.
+    """
+    state_code = F.coalesce(*(F.when(F.col("state") == name, code) for code, name in enumerate(STATES)), F.lit(-1))
+    sent = send_logs.select(
+        "scenario",
+        "id",
+        F.col("partition").alias("loc_partition"),
+        F.col("offset").alias("loc_offset"),
+        F.lit(True).alias("is_sent"),
+        state_code.alias("state_code"),
+        "aborted",
+        "expected_partition",
+    )
+    copies = _copies(records).select(
+        "scenario",
+        "id",
+        F.col("copy_partition").alias("loc_partition"),
+        F.col("copy_offset").alias("loc_offset"),
+        F.lit(1).alias("copy"),
+        "late",
+    )
+    rows = sent.unionByName(copies, allowMissingColumns=True).repartition("scenario", "id")
+    at_location = rows.groupBy("scenario", "id", "loc_partition", "loc_offset").agg(
+        F.max("is_sent").alias("is_sent"),
+        F.max("state_code").alias("state_code"),
+        F.max("aborted").alias("aborted"),
+        F.max("expected_partition").alias("expected_partition"),
+        F.sum("copy").alias("copies"),
+        F.max("late").alias("late"),
+    )
+    sent_here = F.coalesce(F.col("is_sent"), F.lit(False))
+    message = at_location.groupBy("scenario", "id").agg(
+        F.max(sent_here).alias("is_sent"),
+        F.max("state_code").alias("state_code"),
+        F.max("aborted").alias("aborted"),
+        F.max(F.when(sent_here, F.col("loc_partition"))).alias("partition"),
+        F.max(F.when(sent_here, F.col("loc_offset"))).alias("offset"),
+        F.max("expected_partition").alias("expected_partition"),
+        F.coalesce(F.sum("copies"), F.lit(0)).alias("copies"),
+        F.max(sent_here & (F.col("copies") > 0)).alias("at_ack"),
+        F.coalesce(F.max("late"), F.lit(False)).alias("reordered"),
+    )
+
+    code, n = F.col("state_code"), F.col("copies")
+    acked, failed, unknown = (code == index for index in range(len(STATES)))
+    outcome = (
+        F.when(~F.col("is_sent"), "unexpected")
+        .when(F.col("aborted"), F.when(n > 0, "aborted_visible").otherwise("aborted_clean"))
+        .when(acked & (n == 0), "lost")
+        .when(acked & (n == 1), "delivered")
+        .when(acked, "acked_duplicated")
+        .when((failed | unknown) & (n > 0), "indeterminate")
+        .when(failed, "failed_clean")
+        .when(unknown, "unknown_absent")
+    )
+    misrouted = acked & (F.col("partition") != F.col("expected_partition"))
+    offset_mismatch = acked & (F.col("offset") >= 0) & F.col("partition").isNotNull() & (n > 0) & ~F.col("at_ack")
+    return message.select(
+        "scenario",
+        "id",
+        F.get(F.array(*map(F.lit, STATES)), code).alias("state"),
+        "aborted",
+        "partition",
+        "offset",
+        "expected_partition",
+        "copies",
+        # A state outside the contract has no outcome; the identities then report it.
+        F.coalesce(outcome, F.lit("invalid_state")).alias("outcome"),
+        F.coalesce(misrouted, F.lit(False)).alias("misrouted"),
+        F.coalesce(offset_mismatch, F.lit(False)).alias("offset_mismatch"),
+        "reordered",
+    )
+
+
+def longest_ack_gaps(acks: DataFrame, starts: DataFrame) -> DataFrame:
+    """Per scenario the longest interval without an ack: ``scenario, gap_start, gap_end``.
+
+    ``acks``: ``scenario, ts`` (ack times); ``starts``: ``scenario, start`` (first send). The
+    intervals considered are start→first ack and every ack→next ack; ties go to the earliest.
+    Acks are split into ``_GAP_BUCKET_S`` time buckets: gaps inside a bucket come from a window
+    over that bucket, gaps between buckets from the buckets' first and last acks.
+    """
+
+    def gap(start: Column, end: Column) -> Column:  # orders by length desc, then start asc
+        return F.struct((start - end).alias("neg"), start.alias("start"), end.alias("end"))
+
+    bucket = Window.partitionBy("scenario", "bucket").orderBy("ts")
+    inner = (
+        acks.where(F.col("ts").isNotNull())
+        .withColumn("bucket", F.floor(F.col("ts") / _GAP_BUCKET_S))
+        .withColumn("prev", F.lag("ts").over(bucket))
+        .groupBy("scenario", "bucket")
+        .agg(
+            F.min("ts").alias("first"),
+            F.max("ts").alias("last"),
+            F.min(F.when(F.col("prev").isNotNull(), gap(F.col("prev"), F.col("ts")))).alias("inner"),
+        )
+    )
+    previous_last = F.lag("last").over(Window.partitionBy("scenario").orderBy("bucket"))
+    candidates = inner.join(starts, "scenario").select(
+        "scenario", "inner", gap(F.coalesce(previous_last, F.col("start")), F.col("first")).alias("across")
+    )
+    longest = candidates.groupBy("scenario").agg(F.least(F.min("inner"), F.min("across")).alias("gap"))
+    return longest.select("scenario", F.col("gap.start").alias("gap_start"), F.col("gap.end").alias("gap_end"))
+
+
+def compute_matrix(
+    outcomes: DataFrame, records: DataFrame, send_logs: DataFrame, scenarios: DataFrame
+) -> DataFrame:
+    """One row per ``scenarios`` scenario with ``MATRIX_COLUMNS`` (counts 0 when none).
+
+    States, latencies and ack times come from the send logs, classes and flags from the outcome
+    table, ``records_read`` and unparseable records from the topic records.
+    """
+    state, aborted = F.col("state"), F.col("aborted")
+    acked = state == "acked"
+    by_send = send_logs.groupBy("scenario").agg(
         F.count(F.lit(1)).alias("sent"),
-        F.count_if(acked).alias("acked"),
-        F.count_if(failed).alias("failed"),
-        F.count_if(unknown).alias("unknown"),
-        F.count_if(acked & once).alias("delivered"),
-        F.count_if(acked & absent).alias("lost"),
-        F.count_if(dup).alias("duplicated"),
-        F.sum(F.when(dup, n - 1)).alias("duplicates"),
-        F.count_if(acked & dup).alias("acked_duplicated"),
-        F.count_if(failed & absent).alias("failed_clean"),
-        F.count_if((failed | unknown) & ~absent).alias("indeterminate"),
-        F.count_if(unknown & absent).alias("unknown_absent"),
-        F.percentile(latency_ms, [0.5, 0.99]).alias("latency_pct"),
-        F.max(latency_ms).alias("ack_latency_max_ms"),
+        *(F.count_if(state == name).alias(name) for name in STATES),
+        F.count_if(aborted).alias("aborted"),
+        F.count_if(acked & aborted).alias("aborted_acked"),
+        F.min("send_ts").alias("first_send"),
         # acked messages per second from the first send to the last ack
-        F.try_divide(
-            F.count_if(acked), F.max(F.when(acked, F.col("ack_ts"))) - F.min("send_ts")
-        ).alias("acked_per_s"),
+        F.try_divide(F.count_if(acked), F.max(F.when(acked, F.col("ack_ts"))) - F.min("send_ts")).alias("acked_per_s"),
+    )
+    n, outcome = F.col("copies"), F.col("outcome")
+    sent_dup = (outcome != "unexpected") & (n > 1)
+    by_outcome = outcomes.groupBy("scenario").agg(
+        *(F.count_if(outcome == name).alias(name) for name in OUTCOMES if name != "unexpected"),
+        F.sum(F.when(outcome == "unexpected", n)).alias("unexpected_copies"),
+        F.count_if(sent_dup).alias("duplicated"),
+        F.sum(F.when(sent_dup, n - 1)).alias("duplicates"),
+        *(F.count_if(name).alias(name) for name in ("reordered", "misrouted", "offset_mismatch")),
+    )
+    by_record = records.groupBy("scenario").agg(
+        F.count(F.lit(1)).alias("records_read"), F.count_if(F.col("id").isNull()).alias("unparseable")
     )
 
-    by_record = records.groupBy("scenario").agg(F.count(F.lit(1)).alias("records_read"))
-    unexpected = (
-        records.join(send_logs.select("scenario", "id"), ["scenario", "id"], "left_anti")
+    acks = send_logs.where(acked)
+    latency_us = F.round((F.col("ack_ts") - F.col("send_ts")) * 1e6).cast("long")
+    latency = (
+        acks.select("scenario", latency_us.alias("us"))
+        .where(F.col("us").isNotNull())
+        .groupBy("scenario", "us")
+        .agg(F.count(F.lit(1)).alias("n"))
         .groupBy("scenario")
-        .agg(F.count(F.lit(1)).alias("unexpected"))
+        .agg(
+            F.percentile("us", list(LATENCY_PERCENTILES), F.col("n")).alias("latency_pct"),
+            F.max("us").alias("latency_max_us"),
+        )
     )
-
-    first_copies = parsed.groupBy("scenario", "partition", "key", "id").agg(
-        F.min("offset").alias("offset"), F.min_by("seq", "offset").alias("seq")
-    )
-    earlier = (
-        Window.partitionBy("scenario", "partition", "key")
-        .orderBy("offset")
-        .rowsBetween(Window.unboundedPreceding, -1)
-    )
-    reordered = (
-        first_copies.select("scenario", (F.col("seq") < F.max("seq").over(earlier)).alias("late"))
-        .groupBy("scenario")
-        .agg(F.count_if("late").alias("reordered"))
+    gaps = longest_ack_gaps(
+        acks.select("scenario", F.col("ack_ts").alias("ts")),
+        by_send.select("scenario", F.col("first_send").alias("start")),
     )
 
     joined = reduce(
         lambda left, right: left.join(right, "scenario", "left"),
-        (by_message, by_record, unexpected, reordered),
-        scenarios_meta,
+        (by_send, by_outcome, by_record, latency, gaps),
+        scenarios,
+    )
+    counts = {c: F.coalesce(F.col(c), F.lit(0)).cast("long") for c in COUNT_COLUMNS}
+    counts["unexpected"] = (
+        F.coalesce(F.col("unparseable"), F.lit(0)) + F.coalesce(F.col("unexpected_copies"), F.lit(0))
+    ).cast("long")
+    gap_start, gap_end = F.col("gap_start"), F.col("gap_end")
+    overlap = F.aggregate(
+        "fault_windows",
+        F.lit(0.0),
+        lambda total, w: total + F.greatest(F.lit(0.0), F.least(w["end"], gap_end) - F.greatest(w["start"], gap_start)),
     )
     return joined.select(
         *META_SCHEMA.fieldNames(),
-        *(F.coalesce(F.col(c), F.lit(0)).cast("long").alias(c) for c in COUNT_COLUMNS),
-        F.col("latency_pct")[0].alias("ack_latency_p50_ms"),
-        F.col("latency_pct")[1].alias("ack_latency_p99_ms"),
-        "ack_latency_max_ms",
+        *(column.alias(name) for name, column in counts.items()),
+        *(
+            (F.col("latency_pct")[i] / 1000).alias(name)
+            for i, name in enumerate(("ack_latency_p50_ms", "ack_latency_p95_ms", "ack_latency_p99_ms"))
+        ),
+        (F.col("latency_max_us") / 1000).alias("ack_latency_max_ms"),
         "acked_per_s",
+        (gap_end - gap_start).alias("longest_ack_gap_s"),
+        F.when(gap_end.isNotNull(), overlap).alias("ack_gap_fault_overlap_s"),
     ).orderBy("scenario")
 
 
@@ -275,7 +556,8 @@ def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    """Audit a run: write topic_records.parquet (Kafka reads only), matrix.parquet and matrix.json."""
+    """Audit a run: write topic_records.parquet (Kafka reads only), outcomes.parquet, matrix.parquet
+    and matrix.json."""
     args = _parse_args(argv)
     manifest_path = Path(args.manifest).resolve()
     manifest = json.loads(manifest_path.read_text())
@@ -289,16 +571,15 @@ def main(argv: Sequence[str] | None = None) -> None:
         archive = str(out / "topic_records.parquet")
         bootstrap = args.bootstrap_servers or manifest["bootstrap_servers"]
         read_topic_records(spark, manifest, bootstrap).write.mode("overwrite").parquet(archive)
-    # The matrix is computed from the archive, so Kafka is read once and the evidence is what was audited.
-    records = spark.read.parquet(archive).select(
-        *(F.col(f.name).cast(f.dataType) for f in RECORD_SCHEMA.fields)
-    )
+    # Everything below is computed from files, so Kafka is read once and the evidence is what was audited.
+    records = spark.read.parquet(archive).select(*(F.col(f.name).cast(f.dataType) for f in RECORD_SCHEMA.fields))
+    send_logs = read_send_logs(spark, manifest, manifest_path.parent)
 
-    matrix = compute_matrix(
-        read_send_logs(spark, manifest, manifest_path.parent),
-        records,
-        build_scenarios_meta(spark, manifest),
-    )
+    outcomes_path = str(out / "outcomes.parquet")
+    compute_outcomes(send_logs, records).write.mode("overwrite").partitionBy("scenario").parquet(outcomes_path)
+    outcomes = spark.read.schema(OUTCOME_SCHEMA).parquet(outcomes_path)
+
+    matrix = compute_matrix(outcomes, records, send_logs, build_scenarios_meta(spark, manifest))
     rows = matrix.collect()
     check_conservation(row.asDict() for row in rows)
 

@@ -9,12 +9,14 @@ from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
+import yaml
 from rich.console import Console
 from rich.logging import RichHandler
 from rich.table import Table
 
 from acklab import maven
 from acklab.cluster.state import reap_all, reap_orphans
+from acklab.nemesis.catalog import FAULT_NAMES
 from acklab.paths import RESULT_FILE, runs_dir
 from acklab.scenario import RunParams
 from acklab.topology import SpecError, load_topology
@@ -38,30 +40,43 @@ def setup(kafka_version: Annotated[list[str], typer.Option(help="Kafka versions 
 def run(
     topology: Annotated[str, typer.Option(help="topology name in clusters/ or a YAML path")] = DEFAULTS.topology,
     profile: Annotated[Optional[list[str]], typer.Option(help="producer profile (repeatable)")] = None,  # noqa: UP007
-    fault: Annotated[str, typer.Option(help="fault name")] = DEFAULTS.fault,
+    fault: Annotated[Optional[list[str]], typer.Option(help=f"fault name (repeatable): {', '.join(FAULT_NAMES)}")] = None,  # noqa: UP007
+    schedule: Annotated[Optional[Path], typer.Option(help="YAML/JSON fault schedule (list of {at_s, fault, target, duration_s, options}); replaces --fault")] = None,  # noqa: UP007
     messages: Annotated[int, typer.Option(help="messages per scenario")] = DEFAULTS.messages,
     rate: Annotated[float, typer.Option(help="messages per second (0 = as fast as possible)")] = DEFAULTS.rate or 0,
+    duration_s: Annotated[Optional[float], typer.Option(help="stop each load after this many seconds (--messages is then a cap)")] = None,  # noqa: UP007
+    message_bytes: Annotated[int, typer.Option(help="bytes per message value")] = DEFAULTS.message_bytes,
+    keys: Annotated[int, typer.Option(help="keys per producer")] = DEFAULTS.keys,
+    producers: Annotated[int, typer.Option(help="producer processes per scenario")] = DEFAULTS.producers,
+    partitioner: Annotated[Optional[str], typer.Option(help="consistent_random or murmur2_random (default: the profile's)")] = None,  # noqa: UP007
     kafka_version: Annotated[Optional[str], typer.Option(help="override the topology's Kafka version")] = None,  # noqa: UP007
     fault_at_s: Annotated[float, typer.Option(help="seconds into the load when the fault starts")] = DEFAULTS.fault_at_s,
     fault_duration_s: Annotated[float, typer.Option(help="seconds the fault lasts")] = DEFAULTS.fault_duration_s,
     as_json: Annotated[bool, typer.Option("--json", help="print the matrix rows as JSON")] = False,
 ) -> None:
-    """Run scenarios (profiles x fault) end to end and print the delivery matrix; exit 1 unless all pass."""
+    """Run scenarios (profiles x faults) end to end and print the delivery matrix; exit 1 unless all pass."""
     from acklab.pipeline import matrix_rows, run_pipeline, write_result
+    from acklab.workload.producer import ProgressMeter
 
     _log_to_console()
     params = {
         "topology": topology,
         "profiles": profile or DEFAULTS.profiles,
-        "fault": fault,
+        "faults": fault or DEFAULTS.faults,
+        "schedule": yaml.safe_load(schedule.read_text()) if schedule else None,
         "messages": messages,
         "rate": rate or None,
+        "duration_s": duration_s,
+        "message_bytes": message_bytes,
+        "keys": keys,
+        "producers": producers,
+        "partitioner": partitioner,
         "kafka_version": kafka_version,
         "fault_at_s": fault_at_s,
         "fault_duration_s": fault_duration_s,
     }
     try:
-        result = run_pipeline(params, progress=lambda s, a, f: console.log(f"sent {s} acked {a} failed {f}"))
+        result = run_pipeline(params, progress=ProgressMeter(console.log))
     except SpecError as exc:
         console.print(f"[red]error:[/red] {exc}")
         raise typer.Exit(2) from None
@@ -84,6 +99,22 @@ def check_topology(name: str) -> None:
     except SpecError as exc:
         console.print(f"[red]error:[/red] {exc}")
         raise typer.Exit(2) from None
+
+
+@app.command()
+def model_table(
+    check: Annotated[bool, typer.Option(help="exit 1 if the file is not current instead of writing it")] = False,
+) -> None:
+    """Write docs/guarantees.md: the guarantee model's classes, rules and catalog rows."""
+    from acklab.model_table import DOC, default_tables, to_markdown
+
+    text = to_markdown(default_tables())
+    if check:
+        current = DOC.exists() and DOC.read_text() == text
+        console.print(f"{DOC}: {'current' if current else 'out of date; run `acklab model-table`'}")
+        raise typer.Exit(0 if current else 1)
+    DOC.write_text(text)
+    console.print(f"wrote {DOC}")
 
 
 @app.command()
@@ -112,7 +143,10 @@ def _print_result(result: dict) -> None:
     for row in json.loads(Path(result["matrix"]).read_text()):
         table.add_row(*(str(row[c]) for c in MATRIX_COLUMNS), result["scenarios"][row["scenario"]])
     Console(width=160).print(table)
+    for regression in result.get("regressions", []):
+        typer.echo(f"REGRESSION {regression['scenario']}: {regression['status']} now, passed in green run {regression['last_green_run']}")
     typer.echo(f"status: {result['status']}")
+    typer.echo(f"html report: {result['html']}")
     typer.echo(f"matrix: {result['matrix']}")
     typer.echo(f"report: {result['report']}")
 

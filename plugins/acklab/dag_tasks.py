@@ -53,6 +53,9 @@ def validate(audit: dict[str, Any]) -> dict[str, Any]:
     for line in result.summary_lines():
         log.info("%s", line)
     summary = write_result(matrix_json, result)
+    for regression in summary["regressions"]:
+        log.error("REGRESSION %(scenario)s: %(status)s now, passed in green run %(last_green_run)s", regression)
+    log.info("html report: %s", summary["html"])
     log.info("matrix: %s", matrix_json)
     log.info("report: %s", result.data_docs_index)
     result.raise_for_status()

@@ -1,34 +1,365 @@
-"""The guarantee model (the *model* seam): which delivery guarantee a scenario must show.
+"""The guarantee model (the *model* seam): what a scenario's matrix row must show.
 
-Pure logic: (producer profile, topology, fault) -> guarantee class. The Great Expectations
-suite of each class encodes what the class promises (see `acklab.checker.verdict`).
+Pure logic, as explicit tables: (producer profile, topology, fault schedule) -> the guarantee class
+(``CLASS_RULES``, first match wins) and the exact expectations of the row: what the class promises
+under any fault (``PROMISES``), what every class promises without a fault (``NO_FAULT_ZERO``), and
+the availability and efficacy rules that match the setting (``RULES``). Each expectation names the
+Great Expectations suite that checks it (see ``acklab.checker.verdict``); ``docs/guarantees.md`` is
+generated from these tables (``acklab model-table``).
+
+Kinds: a violated *guarantee* expectation fails the scenario; so does a violated *availability*
+expectation once the fault took effect; a violated *efficacy* expectation means the fault did not
+do what the experiment needs ("fault ineffective"), so the scenario is incomplete, never a pass.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import asdict, dataclass
 from enum import StrEnum
+from typing import TYPE_CHECKING, Any
 
 from acklab.profiles import ProducerProfile
 from acklab.topology import Topology
+
+if TYPE_CHECKING:
+    from acklab.nemesis.schedule import FaultStep
+
+NO_FAULT = "none"
+RECOVERY_S = 30.0  # after a fault ends: restart, catch up, rejoin the ISR, elect (seconds, generous)
+REFUSAL_S = 0.5  # one attempt the leader refuses at once (NOT_ENOUGH_REPLICAS), round trip (generous)
+# librdkafka defaults of the retry settings a profile may set in `overrides`.
+LIBRDKAFKA_DEFAULTS: Mapping[str, float] = {"retry.backoff.ms": 100, "retry.backoff.max.ms": 1000}
+
+# Faults whose effect on a producer ends when the step's duration ends: the leader or followers
+# come back, the proxy stops dropping. `latency` (a response sent at the end of the window is
+# still delayed by delay_s) and `rolling-restart` (takes as long as it takes) have no such bound.
+BOUNDED_FAULTS = frozenset(
+    {
+        "leader-kill",
+        "leader-restart",
+        "leader-pause",
+        "follower-kill",
+        "controller-kill",
+        "replicas-down",
+        "ack-loss",
+        "request-loss",
+        "client-partition",
+    }
+)
+UNBOUNDED_FAULTS = frozenset({"latency", "rolling-restart"})
+MODELED_FAULTS = frozenset({NO_FAULT}) | BOUNDED_FAULTS | UNBOUNDED_FAULTS
 
 
 class Guarantee(StrEnum):
     """Delivery guarantee classes, weakest first."""
 
-    AT_MOST_ONCE = "at-most-once"  # loss allowed, the client is never told
-    LEADER_DURABLE = "leader-durable"  # acked writes survive unless the leader fails
-    AT_LEAST_ONCE = "at-least-once"  # no acked write is lost; duplicates allowed
-    EXACTLY_ONCE = "exactly-once"  # per partition: no loss, no duplicates, no reordering
+    AT_MOST_ONCE = "at-most-once"
+    LEADER_DURABLE = "leader-durable"
+    AT_LEAST_ONCE = "at-least-once"
+    AT_LEAST_ONCE_ORDERED = "at-least-once-ordered"
+    EXACTLY_ONCE = "exactly-once"
+    TRANSACTIONAL = "transactional"
 
 
-def expected_guarantee(profile: ProducerProfile, topology: Topology, fault: str) -> Guarantee:
-    """The guarantee Kafka documents for this producer on this topology, under `fault`."""
-    del fault  # no fault of the current catalog weakens or strengthens a class
-    if profile.acks == "0":
-        return Guarantee.AT_MOST_ONCE
-    replicated = profile.acks == "all" and topology.min_insync_replicas >= 2 and not topology.unclean_leader_election
-    if not replicated:
-        return Guarantee.LEADER_DURABLE
-    if profile.enable_idempotence:
-        return Guarantee.EXACTLY_ONCE
-    return Guarantee.AT_LEAST_ONCE
+class Kind(StrEnum):
+    """What a violated expectation means: see the module docstring."""
+
+    GUARANTEE = "guarantee"
+    AVAILABILITY = "availability"
+    EFFICACY = "efficacy"
+
+
+@dataclass(frozen=True)
+class Setting:
+    """The facts the model reads, from the profile's typed settings and the topology."""
+
+    acks: str  # "0", "1" or "all"
+    idempotent: bool
+    transactional: bool
+    aborts: bool  # the profile aborts some of its transactions
+    max_in_flight: int
+    retries: int
+    min_insync_replicas: int
+    unclean_leader_election: bool
+    faults: tuple[tuple[str, float], ...]  # (name, duration_s) of each schedule step; () = no fault
+    outage_s: float  # from the first fault's start to the last fault's end
+    budget_s: float  # a message is retried at least this long before it fails
+    refused_s: float  # a write the leader refuses at once fails within this time
+
+    @classmethod
+    def of(cls, profile: ProducerProfile, topology: Topology, schedule: Sequence[FaultStep]) -> Setting:
+        backoff_ms, backoff_max_ms = (
+            float(profile.overrides.get(name, LIBRDKAFKA_DEFAULTS[name])) for name in LIBRDKAFKA_DEFAULTS
+        )
+        delivery_ms, retries = profile.delivery_timeout_ms, profile.retries
+        broker = topology.broker_overrides
+        start = min((step.at_s for step in schedule), default=0.0)
+        end = max((step.at_s + step.duration_s for step in schedule), default=0.0)
+        return cls(
+            acks=profile.acks,
+            idempotent=profile.enable_idempotence,
+            transactional=profile.transaction is not None,
+            aborts=profile.transaction is not None and profile.transaction.abort_ratio > 0,
+            max_in_flight=profile.max_in_flight,
+            retries=retries,
+            min_insync_replicas=int(broker.get("min.insync.replicas", topology.min_insync_replicas)),
+            unclean_leader_election=str(
+                broker.get("unclean.leader.election.enable", topology.unclean_leader_election)
+            ).lower()
+            == "true",
+            faults=tuple((step.fault, step.duration_s) for step in schedule),
+            outage_s=end - start,
+            budget_s=min(delivery_ms, retries * backoff_ms) / 1000,
+            refused_s=min(delivery_ms / 1000, retries * backoff_max_ms / 1000 + (retries + 1) * REFUSAL_S),
+        )
+
+    def has(self, fault: str) -> bool:
+        return any(name == fault for name, _ in self.faults)
+
+    def longest(self, fault: str) -> float:
+        """The longest step of `fault` in seconds (0 if none)."""
+        return max((duration for name, duration in self.faults if name == fault), default=0.0)
+
+    def only(self, faults: frozenset[str]) -> bool:
+        """The schedule has faults, all of them in `faults`."""
+        return bool(self.faults) and all(name in faults for name, _ in self.faults)
+
+
+@dataclass(frozen=True)
+class Expectation:
+    """One bound on one matrix column, with the suite that checks it and why it holds."""
+
+    column: str
+    min: float | None
+    max: float | None
+    kind: Kind
+    suite: str
+    rule: str
+    no_fault_only: bool = False  # applies only to rows whose fault is `none`
+
+    def text(self) -> str:
+        """``lost == 0``, ``failed >= 1``, ``x <= 5`` or ``1 <= x <= 5``."""
+        low, high = (None if v is None else f"{v:g}" for v in (self.min, self.max))
+        if low is not None and low == high:
+            return f"{self.column} == {low}"
+        if high is None:
+            return f"{self.column} >= {low}"
+        return f"{self.column} <= {high}" if low is None else f"{low} <= {self.column} <= {high}"
+
+    def holds(self, value: float | None) -> bool:
+        """Whether `value` meets the bound (a missing value never does)."""
+        if value is None:
+            return False
+        return (self.min is None or value >= self.min) and (self.max is None or value <= self.max)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {**asdict(self), "kind": str(self.kind)}
+
+
+@dataclass(frozen=True)
+class Expected:
+    """What the model expects of one scenario: its class and the exact expectations of its row."""
+
+    guarantee: Guarantee
+    expectations: tuple[Expectation, ...]
+
+    @property
+    def suites(self) -> tuple[str, ...]:
+        """The suites that check this row, class suite first."""
+        return tuple(dict.fromkeys([guarantee_suite(self.guarantee), *(e.suite for e in self.expectations)]))
+
+
+@dataclass(frozen=True)
+class ClassRule:
+    when: str
+    test: Callable[[Setting], bool]
+    guarantee: Guarantee
+
+
+# First match wins. acks=all waits for the current ISR only, so it is as weak as acks=1 when the
+# ISR may shrink to the leader alone (min.insync.replicas=1) or an out-of-sync replica may lead.
+CLASS_RULES: tuple[ClassRule, ...] = (
+    ClassRule("acks=0", lambda s: s.acks == "0", Guarantee.AT_MOST_ONCE),
+    ClassRule("acks=1", lambda s: s.acks == "1", Guarantee.LEADER_DURABLE),
+    ClassRule("min.insync.replicas < 2", lambda s: s.min_insync_replicas < 2, Guarantee.LEADER_DURABLE),
+    ClassRule("unclean.leader.election.enable=true", lambda s: s.unclean_leader_election, Guarantee.LEADER_DURABLE),
+    ClassRule("transactional (transactional.id)", lambda s: s.transactional, Guarantee.TRANSACTIONAL),
+    ClassRule("enable.idempotence=true", lambda s: s.idempotent, Guarantee.EXACTLY_ONCE),
+    ClassRule("max.in.flight.requests.per.connection=1", lambda s: s.max_in_flight == 1, Guarantee.AT_LEAST_ONCE_ORDERED),
+    ClassRule("otherwise (acks=all, min.insync >= 2, clean election)", lambda s: True, Guarantee.AT_LEAST_ONCE),
+)
+
+# Why a column must be zero, once per column.
+ZERO_BECAUSE: Mapping[str, str] = {
+    "lost": "An acknowledged record must be readable from the topic.",
+    "duplicates": "No record may be written twice.",
+    "reordered": "Records of a key must sit in send order within their partition.",
+    "offset_mismatch": "An acknowledged record must sit at the offset its acknowledgement named.",
+    "misrouted": "A keyed record, retried or not, must land in the partition its key hashes to.",
+    "aborted_visible": "A read_committed reader must not see records of aborted transactions.",
+}
+
+
+@dataclass(frozen=True)
+class Promise:
+    summary: str
+    zero: tuple[str, ...]  # columns that are zero under any fault
+
+
+PROMISES: Mapping[Guarantee, Promise] = {
+    Guarantee.AT_MOST_ONCE: Promise(
+        "acks=0: the producer never hears from the broker, so it never retries: records may be "
+        "lost, never duplicated.",
+        ("duplicates", "misrouted"),
+    ),
+    Guarantee.LEADER_DURABLE: Promise(
+        "A record is acknowledged once the leader has it (acks=1, or an ISR that may shrink to the "
+        "leader, or an out-of-sync replica that may be elected): it may be lost when the leader "
+        "fails, and retries may duplicate and reorder.",
+        ("misrouted",),
+    ),
+    Guarantee.AT_LEAST_ONCE: Promise(
+        "acks=all with min.insync.replicas >= 2 and clean election: no acknowledged record is "
+        "lost; retries may duplicate, and with more than one request in flight, reorder.",
+        ("lost", "offset_mismatch", "misrouted"),
+    ),
+    Guarantee.AT_LEAST_ONCE_ORDERED: Promise(
+        "at-least-once with one request in flight: retries may duplicate but not reorder "
+        "(librdkafka retries messages in their original order).",
+        ("lost", "reordered", "offset_mismatch", "misrouted"),
+    ),
+    Guarantee.EXACTLY_ONCE: Promise(
+        "Idempotent producer on a replicated topic: the broker drops retried batches by producer "
+        "id and sequence, so each record is written once, in send order per partition (within "
+        "one producer session).",
+        ("lost", "duplicates", "reordered", "offset_mismatch", "misrouted"),
+    ),
+    Guarantee.TRANSACTIONAL: Promise(
+        "Transactional producer: exactly-once, and records of aborted transactions are invisible "
+        "to read_committed readers.",
+        ("lost", "duplicates", "reordered", "offset_mismatch", "misrouted", "aborted_visible"),
+    ),
+}
+# Without a fault nothing is lost, duplicated or moved, whatever the class.
+NO_FAULT_ZERO: tuple[str, ...] = ("lost", "duplicates", "offset_mismatch")
+
+
+@dataclass(frozen=True)
+class Rule:
+    """An availability or efficacy rule: when it applies, the bounds it sets, and why."""
+
+    name: str
+    kind: Kind
+    when: str
+    test: Callable[[Setting], bool]
+    bounds: tuple[tuple[str, float | None, float | None], ...]
+    why: str
+
+    @property
+    def suite(self) -> str:
+        return f"{self.kind}_{self.name}"
+
+    def expectations(self) -> tuple[Expectation, ...]:
+        return tuple(Expectation(c, low, high, self.kind, self.suite, self.why) for c, low, high in self.bounds)
+
+
+RULES: tuple[Rule, ...] = (
+    Rule(
+        "healthy-cluster",
+        Kind.AVAILABILITY,
+        "fault none",
+        lambda s: not s.faults,
+        (("failed_clean", 0, 0), ("indeterminate", 0, 0), ("unknown_absent", 0, 0)),
+        "A healthy cluster acknowledges every write and the producer reports it (records of aborted "
+        "transactions are counted apart).",
+    ),
+    Rule(
+        "outage-outlasted",
+        Kind.AVAILABILITY,
+        f"faults all in {{{', '.join(sorted(BOUNDED_FAULTS))}}}, acks != 0, and the producer retries "
+        f"at least the outage + {RECOVERY_S:g} s (min(delivery.timeout.ms, retries x retry.backoff.ms))",
+        lambda s: s.only(BOUNDED_FAULTS) and s.acks != "0" and s.budget_s >= s.outage_s + RECOVERY_S,
+        (("failed_clean", 0, 0), ("indeterminate", 0, 0)),
+        "The producer keeps retrying until the cluster serves again, so no write fails (records of "
+        "aborted transactions are counted apart).",
+    ),
+    Rule(
+        "replicas-down-refusals",
+        Kind.EFFICACY,
+        "replicas-down, acks=all, min.insync.replicas >= 2, and the producer gives up a refused write "
+        f"within the outage (min(delivery.timeout.ms, retries x retry.backoff.max.ms + (retries + 1) x "
+        f"{REFUSAL_S:g} s) < its duration)",
+        lambda s: s.acks == "all" and s.min_insync_replicas >= 2 and s.refused_s < s.longest("replicas-down"),
+        (("failed_clean", 1, None),),
+        "With the ISR below min.insync.replicas the leader refuses acks=all writes at once "
+        "(NOT_ENOUGH_REPLICAS), so writes sent during the outage run out of retries and fail cleanly; "
+        "none failing means the outage never met the load.",
+    ),
+    Rule(
+        "ack-loss-duplicates",
+        Kind.EFFICACY,
+        "ack-loss, acks != 0, no idempotence, retries > 0",
+        lambda s: s.has("ack-loss") and s.acks != "0" and not s.idempotent and s.retries > 0,
+        (("duplicates", 1, None),),
+        "A response dropped after the append makes the producer send a stored batch again.",
+    ),
+    Rule(
+        "ack-loss-indeterminate",
+        Kind.EFFICACY,
+        "ack-loss, acks != 0, retries = 0",
+        lambda s: s.has("ack-loss") and s.acks != "0" and s.retries == 0,
+        (("indeterminate", 1, None),),
+        "Without retries, a response dropped after the append reports a stored record as failed.",
+    ),
+    Rule(
+        "transaction-aborts",
+        Kind.EFFICACY,
+        "transactional, abort_ratio > 0",
+        lambda s: s.aborts,
+        (("aborted", 1, None),),
+        "Some transactions must abort, or aborted_visible == 0 proves nothing.",
+    ),
+)
+
+
+def guarantee_suite(guarantee: Guarantee | str) -> str:
+    """The suite of a guarantee class."""
+    return f"guarantee_{Guarantee(guarantee)}"
+
+
+def classify(setting: Setting) -> Guarantee:
+    """The class of the first rule of ``CLASS_RULES`` that matches."""
+    return next(rule.guarantee for rule in CLASS_RULES if rule.test(setting))
+
+
+def class_expectations(guarantee: Guarantee) -> tuple[Expectation, ...]:
+    """Everything the class suite checks: its promise, then the no-fault extras."""
+    suite, promise = guarantee_suite(guarantee), PROMISES[guarantee]
+    extra = [column for column in NO_FAULT_ZERO if column not in promise.zero]
+    return tuple(
+        Expectation(column, 0, 0, Kind.GUARANTEE, suite, ZERO_BECAUSE[column], no_fault_only=column in extra)
+        for column in (*promise.zero, *extra)
+    )
+
+
+def expect_setting(setting: Setting) -> Expected:
+    """The class and the exact expectations of a row with this setting."""
+    guarantee = classify(setting)
+    expectations = [e for e in class_expectations(guarantee) if not e.no_fault_only or not setting.faults]
+    for rule in RULES:
+        if rule.test(setting):
+            expectations += rule.expectations()
+    return Expected(guarantee, tuple(expectations))
+
+
+def expect(profile: ProducerProfile, topology: Topology, schedule: Sequence[FaultStep]) -> Expected:
+    """What a scenario of `profile` on `topology` under `schedule` must show."""
+    return expect_setting(Setting.of(profile, topology, schedule))
+
+
+def suite_expectations() -> dict[str, tuple[Expectation, ...]]:
+    """Every suite the model uses, with all its expectations: the class suites, then the rules."""
+    suites = {guarantee_suite(g): class_expectations(g) for g in Guarantee}
+    suites.update({rule.suite: rule.expectations() for rule in RULES})
+    return suites

@@ -33,7 +33,7 @@ def test_cli_run_prints_matrix_json(acklab_env: dict[str, str]) -> None:
 def test_cli_rejects_bad_input_before_starting(acklab_env: dict[str, str], tmp_path: Path) -> None:
     result = acklab(acklab_env, "run", "--fault", "meteor")
     assert result.returncode == 2
-    assert "unknown fault 'meteor'; valid: none, leader-kill" in result.stderr
+    assert "unknown fault 'meteor'; valid: none, leader-kill, leader-restart" in result.stderr
     bad = tmp_path / "bad.yaml"
     bad.write_text("name: bad\nbrokers: 1\nreplication_factor: 1\nmin_insync_replicas: 2\n")
     result = acklab(acklab_env, "check-topology", str(bad))

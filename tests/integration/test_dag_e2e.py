@@ -24,7 +24,7 @@ def dags_test(env: dict[str, str], conf: dict) -> subprocess.CompletedProcess[st
 
 def test_dag_run_matrix_and_verdicts_under_leader_kill(acklab_env: dict[str, str], isolated_run_store: Path) -> None:
     before = set(isolated_run_store.iterdir())
-    conf = {"profiles": ["leader-ack", "idempotent"], "fault": "leader-kill", "messages": 25000, "rate": 5000}
+    conf = {"profiles": ["leader-ack", "idempotent"], "faults": ["leader-kill"], "messages": 25000, "rate": 5000}
     result = dags_test(acklab_env, conf)
     output = result.stdout + result.stderr
     assert result.returncode == 0, output[-5000:]
@@ -52,7 +52,7 @@ def test_dag_run_matrix_and_verdicts_under_leader_kill(acklab_env: dict[str, str
 
 def test_invalid_param_fails_before_any_cluster_starts(acklab_env: dict[str, str], isolated_run_store: Path) -> None:
     before = set(isolated_run_store.iterdir())
-    result = dags_test(acklab_env, {"fault": "meteor"})
+    result = dags_test(acklab_env, {"faults": ["meteor"]})
     assert result.returncode != 0
     assert "meteor" in result.stdout + result.stderr
     assert not any((run / "cluster").exists() for run in set(isolated_run_store.iterdir()) - before)

@@ -18,9 +18,10 @@ _spec = importlib.util.spec_from_file_location("delivery_matrix", JOB_PATH)
 dm = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(dm)
 
-T0 = 100.0  # send_ts of id i is T0 + i
+T0 = 100.0  # send_ts of id i is T0 + i in s-a, s-b, s-c
 # Send log rows: (id, key, seq, state, ack latency ms or None). Failed messages get a (late)
-# error report, which must not count as an ack time.
+# error report, which must not count as an ack time. Acked messages are acked at their first copy
+# (lost ones at (0, 99)); these scenarios use the send log columns' defaults.
 SEND_LOGS = {
     "s-a": [
         (0, "k1", 0, "acked", 10),  # delivered
@@ -74,58 +75,157 @@ RECORDS = [
     ("s-b", 1, 2, "kc", b"6:2:"),
     ("s-b", 1, 3, "kc", b"6:2:"),
     ("s-b", 1, 4, "kc", b"9:9:"),  # id of another scenario's send log: unexpected here
+    # s-e: a transactional scenario of two producers (its send log is S_E below)
+    ("s-e", 0, 0, "p0-k0", b"0:0:"),
+    ("s-e", 0, 2, "p0-k0", b"2:2:"),  # id 2 was acked at offset 5
+    ("s-e", 0, 3, "p0-k0", b"3:3:"),  # aborted, yet visible
+    ("s-e", 0, 6, "p0-k0", b"5:5:"),  # aborted (failed), visible twice
+    ("s-e", 0, 7, "p0-k0", b"5:5:"),
+    ("s-e", 0, 8, "p1-k0", b"11:4:"),
+    ("s-e", 1, 0, "p0-k0", b"1:1:"),  # id 1 was acked here, but its key maps to partition 0
+    ("s-e", 1, 1, "p1-k0", b"8:1:"),  # where id 7 was acked
+    ("s-e", 1, 2, "p1-k0", b"7:0:"),  # reordered: seq 0 after seq 1
+    ("s-e", 1, 3, "p1-k0", b"7:0:"),
+    ("s-e", 1, 4, "p1-k0", b"9:2:"),
+    ("s-e", 1, 5, "p1-k0", b"8:1:"),  # the copy of id 8 at its acked offset
+    ("s-e", 1, 7, "p1-k0", b"12:5:"),
+    ("s-e", 1, 8, "p1-k0", b"500:9:"),  # never sent
 ]
-META = [
-    ("s-a", "leader-ack", "leader-kill", "leader-durable", True, True, None),
-    ("s-b", "idempotent", "partition", "exactly-once", False, True, None),
-    ("s-c", "fire-and-forget", "none", "none", None, True, None),
-    ("s-d", "all-ack", "broker-pause", "durable", None, False, "producer crashed"),  # no evidence
+
+# s-e send log in SEND_LOG_SCHEMA order after "scenario". Times are exact binary fractions, so the
+# two longest ack gaps (0.75 s: 1000.25-1001.0 across a bucket boundary and 1002.0-1002.75 inside
+# one) tie exactly and the earlier one must win. Failed reports (1002.5, 1004.5) are not acks.
+S_E = [
+    # id key seq producer expected_partition txn aborted retriable send_ts ack_ts partition offset error state
+    (0, "p0-k0", 0, "p0", 0, 0, False, None, 1000.0, 1000.25, 0, 0, None, "acked"),  # delivered
+    (1, "p0-k0", 1, "p0", 0, 0, False, None, 1000.125, 1001.0, 1, 0, None, "acked"),  # misrouted
+    (2, "p0-k0", 2, "p0", 0, 0, False, None, 1000.25, 1001.25, 0, 5, None, "acked"),  # offset mismatch
+    (3, "p0-k0", 3, "p0", 0, 1, True, None, 1000.375, 1001.5, 0, 3, None, "acked"),  # aborted visible
+    (4, "p0-k0", 4, "p0", 0, 1, True, None, 1000.5, 1002.0, 0, 4, None, "acked"),  # aborted clean, not lost
+    (5, "p0-k0", 5, "p0", 0, 1, True, False, 1000.625, 1002.0, None, None, "_PURGE_QUEUE", "failed"),
+    (6, "p0-k0", 6, "p0", 0, 1, True, False, 1000.75, 1002.5, None, None, "_PURGE_QUEUE", "failed"),
+    (7, "p1-k0", 0, "p1", 1, 0, False, None, 1000.875, 1002.75, 1, 1, None, "acked"),  # 2 copies, neither at 1
+    (8, "p1-k0", 1, "p1", 1, 0, False, None, 1001.0, 1003.0, 1, 5, None, "acked"),  # 2 copies, one at 5
+    (9, "p1-k0", 2, "p1", 1, 0, False, None, 1001.125, 1003.25, 1, -1, None, "acked"),  # offset unknown
+    (10, "p1-k0", 3, "p1", 1, 0, False, None, 1001.25, 1003.5, 1, 6, None, "acked"),  # lost, not a mismatch
+    (11, "p1-k0", 4, "p1", None, 0, False, None, 1001.375, 1003.75, 0, 8, None, "acked"),  # partition unknown
+    (12, "p1-k0", 5, "p1", 1, 0, False, None, 1001.5, None, None, None, None, "unknown"),  # indeterminate
+    (13, "p1-k0", 6, "p1", 1, 0, False, True, 1001.625, 1004.5, None, None, "NOT_ENOUGH_REPLICAS", "failed"),
+]
+S_E_OUTCOMES = {  # id: (outcome, copies, misrouted, offset_mismatch, reordered)
+    0: ("delivered", 1, False, False, False),
+    1: ("delivered", 1, True, False, False),
+    2: ("delivered", 1, False, True, False),
+    3: ("aborted_visible", 1, False, False, False),
+    4: ("aborted_clean", 0, False, False, False),
+    5: ("aborted_visible", 2, False, False, False),
+    6: ("aborted_clean", 0, False, False, False),
+    7: ("acked_duplicated", 2, False, True, True),
+    8: ("acked_duplicated", 2, False, False, False),
+    9: ("delivered", 1, False, False, False),
+    10: ("lost", 0, False, False, False),
+    11: ("delivered", 1, False, False, False),
+    12: ("indeterminate", 1, False, False, False),
+    13: ("failed_clean", 0, False, False, False),
+    500: ("unexpected", 1, False, False, False),
+}
+
+# Manifest scenario entries (the fields the job reads).
+SCENARIOS = [
+    dict(scenario="s-a", profile="leader-ack", fault="leader-kill", guarantee="leader-durable",
+         fault_effective=True, evidence_complete=True, incomplete_reason=None,
+         # union [105, 107] + [109, 120]
+         fault_timeline=[{"started": 105.0, "ended": 106.0}, {"started": 105.5, "ended": 107.0},
+                         {"started": 109.0, "ended": 120.0}]),
+    dict(scenario="s-b", profile="idempotent", fault="partition", guarantee="exactly-once",
+         fault_effective=False, evidence_complete=True, incomplete_reason=None, fault_timeline=[]),
+    dict(scenario="s-c", profile="fire-and-forget", fault="none", guarantee="none", fault_effective=None,
+         evidence_complete=True, incomplete_reason=None,
+         fault_timeline=[{"started": 100.5, "ended": None}]),  # never ended
+    dict(scenario="s-d", profile="all-ack", fault="broker-pause", guarantee="durable", fault_effective=None,
+         evidence_complete=False, incomplete_reason="producer crashed"),  # no evidence
+    dict(scenario="s-e", profile="transactional", fault="leader-kill", guarantee="exactly-once",
+         partitioner="murmur2_random", producers=2, transactional=True, fault_effective=True,
+         evidence_complete=True, incomplete_reason=None,
+         fault_timeline=[{"started": 1000.5, "ended": 1000.625}, {"started": 1002.0, "ended": 1003.0},
+                         {"started": None, "ended": None}]),
 ]
 
 
 def _meta(name: str) -> dict:
-    keys = ("scenario", "profile", "fault", "guarantee", "fault_effective", "evidence_complete", "incomplete_reason")
-    return dict(zip(keys, next(m for m in META if m[0] == name)))
+    scenario = next(s for s in SCENARIOS if s["scenario"] == name)
+    return {column: scenario.get(column) for column in dm.META_SCHEMA.fieldNames()}
+
+
+def _parse(value: bytes) -> tuple[int | None, int | None]:
+    head = value.split(b":")
+    try:
+        return int(head[0]), int(head[1])
+    except (IndexError, ValueError):
+        return None, None
+
+
+def _first_copy(scenario: str, id_: int) -> tuple[int, int]:
+    return min(((p, o) for s, p, o, _, v in RECORDS if s == scenario and _parse(v)[0] == id_), default=(0, 99))
 
 
 def _send_log_rows(scenario: str) -> list[tuple]:
+    """Rows in SEND_LOG_SCHEMA order (after "scenario")."""
+    if scenario == "s-e":
+        return S_E
     rows = []
     for id_, key, seq, state, latency in SEND_LOGS[scenario]:
         send_ts = T0 + id_
         ack_ts = send_ts + latency / 1000 if state == "acked" else (send_ts + 9.0 if state == "failed" else None)
-        acked = state == "acked"
-        rows.append(
-            (scenario, id_, key, seq, send_ts, ack_ts, 0 if acked else None, id_ if acked else None,
-             None if acked else ("_MSG_TIMED_OUT" if state == "failed" else None), state)
-        )
+        partition, offset = _first_copy(scenario, id_) if state == "acked" else (None, None)
+        error = "_MSG_TIMED_OUT" if state == "failed" else None
+        rows.append((id_, key, seq, "p0", None, None, False, None, send_ts, ack_ts, partition, offset, error, state))
     return rows
 
 
+ZERO_NEW = dict(misrouted=0, offset_mismatch=0, aborted=0, aborted_acked=0, aborted_clean=0, aborted_visible=0)
 EXPECTED = {
     "s-a": dict(
         _meta("s-a"), sent=11, acked=7, failed=2, unknown=2, records_read=14, delivered=4, lost=1,
         duplicated=3, duplicates=4, acked_duplicated=2, failed_clean=1, indeterminate=2,
-        unknown_absent=1, unexpected=2, reordered=1,
-        ack_latency_p50_ms=pytest.approx(40.0), ack_latency_p99_ms=pytest.approx(69.4),
-        ack_latency_max_ms=pytest.approx(70.0), acked_per_s=pytest.approx(7 / 10.07),
+        unknown_absent=1, unexpected=2, reordered=1, **ZERO_NEW,
+        ack_latency_p50_ms=pytest.approx(40.0), ack_latency_p95_ms=pytest.approx(67.0),
+        ack_latency_p99_ms=pytest.approx(69.4), ack_latency_max_ms=pytest.approx(70.0),
+        acked_per_s=pytest.approx(7 / 10.07),
+        # first send 100.0; acks 100.01 ... 104.05, then 109.06: the gap crosses buckets 104-109
+        longest_ack_gap_s=pytest.approx(5.01), ack_gap_fault_overlap_s=pytest.approx(2.0 + 0.06),
     ),
     "s-b": dict(
         _meta("s-b"), sent=7, acked=5, failed=1, unknown=1, records_read=9, delivered=5, lost=0,
         duplicated=1, duplicates=2, acked_duplicated=0, failed_clean=0, indeterminate=1,
-        unknown_absent=1, unexpected=1, reordered=2,
-        ack_latency_p50_ms=pytest.approx(5.0), ack_latency_p99_ms=pytest.approx(5.0),
-        ack_latency_max_ms=pytest.approx(5.0), acked_per_s=pytest.approx(5 / 4.005),
+        unknown_absent=1, unexpected=1, reordered=2, **ZERO_NEW,
+        ack_latency_p50_ms=pytest.approx(5.0), ack_latency_p95_ms=pytest.approx(5.0),
+        ack_latency_p99_ms=pytest.approx(5.0), ack_latency_max_ms=pytest.approx(5.0),
+        acked_per_s=pytest.approx(5 / 4.005),
+        longest_ack_gap_s=pytest.approx(1.0), ack_gap_fault_overlap_s=0.0,  # no fault window
     ),
     "s-c": dict(
         _meta("s-c"), sent=2, acked=2, failed=0, unknown=0, records_read=0, delivered=0, lost=2,
         duplicated=0, duplicates=0, acked_duplicated=0, failed_clean=0, indeterminate=0,
-        unknown_absent=0, unexpected=0, reordered=0,
-        ack_latency_p50_ms=pytest.approx(2.0), ack_latency_p99_ms=pytest.approx(2.98),
-        ack_latency_max_ms=pytest.approx(3.0), acked_per_s=pytest.approx(2 / 1.003),
+        unknown_absent=0, unexpected=0, reordered=0, **ZERO_NEW,
+        ack_latency_p50_ms=pytest.approx(2.0), ack_latency_p95_ms=pytest.approx(2.9),
+        ack_latency_p99_ms=pytest.approx(2.98), ack_latency_max_ms=pytest.approx(3.0),
+        acked_per_s=pytest.approx(2 / 1.003),
+        # acks at 100.001 and 101.003; the fault from 100.5 never ended
+        longest_ack_gap_s=pytest.approx(1.002), ack_gap_fault_overlap_s=pytest.approx(0.503),
     ),
     "s-d": dict(
-        _meta("s-d"), **{c: 0 for c in dm.COUNT_COLUMNS},
-        ack_latency_p50_ms=None, ack_latency_p99_ms=None, ack_latency_max_ms=None, acked_per_s=None,
+        _meta("s-d"), **{c: 0 for c in dm.COUNT_COLUMNS}, **{c: None for c in dm.METRIC_COLUMNS},
+    ),
+    "s-e": dict(
+        _meta("s-e"), sent=14, acked=10, failed=3, unknown=1, records_read=14, delivered=5, lost=1,
+        duplicated=3, duplicates=3, acked_duplicated=2, failed_clean=1, indeterminate=1,
+        unknown_absent=0, unexpected=1, reordered=1, misrouted=1, offset_mismatch=2, aborted=4,
+        aborted_acked=2, aborted_clean=2, aborted_visible=2,
+        # latencies 250 875 1000 1125 1500 1875 2000 2125 2250 2375 ms
+        ack_latency_p50_ms=1687.5, ack_latency_p95_ms=pytest.approx(2318.75),
+        ack_latency_p99_ms=pytest.approx(2363.75), ack_latency_max_ms=2375.0, acked_per_s=10 / 3.75,
+        longest_ack_gap_s=0.75, ack_gap_fault_overlap_s=0.125,
     ),
 }
 
@@ -151,12 +251,20 @@ def _records(spark: SparkSession) -> DataFrame:
 
 
 @pytest.fixture(scope="module")
-def matrix(spark: SparkSession) -> DataFrame:
-    send_logs = spark.createDataFrame(
-        [row for scenario in SEND_LOGS for row in _send_log_rows(scenario)], dm.SEND_LOG_SCHEMA
-    )
-    meta = spark.createDataFrame(META, dm.META_SCHEMA)
-    return dm.compute_matrix(send_logs, _records(spark), meta)
+def send_logs(spark: SparkSession) -> DataFrame:
+    rows = [(name, *row) for name in (*SEND_LOGS, "s-e") for row in _send_log_rows(name)]
+    return spark.createDataFrame(rows, dm.SEND_LOG_SCHEMA)
+
+
+@pytest.fixture(scope="module")
+def outcomes(spark: SparkSession, send_logs: DataFrame) -> DataFrame:
+    return dm.compute_outcomes(send_logs, _records(spark)).cache()
+
+
+@pytest.fixture(scope="module")
+def matrix(spark: SparkSession, send_logs: DataFrame, outcomes: DataFrame) -> DataFrame:
+    scenarios = dm.build_scenarios_meta(spark, {"scenarios": SCENARIOS})
+    return dm.compute_matrix(outcomes, _records(spark), send_logs, scenarios)
 
 
 @pytest.fixture(scope="module")
@@ -185,6 +293,19 @@ def test_parse_value(spark: SparkSession) -> None:
     assert got == {i: (id_, seq) for i, (_, id_, seq) in enumerate(values)}
 
 
+def test_fault_windows_union() -> None:
+    timeline = [
+        {"started": 5.0, "ended": 6.0},
+        {"started": 1.0, "ended": 2.0},
+        {"started": 1.5, "ended": 3.0},  # overlaps the previous one
+        {"started": 3.0, "ended": 4.0},  # touches it
+        {"started": None, "ended": None},  # never started
+        {"started": 7.0},  # never ended
+    ]
+    assert dm.fault_windows(timeline) == [(1.0, 4.0), (5.0, 6.0), (7.0, float("inf"))]
+    assert dm.fault_windows([]) == []
+
+
 def test_matrix_schema(matrix: DataFrame) -> None:
     assert tuple(matrix.columns) == dm.MATRIX_COLUMNS
     types = dict(matrix.dtypes)
@@ -197,6 +318,44 @@ def test_matrix_exact(matrix_rows: dict[str, dict], scenario: str) -> None:
     assert matrix_rows[scenario] == EXPECTED[scenario]
 
 
+def test_outcomes_per_message(outcomes: DataFrame) -> None:
+    assert outcomes.schema.fieldNames() == dm.OUTCOME_SCHEMA.fieldNames()
+    rows = outcomes.where(F.col("scenario") == "s-e").collect()
+    got = {r.id: (r.outcome, r.copies, r.misrouted, r.offset_mismatch, r.reordered) for r in rows}
+    assert got == S_E_OUTCOMES
+    by_id = {r.id: r.asDict() for r in rows}
+    assert by_id[2] == dict(scenario="s-e", id=2, state="acked", aborted=False, partition=0, offset=5,
+                            expected_partition=0, copies=1, outcome="delivered", misrouted=False,
+                            offset_mismatch=True, reordered=False)
+    assert (by_id[5]["state"], by_id[5]["aborted"], by_id[5]["partition"]) == ("failed", True, None)
+    assert (by_id[500]["state"], by_id[500]["aborted"], by_id[500]["partition"]) == (None, None, None)
+
+
+def test_every_class_planted(matrix_rows: dict[str, dict]) -> None:
+    """The fixtures plant every class at least once, so an always-zero count would fail a test."""
+    totals = {c: sum(row[c] for row in matrix_rows.values()) for c in dm.COUNT_COLUMNS}
+    assert [c for c, total in totals.items() if total == 0] == []
+    planted = {outcome for outcome, *_ in S_E_OUTCOMES.values()} | {"failed_clean", "unknown_absent"}
+    assert planted >= set(dm.OUTCOMES)
+
+
+@pytest.mark.parametrize(
+    ("acks", "start", "gap"),
+    [
+        ([2000.125, 2000.25, 2000.875, 2001.0, 2001.5], 2000.0, (2000.25, 2000.875)),  # inside a bucket
+        ([13.5, 13.75], 10.0, (10.0, 13.5)),  # first send to first ack, across buckets
+        ([1.0, 1.5, 7.25, 7.5], 0.5, (1.5, 7.25)),  # across empty buckets
+        ([5.0, 5.0], 5.0, (5.0, 5.0)),  # no gap at all
+        ([3.5, 4.25, 4.5, 5.0, 5.75, 6.5], 3.0, (3.5, 4.25)),  # three ties of 0.75: the earliest
+    ],
+)
+def test_longest_ack_gap(spark: SparkSession, acks: list[float], start: float, gap: tuple[float, float]) -> None:
+    acks_df = spark.createDataFrame([("s", ts) for ts in acks] + [("other", 0.0), ("other", 99.0)], "scenario string, ts double")
+    starts = spark.createDataFrame([("s", start), ("other", 0.0)], "scenario string, start double")
+    got = {r.scenario: (r.gap_start, r.gap_end) for r in dm.longest_ack_gaps(acks_df, starts).collect()}
+    assert got == {"s": gap, "other": (0.0, 99.0)}
+
+
 def test_matrix_rows_balance(matrix_rows: dict[str, dict]) -> None:
     assert sorted(matrix_rows) == sorted(EXPECTED)
     dm.check_conservation(matrix_rows.values())
@@ -207,30 +366,73 @@ def test_broken_identity_raises(matrix_rows: dict[str, dict]) -> None:
     with pytest.raises(dm.ConservationError) as err:
         dm.check_conservation([matrix_rows["s-b"], row])
     message = str(err.value)
-    assert "s-a: acked=7 != delivered=4 + lost=2 + acked_duplicated=2 = 8" in message
+    assert "s-a: acked=7 != delivered=4 + lost=2 + acked_duplicated=2 + aborted_acked=0 = 8" in message
     assert "s-a: sent=11 != " in message
     assert "s-b" not in message
+
+
+def test_corrupt_send_log_does_not_balance(spark: SparkSession, send_logs: DataFrame) -> None:
+    """An id listed twice is merged into one message and a state outside the contract has no
+    outcome; the job must refuse both rather than report a matrix."""
+    corrupt = send_logs.unionByName(send_logs.where((F.col("scenario") == "s-e") & (F.col("id") == 0))).withColumn(
+        "state", F.when((F.col("scenario") == "s-b") & (F.col("id") == 5), "lost-in-space").otherwise(F.col("state"))
+    )
+    outcomes = dm.compute_outcomes(corrupt, _records(spark))
+    scenarios = dm.build_scenarios_meta(spark, {"scenarios": SCENARIOS})
+    rows = [r.asDict() for r in dm.compute_matrix(outcomes, _records(spark), corrupt, scenarios).collect()]
+    with pytest.raises(dm.ConservationError) as err:
+        dm.check_conservation(rows)
+    message = str(err.value)
+    assert "s-e: sent=15 != delivered=5 + lost=1 + acked_duplicated=2 + failed_clean=1 + " in message
+    assert "s-b: sent=7 != acked=5 + failed=1 + unknown=0 = 6" in message
+    assert "s-a" not in message
+
+
+LEGACY_SEND_LOG = pa.schema(  # the skeleton's send log: none of the optional columns
+    [("id", pa.int64()), ("key", pa.string()), ("seq", pa.int64()), ("send_ts", pa.float64()),
+     ("ack_ts", pa.float64()), ("partition", pa.int32()), ("offset", pa.int64()),
+     ("error", pa.string()), ("state", pa.string())]
+)
+FULL_SEND_LOG = pa.schema(
+    [("id", pa.int64()), ("key", pa.string()), ("seq", pa.int64()), ("producer", pa.string()),
+     ("expected_partition", pa.int32()), ("txn", pa.int64()), ("aborted", pa.bool_()), ("retriable", pa.bool_()),
+     ("send_ts", pa.float64()), ("ack_ts", pa.float64()), ("partition", pa.int32()), ("offset", pa.int64()),
+     ("error", pa.string()), ("state", pa.string())]
+)
+
+
+def _write_send_log(path: Path, rows: list[tuple], schema: pa.Schema) -> None:
+    columns = dict(zip(FULL_SEND_LOG.names, map(list, zip(*rows))))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    pq.write_table(pa.table({name: columns[name] for name in schema.names}, schema=schema), path)
+
+
+def test_send_log_defaults_and_missing_column(spark: SparkSession, tmp_path: Path) -> None:
+    _write_send_log(tmp_path / "legacy.parquet", _send_log_rows("s-c"), LEGACY_SEND_LOG)
+    _write_send_log(tmp_path / "broken.parquet", _send_log_rows("s-c"), pa.schema(
+        [f for f in LEGACY_SEND_LOG if f.name != "send_ts"]))
+    manifest = {"scenarios": [{"scenario": "s-c", "send_log": "legacy.parquet"}]}
+    rows = dm.read_send_logs(spark, manifest, tmp_path).collect()
+    assert [(r.producer, r.expected_partition, r.txn, r.aborted, r.retriable) for r in rows] == [
+        ("p0", None, None, False, None)
+    ] * 2
+    manifest = {"scenarios": [{"scenario": "s-c", "send_log": "broken.parquet"}]}
+    with pytest.raises(ValueError, match=r"s-c: send log .*broken.parquet lacks column 'send_ts'"):
+        dm.read_send_logs(spark, manifest, tmp_path)
 
 
 def test_main_end_to_end(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     run_dir = tmp_path / "run"
     scenarios = []
-    for name in ("s-a", "s-b", "s-d"):
-        meta = _meta(name)
+    for meta in SCENARIOS:
+        name = meta["scenario"]
+        if name == "s-c":
+            continue
         send_log = None
-        if name in SEND_LOGS:
+        if name in (*SEND_LOGS, "s-e"):
             send_log = f"scenarios/{name}/send_log.parquet"
-            (run_dir / send_log).parent.mkdir(parents=True)
-            columns = list(zip(*_send_log_rows(name)))[1:]
-            table = pa.table(
-                dict(zip(("id", "key", "seq", "send_ts", "ack_ts", "partition", "offset", "error", "state"), columns)),
-                schema=pa.schema(
-                    [("id", pa.int64()), ("key", pa.string()), ("seq", pa.int64()), ("send_ts", pa.float64()),
-                     ("ack_ts", pa.float64()), ("partition", pa.int32()), ("offset", pa.int64()),
-                     ("error", pa.string()), ("state", pa.string())]
-                ),
-            )
-            pq.write_table(table, run_dir / send_log)
+            schema = FULL_SEND_LOG if name == "s-e" else LEGACY_SEND_LOG
+            _write_send_log(run_dir / send_log, _send_log_rows(name), schema)
         scenarios.append(dict(meta, topic=f"acklab-test-{name}", partitions=2, send_log=send_log))
     manifest = run_dir / "manifest.json"
     manifest.write_text(json.dumps({"run_id": "t", "bootstrap_servers": "127.0.0.1:1", "scenarios": scenarios}))
@@ -253,16 +455,17 @@ def test_main_end_to_end(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> 
     assert (out / "matrix.parquet").is_dir()
     assert not (out / "topic_records.parquet").exists()
     rows = json.loads((out / "matrix.json").read_text())
-    assert [r["scenario"] for r in rows] == ["s-a", "s-b", "s-d"]
+    assert [r["scenario"] for r in rows] == ["s-a", "s-b", "s-d", "s-e"]
     for row in rows:
         assert list(row) == list(dm.MATRIX_COLUMNS)
         assert all(type(row[c]) is int for c in dm.COUNT_COLUMNS)
         assert row == EXPECTED[row["scenario"]]
 
-
-def _parse(value: bytes) -> tuple[int | None, int | None]:
-    head = value.split(b":")
-    try:
-        return int(head[0]), int(head[1])
-    except (IndexError, ValueError):
-        return None, None
+    partitions = sorted(p.name for p in (out / "outcomes.parquet").iterdir() if p.is_dir())
+    assert partitions == ["scenario=s-a", "scenario=s-b", "scenario=s-e"]
+    table = pq.read_table(out / "outcomes.parquet" / "scenario=s-e")
+    got = {
+        r["id"]: (r["outcome"], r["copies"], r["misrouted"], r["offset_mismatch"], r["reordered"])
+        for r in table.to_pylist()
+    }
+    assert got == S_E_OUTCOMES

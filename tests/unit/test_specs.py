@@ -7,8 +7,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from acklab.model import Guarantee, expected_guarantee
-from acklab.nemesis.faults import FAULT_NAMES, schedule_for
+from acklab.model import Guarantee
+from acklab.nemesis.catalog import FAULT_NAMES
+from acklab.nemesis.schedule import schedule_for
 from acklab.profiles import ProducerProfile, catalog, get_profile
 from acklab.scenario import make_plan
 from acklab.topology import SpecError, load_topology, parse_model
@@ -71,41 +72,27 @@ def test_catalog_profiles_map_to_librdkafka_names() -> None:
     assert set(catalog()) >= {"at-most-once", "leader-ack", "at-least-once", "at-least-once-ordered", "idempotent"}
 
 
-@pytest.mark.parametrize(
-    ("profile", "topology_fields", "expected"),
-    [
-        ("at-most-once", {}, Guarantee.AT_MOST_ONCE),
-        ("leader-ack", {}, Guarantee.LEADER_DURABLE),
-        ("at-least-once", {}, Guarantee.AT_LEAST_ONCE),
-        ("at-least-once", {"min_insync_replicas": 1}, Guarantee.LEADER_DURABLE),
-        ("at-least-once", {"unclean_leader_election": True}, Guarantee.LEADER_DURABLE),
-        ("idempotent", {}, Guarantee.EXACTLY_ONCE),
-        ("idempotent", {"min_insync_replicas": 1}, Guarantee.LEADER_DURABLE),
-    ],
-)
-def test_guarantee_model(profile: str, topology_fields: dict, expected: Guarantee) -> None:
-    topology = load_topology("three-brokers").model_copy(update=topology_fields)
-    assert expected_guarantee(get_profile(profile), topology, "leader-kill") is expected
-
-
 def test_plan_names_scenarios_and_guarantees() -> None:
-    plan = make_plan({"profiles": ["leader-ack", "idempotent"], "fault": "leader-kill"})
-    assert [(s.name, s.guarantee) for s in plan.scenarios] == [
+    plan = make_plan({"profiles": ["leader-ack", "idempotent"], "faults": ["leader-kill"]})
+    assert [(s.name, s.expected.guarantee) for s in plan.scenarios] == [
         ("leader-ack__leader-kill", Guarantee.LEADER_DURABLE),
         ("idempotent__leader-kill", Guarantee.EXACTLY_ONCE),
     ]
-    assert [step.fault for step in plan.schedule] == ["leader-kill"]
+    assert [[step.fault for step in s.schedule] for s in plan.scenarios] == [["leader-kill"], ["leader-kill"]]
 
 
 @pytest.mark.parametrize(
     ("params", "message"),
     [
-        ({"fault": "meteor"}, "unknown fault 'meteor'; valid: none, leader-kill"),
+        ({"faults": ["meteor"]}, "unknown fault 'meteor'; valid: none, leader-kill, leader-restart"),
+        ({"schedule": [{"fault": "leader-kill", "target": "leader:x"}]}, "params: schedule.0: Value error, target 'leader:x'"),
+        ({"schedule": [{"fault": "ack-loss", "options": {"probability": 2}}]}, "params: schedule.0.probability: Input should be less than or equal to 1"),
+        ({"faults": ["none", "none"]}, "params.faults: must be distinct"),
         ({"profiles": ["leader-ack", "nope"]}, "unknown profile 'nope'"),
         ({"profiles": []}, "params: profiles: List should have at least 1 item"),
         ({"profiles": ["idempotent", "idempotent"]}, "profiles must be distinct"),
         ({"messages": 0}, "params: messages: Input should be greater than or equal to 1"),
-        ({"messages": 1000, "rate": 1000, "fault_at_s": 2}, "params.fault_at_s: the fault at 2.0s would start after the load ends"),
+        ({"messages": 1000, "rate": 1000, "fault_at_s": 2}, "params.fault_at_s: leader-kill at 2.0s would start after the load ends"),
         ({"kafka_version": "2.8.0"}, "params.kafka_version: kafka_version: String should match pattern"),
         ({"colour": "blue"}, "params: colour: Extra inputs are not permitted"),
     ],
@@ -118,3 +105,10 @@ def test_bad_params_fail_before_anything_starts(params: dict, message: str) -> N
 def test_fault_catalog() -> None:
     assert schedule_for("none") == []
     assert "leader-kill" in FAULT_NAMES
+
+
+def test_cluster_ids_never_look_like_options() -> None:
+    from acklab.cluster.local import _new_cluster_id
+
+    ids = [_new_cluster_id() for _ in range(2000)]
+    assert all(len(i) == 22 and not i.startswith("-") for i in ids)

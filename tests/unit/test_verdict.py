@@ -1,64 +1,132 @@
-"""Verdicts from real Great Expectations runs on small delivery matrices."""
+"""Verdicts from real Great Expectations runs on small delivery matrices and their manifests.
+
+Each row's expectations come from the guarantee model, as `make_plan` records them; the counts
+balance (conservation), so a planted anomaly breaks exactly the expectation it targets.
+"""
 
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import json
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from acklab.checker import verdict as verdict_module
 from acklab.checker.verdict import (
     INTEGRITY_SUITE,
+    MODEL_PAGE,
     GuaranteeViolation,
     ScenarioVerdict,
     Verdict,
+    build_suites,
     ensure_project,
-    suite_name,
     validate_matrix,
 )
+from acklab.model import expect, suite_expectations
+from acklab.nemesis.schedule import schedule_for
+from acklab.profiles import ProducerProfile, get_profile
+from acklab.topology import load_topology
 
-GUARANTEE_PROFILES = {
-    "at-most-once": "fire-and-forget",
-    "leader-durable": "leader-ack",
-    "at-least-once": "all-ack",
-    "exactly-once": "idempotent",
-}
+THREE = load_topology("three-brokers")
 
 
-def row(scenario: str, guarantee: str, **overrides: Any) -> dict[str, Any]:
-    """A matrix row in which every guarantee holds, changed by ``overrides``."""
-    profile = GUARANTEE_PROFILES[guarantee] if guarantee in GUARANTEE_PROFILES else "custom"
-    values: dict[str, Any] = {
-        "scenario": scenario,
-        "profile": profile,
-        "fault": "leader-kill",
-        "guarantee": guarantee,
-        "fault_effective": True,
-        "evidence_complete": True,
-        "incomplete_reason": None,
-        "sent": 1000,
-        "acked": 1000,
-        "failed": 0,
-        "unknown": 0,
-        "records_read": 1000,
-        "delivered": 1000,
-        "lost": 0,
-        "duplicated": 0,
-        "duplicates": 0,
-        "failed_clean": 0,
-        "indeterminate": 0,
-        "unknown_absent": 0,
-        "unexpected": 0,
+def counts(
+    delivered: int = 1000,
+    lost: int = 0,
+    acked_duplicated: int = 0,
+    failed_clean: int = 0,
+    indeterminate: int = 0,
+    unknown_absent: int = 0,
+    aborted_clean: int = 0,
+    aborted_visible: int = 0,
+    unexpected: int = 0,
+    **flags: int,
+) -> dict[str, int]:
+    """Matrix counts from message outcomes, balanced as the Spark job's identities require.
+
+    Records of aborted transactions are purged, so they count as failed; every duplicated
+    message has one extra copy.
+    """
+    aborted = aborted_clean + aborted_visible
+    acked = delivered + lost + acked_duplicated
+    failed = failed_clean + indeterminate + aborted
+    return {
+        "sent": acked + failed + unknown_absent,
+        "acked": acked,
+        "failed": failed,
+        "unknown": unknown_absent,
+        "records_read": delivered + acked_duplicated + indeterminate + aborted_visible + acked_duplicated + unexpected,
+        "delivered": delivered,
+        "lost": lost,
+        "duplicated": acked_duplicated,
+        "duplicates": acked_duplicated,
+        "acked_duplicated": acked_duplicated,
+        "failed_clean": failed_clean,
+        "indeterminate": indeterminate,
+        "unknown_absent": unknown_absent,
+        "unexpected": unexpected,
         "reordered": 0,
-        "ack_latency_p50_ms": 3.1,
-        "ack_latency_p99_ms": 40.0,
-        "ack_latency_max_ms": 900.0,
-        "acked_per_s": 5000.0,
+        "misrouted": 0,
+        "offset_mismatch": 0,
+        "aborted": aborted,
+        "aborted_acked": 0,
+        "aborted_clean": aborted_clean,
+        "aborted_visible": aborted_visible,
+        **flags,
     }
-    values.update(overrides)
-    return values
+
+
+class Run:
+    """A run directory with a manifest (expectations from the model) and a matrix."""
+
+    def __init__(self, path: Path) -> None:
+        self.path, self.rows, self.entries = path, [], []
+
+    def add(self, name: str, profile: str | ProducerProfile, fault: str = "leader-kill", duration_s: float = 10.0, **outcomes: Any) -> None:
+        profile = get_profile(profile) if isinstance(profile, str) else profile
+        expected = expect(profile, THREE, schedule_for(fault, 2.0, duration_s))
+        flags = {k: outcomes.pop(k) for k in ("fault_effective", "evidence_complete", "incomplete_reason") if k in outcomes}
+        self.entries.append(
+            {
+                "scenario": name,
+                "guarantee": str(expected.guarantee),
+                "expectations": [e.as_dict() for e in expected.expectations],
+                "fault_effect": "leader of partition 0 moved 1 -> 2 in 3.1s",
+            }
+        )
+        self.rows.append(
+            {
+                "scenario": name,
+                "profile": profile.name,
+                "fault": fault,
+                "guarantee": str(expected.guarantee),
+                "partitioner": profile.partitioner,
+                "producers": 1,
+                "transactional": profile.transaction is not None,
+                "fault_effective": True,
+                "evidence_complete": True,
+                "incomplete_reason": None,
+                **flags,
+                **counts(**outcomes),
+                "ack_latency_p50_ms": 3.1,
+                "ack_latency_p95_ms": 20.0,
+                "ack_latency_p99_ms": 40.0,
+                "ack_latency_max_ms": 900.0,
+                "acked_per_s": 5000.0,
+                "longest_ack_gap_s": 3.2,
+                "ack_gap_fault_overlap_s": 3.0,
+            }
+        )
+
+    def judge(self, root: Path, name: str) -> Verdict:
+        (self.path / "audit").mkdir(parents=True, exist_ok=True)
+        (self.path / "manifest.json").write_text(json.dumps({"scenarios": self.entries}))
+        matrix = self.path / "audit" / "matrix.json"
+        matrix.write_text(json.dumps(self.rows))
+        return validate_matrix(matrix, root, name)
 
 
 @pytest.fixture(scope="module")
@@ -69,134 +137,215 @@ def root(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return root
 
 
-def judge(root: Path, tmp_path: Path, run_name: str, rows: list[dict[str, Any]]) -> Verdict:
-    matrix = tmp_path / "matrix.json"
-    matrix.write_text(json.dumps(rows))
-    return validate_matrix(matrix, root, run_name)
+@pytest.fixture
+def run(tmp_path: Path) -> Run:
+    return Run(tmp_path / "run")
 
 
 def by_scenario(verdict: Verdict) -> dict[str, ScenarioVerdict]:
     return {scenario.scenario: scenario for scenario in verdict.scenarios}
 
 
-def test_all_guarantees_hold(root: Path, tmp_path: Path) -> None:
-    rows = [row(f"ok-{guarantee}", guarantee) for guarantee in GUARANTEE_PROFILES]
-    verdict = judge(root, tmp_path, "all-hold", rows)
+def failures(scenario: ScenarioVerdict) -> list[tuple[str, str, Any]]:
+    return [(f.suite, f.expects, f.observed) for f in scenario.failed]
 
-    assert verdict.status == "pass"
-    assert [s.status for s in verdict.scenarios] == ["pass"] * 4
-    assert all(not s.failed for s in verdict.scenarios)
+
+TRANSACTIONAL_OK = {"delivered": 900, "aborted_clean": 100}
+
+
+def test_every_class_holds_and_data_docs_show_it(root: Path, run: Run) -> None:
+    run.add("amo", "at-most-once", lost=40, delivered=960)  # loss allowed under a fault
+    run.add("leader", "leader-ack", lost=40, delivered=940, acked_duplicated=20)
+    run.add("alo", "at-least-once", acked_duplicated=20, delivered=980)
+    run.add("ordered", "at-least-once-ordered")
+    run.add("eos", "idempotent")
+    run.add("txn", "transactional", **TRANSACTIONAL_OK)
+    verdict = run.judge(root, "all-hold")
+
+    assert [(s.scenario, s.status, s.failed) for s in verdict.scenarios] == [
+        (name, "pass", ()) for name in ("amo", "leader", "alo", "ordered", "eos", "txn")
+    ]
     verdict.raise_for_status()
-    assert verdict.summary_lines()[3] == (
-        "PASS ok-exactly-once [exactly-once] "
-        "(sent=1000, acked=1000, lost=0, duplicates=0, reordered=0)"
+    assert verdict.summary_lines()[4] == (
+        "PASS eos [exactly-once] (sent=1000, acked=1000, failed=0, lost=0, duplicates=0, reordered=0)"
     )
 
     assert verdict.data_docs_index is not None and verdict.data_docs_index.is_file()
-    index = verdict.data_docs_index.read_text()
     site = verdict.data_docs_index.parent
-    for guarantee in GUARANTEE_PROFILES:
-        run = f"all-hold__ok-{guarantee}"
-        assert run in index
-        for suite in (INTEGRITY_SUITE, suite_name(guarantee)):
-            assert list((site / "validations" / suite / run).glob("*/*.html")), (suite, run)
+    index = verdict.data_docs_index.read_text()
+    assert list((site / "validations" / INTEGRITY_SUITE / "all-hold").glob("*/*.html"))
+    for name, suites in [("eos", ["guarantee_exactly-once", "availability_outage-outlasted"]), ("amo", ["guarantee_at-most-once"])]:
+        assert f"all-hold__{name}" in index
+        for suite in suites:
+            assert list((site / "validations" / suite / f"all-hold__{name}").glob("*/*.html")), (suite, name)
+    model_page = (site / MODEL_PAGE).read_text()
+    assert "<td>idempotent</td><td>exactly-once</td><td>ack-loss</td>" in model_page
+    assert f'href="../{MODEL_PAGE}"' in (site / "expectations" / "guarantee_exactly-once.html").read_text()
 
 
-def test_planted_violations_fail_on_the_right_column(root: Path, tmp_path: Path) -> None:
-    rows = [
-        row("alo-lost", "at-least-once", lost=3, delivered=997, records_read=997),
-        row("eos-dup", "exactly-once", duplicates=2, duplicated=2, records_read=1002),
-        row("eos-reorder", "exactly-once", reordered=5),
-        row("amo-negative", "at-most-once", unknown=-1),
-        row("leader-lost", "leader-durable", lost=40, delivered=960, records_read=960),
-        row("amo-lost", "at-most-once", lost=100, delivered=900, records_read=900),
-    ]
-    verdict = judge(root, tmp_path, "planted", rows)
+def test_a_planted_violation_in_each_class_fails_exactly_that_expectation(root: Path, run: Run) -> None:
+    run.add("amo-dup", "at-most-once", acked_duplicated=2, delivered=998)
+    run.add("leader-misrouted", "leader-ack", misrouted=3)
+    run.add("alo-lost", "at-least-once", lost=3, delivered=997)
+    run.add("ordered-reordered", "at-least-once-ordered", reordered=5)
+    run.add("eos-dup", "idempotent", acked_duplicated=2, delivered=998)
+    run.add("txn-aborted-read", "transactional", delivered=900, aborted_clean=96, aborted_visible=4)
+    run.add("alo-moved", "at-least-once", offset_mismatch=1)
+    verdict = run.judge(root, "planted")
     scenarios = by_scenario(verdict)
 
-    expected = {
-        "alo-lost": ("guarantee_at-least-once", "lost", 3),
-        "eos-dup": ("guarantee_exactly-once", "duplicates", 2),
-        "eos-reorder": ("guarantee_exactly-once", "reordered", 5),
-        "amo-negative": (INTEGRITY_SUITE, "unknown", -1),
+    assert {name: failures(s) for name, s in scenarios.items()} == {
+        "amo-dup": [("guarantee_at-most-once", "duplicates == 0", 2)],
+        "leader-misrouted": [("guarantee_leader-durable", "misrouted == 0", 3)],
+        "alo-lost": [("guarantee_at-least-once", "lost == 0", 3)],
+        "ordered-reordered": [("guarantee_at-least-once-ordered", "reordered == 0", 5)],
+        "eos-dup": [("guarantee_exactly-once", "duplicates == 0", 2)],
+        "txn-aborted-read": [("guarantee_transactional", "aborted_visible == 0", 4)],
+        "alo-moved": [("guarantee_at-least-once", "offset_mismatch == 0", 1)],
     }
-    assert verdict.status == "fail"
-    assert {name for name, s in scenarios.items() if s.status == "fail"} == set(expected)
-    assert scenarios["leader-lost"].status == "pass"
-    assert scenarios["amo-lost"].status == "pass"
-    for name, (suite, column, observed) in expected.items():
-        [failure] = scenarios[name].failed
-        assert (failure.suite, failure.column, failure.observed) == (suite, column, observed)
-        assert failure.expectation_type == "expect_column_values_to_be_between"
-
-    assert verdict.summary_lines()[1] == (
-        "FAIL eos-dup [exactly-once] expect_column_values_to_be_between(duplicates) observed 2 "
-        "(sent=1000, acked=1000, lost=0, duplicates=2, reordered=0)"
+    assert {s.status for s in scenarios.values()} == {"fail"}
+    assert scenarios["eos-dup"].summary_line() == (
+        "FAIL eos-dup [exactly-once] guarantee_exactly-once: duplicates == 0, observed 2 "
+        "(sent=1000, acked=1000, failed=0, lost=0, duplicates=2, reordered=0)"
     )
     with pytest.raises(GuaranteeViolation) as raised:
         verdict.raise_for_status()
-    assert str(raised.value).splitlines() == [
-        line for line in verdict.summary_lines() if line.startswith("FAIL ")
+    assert str(raised.value).splitlines() == verdict.summary_lines()
+
+
+def test_without_a_fault_nothing_may_be_lost_or_duplicated(root: Path, run: Run) -> None:
+    run.add("leader-lost", "leader-ack", "none", lost=1, delivered=999)
+    run.add("alo-dup", "at-least-once", "none", acked_duplicated=1, delivered=999)
+    run.add("amo-failed", "at-most-once", "none", failed_clean=2, delivered=998)
+    run.add("leader-ok", "leader-ack", "none")
+    scenarios = by_scenario(run.judge(root, "no-fault"))
+
+    assert failures(scenarios["leader-lost"]) == [("guarantee_leader-durable", "lost == 0", 1)]
+    assert failures(scenarios["alo-dup"]) == [("guarantee_at-least-once", "duplicates == 0", 1)]
+    assert failures(scenarios["amo-failed"]) == [("availability_healthy-cluster", "failed_clean == 0", 2)]
+    assert [scenarios[name].status for name in ("leader-lost", "alo-dup", "amo-failed", "leader-ok")] == [
+        "fail", "fail", "fail", "pass"
     ]
 
 
-def test_missing_count_fails_integrity(root: Path, tmp_path: Path) -> None:
-    bad = row("no-reordered", "at-least-once", failed=None)
-    del bad["reordered"]
-    [scenario] = judge(root, tmp_path, "missing", [bad]).scenarios
+def test_availability(root: Path, run: Run) -> None:
+    run.add("leader-refused", "leader-ack", "replicas-down", failed_clean=5, delivered=995)
+    run.add("alo-failed", "at-least-once", "leader-kill", indeterminate=2, delivered=998)
+    run.add("waited", "at-least-once", "replicas-down")
+    run.add("no-effect-failed", "leader-ack", "replicas-down", failed_clean=5, delivered=995, fault_effective=False)
+    scenarios = by_scenario(run.judge(root, "availability"))
 
-    assert scenario.status == "fail"
-    failures = {(f.expectation_type, f.column): f.observed for f in scenario.failed}
-    assert failures[("expect_column_values_to_not_be_null", "failed")] is None
-    assert "does not exist" in failures[("expect_column_values_to_not_be_null", "reordered")]
+    assert failures(scenarios["leader-refused"]) == [("availability_outage-outlasted", "failed_clean == 0", 5)]
+    assert failures(scenarios["alo-failed"]) == [("availability_outage-outlasted", "indeterminate == 0", 2)]
+    assert [scenarios[n].status for n in ("leader-refused", "alo-failed", "waited")] == ["fail", "fail", "pass"]
+    assert scenarios["no-effect-failed"].status == "incomplete"
 
 
-def test_incomplete_evidence_never_passes(root: Path, tmp_path: Path) -> None:
-    rows = [
-        row("no-evidence", "exactly-once", evidence_complete=False,
-            incomplete_reason="send log missing"),
-        row("no-effect", "at-least-once", fault_effective=False),
-        row("no-effect-lost", "at-least-once", fault_effective=False, lost=7),
-        row("fine", "leader-durable"),
-    ]
-    verdict = judge(root, tmp_path, "incomplete", rows)
+def test_fault_efficacy(root: Path, run: Run) -> None:
+    # Field note 3: acks=all, retries=5, replicas down: refused writes end failed, none lost.
+    run.add("refused", "at-least-once-bounded", "replicas-down", failed_clean=300, delivered=700)
+    run.add("not-refused", "at-least-once-bounded", "replicas-down")
+    run.add("alo-ack-loss", "at-least-once", "ack-loss", acked_duplicated=12, delivered=988)
+    run.add("alo-ack-loss-no-dup", "at-least-once", "ack-loss")
+    run.add("eos-ack-loss", "idempotent", "ack-loss")
+    run.add("txn-no-abort", "transactional")
+    run.add("no-effect", "at-least-once", fault_effective=False)
+    run.add("no-effect-lost", "at-least-once", fault_effective=False, lost=7, delivered=993)
+    verdict = run.judge(root, "efficacy")
+    scenarios = by_scenario(verdict)
+
+    assert scenarios["alo-ack-loss"].status == scenarios["eos-ack-loss"].status == scenarios["refused"].status == "pass"
+    assert scenarios["not-refused"].status == "incomplete"
+    assert failures(scenarios["not-refused"]) == [("efficacy_replicas-down-refusals", "failed_clean >= 1", 0)]
+    ineffective = scenarios["alo-ack-loss-no-dup"]
+    assert ineffective.status == "incomplete"
+    assert failures(ineffective) == [("efficacy_ack-loss-duplicates", "duplicates >= 1", 0)]
+    assert ineffective.summary_line().startswith(
+        "INCOMPLETE alo-ack-loss-no-dup [at-least-once] fault ineffective: the anomaly it must cause did not show; "
+        "efficacy_ack-loss-duplicates: duplicates >= 1, observed 0 ("
+    )
+    assert scenarios["txn-no-abort"].status == "incomplete"
+    assert failures(scenarios["txn-no-abort"]) == [("efficacy_transaction-aborts", "aborted >= 1", 0)]
+    assert scenarios["no-effect"].status == "incomplete"
+    assert scenarios["no-effect"].reason == "fault ineffective (leader of partition 0 moved 1 -> 2 in 3.1s)"
+    # A broken promise is a failure whether or not the fault took effect.
+    assert scenarios["no-effect-lost"].status == "fail"
+    assert verdict.status == "fail"
+
+
+def test_incomplete_evidence_never_passes(root: Path, run: Run) -> None:
+    run.add("no-evidence", "idempotent", evidence_complete=False, incomplete_reason="send log missing")
+    run.add("no-evidence-lost", "idempotent", evidence_complete=False, lost=3, delivered=997)
+    run.add("fine", "leader-ack")
+    verdict = run.judge(root, "incomplete")
     scenarios = by_scenario(verdict)
 
     assert verdict.status == "incomplete"
-    assert scenarios["no-evidence"].status == "incomplete"
-    assert scenarios["no-evidence"].reason == "send log missing"
-    assert scenarios["no-effect"].status == "incomplete"
-    assert scenarios["no-effect"].reason == "fault ineffective"
-    assert scenarios["no-effect-lost"].status == "incomplete"
-    assert [f.column for f in scenarios["no-effect-lost"].failed] == ["lost"]
+    assert (scenarios["no-evidence"].status, scenarios["no-evidence"].reason) == ("incomplete", "send log missing")
+    assert (scenarios["no-evidence-lost"].status, scenarios["no-evidence-lost"].reason) == ("incomplete", "evidence incomplete")
     assert scenarios["fine"].status == "pass"
-    assert verdict.summary_lines()[0].startswith(
-        "INCOMPLETE no-evidence [exactly-once] send log missing ("
-    )
-    with pytest.raises(GuaranteeViolation, match="(?s)no-evidence.*no-effect-lost"):
+    with pytest.raises(GuaranteeViolation, match="(?s)no-evidence.*no-evidence-lost"):
         verdict.raise_for_status()
+
+
+def test_integrity(root: Path, run: Run) -> None:
+    run.add("negative", "leader-ack", unexpected=-1)
+    run.add("unbalanced", "leader-ack")
+    run.add("missing", "at-least-once")
+    run.add("null", "at-least-once", failed=None)
+    run.rows[1]["sent"] = 999
+    del run.rows[2]["reordered"], run.rows[2]["ack_gap_fault_overlap_s"], run.rows[2]["partitioner"]
+    scenarios = by_scenario(run.judge(root, "integrity"))
+
+    assert {s.status for s in scenarios.values()} == {"fail"}
+    assert failures(scenarios["negative"]) == [(INTEGRITY_SUITE, "unexpected >= 0", -1)]
+    assert failures(scenarios["unbalanced"]) == [
+        (INTEGRITY_SUITE, "sent == acked + failed + unknown", "999 vs 1000"),
+        (INTEGRITY_SUITE, "sent == delivered + lost + acked_duplicated + failed_clean + indeterminate + unknown_absent + aborted_clean + aborted_visible", "999 vs 1000"),
+    ]
+    assert failures(scenarios["missing"]) == [
+        (INTEGRITY_SUITE, "no matrix column is missing", "partitioner, reordered, ack_gap_fault_overlap_s"),
+        (INTEGRITY_SUITE, "reordered is not null", None),
+    ]
+    assert (INTEGRITY_SUITE, "failed is not null", None) in failures(scenarios["null"])
+
+
+def test_manifest_must_match_the_matrix_and_the_model(root: Path, run: Run) -> None:
+    run.add("ok", "at-least-once")
+    run.rows[0]["guarantee"] = "exactly-once"
+    with pytest.raises(ValueError, match="'ok' claims guarantee 'exactly-once', its manifest entry 'at-least-once'"):
+        run.judge(root, "mismatch")
+
+    run.rows[0]["guarantee"] = run.entries[0]["guarantee"] = "at-least-twice"
+    with pytest.raises(ValueError, match="'ok': unknown guarantee 'at-least-twice'; expected one of .*transactional"):
+        run.judge(root, "unknown")
+
+    run.rows[0]["guarantee"] = run.entries[0]["guarantee"] = "at-least-once"
+    run.entries[0]["expectations"] = [e for e in run.entries[0]["expectations"] if e["column"] != "lost"]
+    with pytest.raises(ValueError, match="suite guarantee_at-least-once.*the model changed since the run was planned"):
+        run.judge(root, "stale")
+
+    del run.entries[0]["expectations"]
+    with pytest.raises(ValueError, match="'ok' has no recorded expectations"):
+        run.judge(root, "unplanned")
+    (run.path / "manifest.json").unlink()
+    with pytest.raises(ValueError, match="no manifest"):
+        validate_matrix(run.path / "audit" / "matrix.json", root, "no-manifest")
+    # Nothing was validated.
+    assert not list((root / "gx" / "uncommitted" / "validations").glob("*/mismatch__*"))
+
+
+def test_empty_matrix_is_an_error(root: Path, run: Run) -> None:
+    with pytest.raises(ValueError, match="no rows"):
+        run.judge(root, "empty")
 
 
 def test_fail_outranks_incomplete() -> None:
     def scenario(name: str, status: Any) -> ScenarioVerdict:
         return ScenarioVerdict(name, "at-least-once", status, (), {})
 
-    mixed = Verdict("r", (scenario("a", "incomplete"), scenario("b", "fail")), None)
-    assert mixed.status == "fail"
+    assert Verdict("r", (scenario("a", "incomplete"), scenario("b", "fail")), None).status == "fail"
     assert Verdict("r", (scenario("a", "pass"),), None).status == "pass"
-
-
-def test_unknown_guarantee_is_a_clear_error(root: Path, tmp_path: Path) -> None:
-    rows = [row("ok", "at-least-once"), row("odd", "at-least-twice")]
-    with pytest.raises(ValueError, match="'odd': unknown guarantee 'at-least-twice'.*exactly-once"):
-        judge(root, tmp_path, "unknown", rows)
-    # The matrix is rejected before any row is validated.
-    assert not list((root / "gx" / "uncommitted" / "validations").glob("*/unknown__*"))
-
-
-def test_empty_matrix_is_an_error(root: Path, tmp_path: Path) -> None:
-    with pytest.raises(ValueError, match="no rows"):
-        judge(root, tmp_path, "empty", [])
 
 
 def test_ensure_project_is_idempotent(root: Path) -> None:
@@ -213,10 +362,37 @@ def test_ensure_project_is_idempotent(root: Path) -> None:
     context = ensure_project(root)
 
     assert committed() == before
-    names = sorted([INTEGRITY_SUITE] + [suite_name(g) for g in GUARANTEE_PROFILES])
+    names = sorted([INTEGRITY_SUITE, *suite_expectations()])
     assert sorted(s.name for s in context.suites.all()) == names
     assert sorted(v.name for v in context.validation_definitions.all()) == names
     assert sorted(c.name for c in context.checkpoints.all()) == names
     [datasource] = context.data_sources.all().values()
     [asset] = datasource.assets
     assert len(asset.batch_definitions) == 1
+
+
+def test_the_committed_project_is_current() -> None:
+    """expectations/gx holds what ensure_project writes for the current model (ids aside)."""
+
+    def content(suite: dict[str, Any]) -> dict[str, Any]:
+        expectations = [{k: v for k, v in e.items() if k != "id"} for e in suite["expectations"]]
+        return {**{k: v for k, v in suite.items() if k not in ("id", "meta")}, "expectations": expectations}
+
+    committed = Path(__file__).resolve().parents[2] / "expectations" / "gx" / "expectations"
+    stored = {p.stem: content(json.loads(p.read_text())) for p in committed.glob("*.json")}
+    built = {suite.name: content(json.loads(json.dumps(suite.to_json_dict()))) for suite in build_suites()}
+    assert stored == built, "run ensure_project on expectations/ (e.g. `make run`) and commit expectations/gx"
+
+
+def test_integrity_follows_the_spark_matrix_contract() -> None:
+    """The integrity suite requires every column and identity the Spark job writes, no more."""
+    job = Path(__file__).resolve().parents[2] / "spark" / "delivery_matrix.py"
+    spec = importlib.util.spec_from_file_location("delivery_matrix_contract", job)
+    assert spec is not None and spec.loader is not None
+    spark_job = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(spark_job)
+
+    assert sorted(verdict_module.MATRIX_COLUMNS) == sorted(spark_job.MATRIX_COLUMNS)
+    assert verdict_module.COUNT_COLUMNS == spark_job.COUNT_COLUMNS
+    assert verdict_module.METRIC_COLUMNS == spark_job.METRIC_COLUMNS
+    assert verdict_module.IDENTITIES == spark_job.IDENTITIES

@@ -55,11 +55,14 @@ def audit_job(manifest: Path) -> AuditJob:
 
 def submit(job: AuditJob, master: str | None = None) -> Path:
     """Run `spark-submit` for `job` (CLI path; the DAG uses SparkSubmitOperator) and return matrix.json."""
-    spark_submit = shutil.which("spark-submit") or str(Path(sys.executable).parent / "spark-submit")
-    command = [spark_submit, "--master", master or os.environ.get("ACKLAB_SPARK_MASTER", "local[*]"), "--jars", job.jars]
+    venv_bin = Path(sys.executable).parent
+    spark_submit = str(venv_bin / "spark-submit") if (venv_bin / "spark-submit").exists() else shutil.which("spark-submit")
+    command = [str(spark_submit), "--master", master or os.environ.get("ACKLAB_SPARK_MASTER", "local[*]"), "--jars", job.jars]
     for key, value in job.conf.items():
         command += ["--conf", f"{key}={value}"]
-    result = subprocess.run([*command, job.application, *job.application_args], capture_output=True, text=True)
+    # spark-submit locates pyspark with the first python3 on PATH: make it this interpreter's.
+    env = {**os.environ, "PATH": f"{venv_bin}{os.pathsep}{os.environ.get('PATH', '')}", "PYSPARK_PYTHON": sys.executable}
+    result = subprocess.run([*command, job.application, *job.application_args], capture_output=True, text=True, env=env)
     if result.returncode != 0:
         raise RuntimeError(f"spark-submit failed ({result.returncode}):\n{result.stderr[-3000:]}")
     return job.matrix_json

@@ -1,9 +1,18 @@
-"""Judge a delivery matrix against its guarantee classes with Great Expectations.
+"""Judge a delivery matrix with Great Expectations, against the expectations the model recorded.
 
-Every matrix row (one scenario) is validated twice, each time as a one-row dataframe: by the
-``matrix_integrity`` suite (counts present and non-negative) and by the suite of the row's
-guarantee class. Suites, validation definitions and checkpoints live in a File Data Context
-whose JSON is committed; validation results and Data Docs go to its ``uncommitted/`` directory.
+The guarantee model (``acklab.model``) decides at plan time which expectations each scenario's
+row must meet and records them in the run manifest. The ``matrix_integrity`` suite (columns
+present, counts non-negative, conservation) validates the whole matrix; each row is validated, as
+a one-row dataframe, by each suite its manifest entry names: the suite of its guarantee class and
+the suites of the availability and efficacy rules that match it. The suites are built from the model's tables, so
+before anything runs, each row's recorded expectations are checked to be exactly what its suites
+apply. Suites, validation definitions and checkpoints live in a File Data Context whose JSON is
+committed; validation results and Data Docs go to its ``uncommitted/`` directory, next to a page
+with the model's tables (``guarantees.html``).
+
+Status of a row: incomplete if its evidence is; fail if an integrity or guarantee expectation
+failed; incomplete if its fault took no effect (the manifest says so); fail if an availability
+expectation failed; incomplete ("fault ineffective") if an efficacy expectation failed; else pass.
 
 Great Expectations is imported inside functions: importing it takes seconds, importing this
 module should not.
@@ -14,29 +23,37 @@ from __future__ import annotations
 import datetime as dt
 import json
 import math
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Literal
 from urllib.parse import unquote, urlparse
 
+from acklab.model import NO_FAULT, PROMISES, RULES, Expectation, Guarantee, Kind, suite_expectations
+from acklab.model_table import default_tables, to_html
+from acklab.paths import expectations_dir
+
 if TYPE_CHECKING:
+    import pandas as pd
     from great_expectations.core import ExpectationSuite
-    from great_expectations.core.expectation_validation_result import (
-        ExpectationValidationResult,
-    )
+    from great_expectations.checkpoint import CheckpointResult
     from great_expectations.data_context import FileDataContext
 
 Status = Literal["pass", "fail", "incomplete"]
 
-DEFAULT_ROOT = Path("/work/main/expectations")
 DATASOURCE = "acklab"
 ASSET = "delivery_matrix_row"
 BATCH_DEFINITION = "whole_row"
 SITE = "local_site"
+SITE_DIR = Path("uncommitted/data_docs/local_site")  # as in great_expectations.yml
+MODEL_PAGE = "guarantees.html"
 INTEGRITY_SUITE = "matrix_integrity"
+INTEGRITY = "integrity"  # the kind of the integrity suite's expectations
+MANIFEST = "manifest.json"
 
-IDENTITY_COLUMNS = ("scenario", "profile", "fault", "guarantee")
+# The matrix contract (spark/delivery_matrix.py; a unit test keeps these in step with it).
+IDENTITY_COLUMNS = ("scenario", "profile", "fault", "guarantee", "fault_effective", "evidence_complete")
+DESCRIPTIVE_COLUMNS = ("partitioner", "producers", "transactional", "incomplete_reason")
 COUNT_COLUMNS = (
     "sent",
     "acked",
@@ -47,51 +64,59 @@ COUNT_COLUMNS = (
     "lost",
     "duplicated",
     "duplicates",
+    "acked_duplicated",
     "failed_clean",
     "indeterminate",
     "unknown_absent",
     "unexpected",
     "reordered",
+    "misrouted",
+    "offset_mismatch",
+    "aborted",
+    "aborted_acked",
+    "aborted_clean",
+    "aborted_visible",
 )
-SUMMARY_COUNTS = ("sent", "acked", "lost", "duplicates", "reordered")
-REQUIRED_COLUMNS = ("scenario", "guarantee", "evidence_complete", "fault_effective")
-
-
-@dataclass(frozen=True)
-class Guarantee:
-    """A guarantee class: what it promises, and the counts it requires to be zero (with why)."""
-
-    promise: str
-    zero: Mapping[str, str]
-
-
-GUARANTEES: Mapping[str, Guarantee] = {
-    "at-most-once": Guarantee(
-        "acks=0: the producer does not wait for the broker, so records may be lost.", {}
+METRIC_COLUMNS = (
+    "ack_latency_p50_ms",
+    "ack_latency_p95_ms",
+    "ack_latency_p99_ms",
+    "ack_latency_max_ms",
+    "acked_per_s",
+    "longest_ack_gap_s",
+    "ack_gap_fault_overlap_s",
+)
+# total == sum(parts), per row.
+IDENTITIES: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("sent", ("acked", "failed", "unknown")),
+    ("acked", ("delivered", "lost", "acked_duplicated", "aborted_acked")),
+    (
+        "sent",
+        (
+            "delivered",
+            "lost",
+            "acked_duplicated",
+            "failed_clean",
+            "indeterminate",
+            "unknown_absent",
+            "aborted_clean",
+            "aborted_visible",
+        ),
     ),
-    "leader-durable": Guarantee(
-        "acks=1: a record is acknowledged once the partition leader has it; it may be lost "
-        "when that leader fails before a follower copied it.",
-        {},
+    ("aborted", ("aborted_clean", "aborted_visible")),
+    (
+        "records_read",
+        ("delivered", "acked_duplicated", "indeterminate", "aborted_visible", "duplicates", "unexpected"),
     ),
-    "at-least-once": Guarantee(
-        "acks=all with retries: no acknowledged record is lost; retries may duplicate or "
-        "reorder records.",
-        {"lost": "An acknowledged record must be readable from the topic."},
-    ),
-    "exactly-once": Guarantee(
-        "Idempotent producer: every acknowledged record is written once, in send order per key.",
-        {
-            "lost": "An acknowledged record must be readable from the topic.",
-            "duplicates": "The idempotent producer must not write a record twice.",
-            "reordered": "The idempotent producer must keep the send order of each key.",
-        },
-    ),
-}
+)
+MATRIX_COLUMNS = IDENTITY_COLUMNS + DESCRIPTIVE_COLUMNS + COUNT_COLUMNS + METRIC_COLUMNS
+MISSING = "missing columns"  # derived: the matrix columns a row lacks
+SUMMARY_COUNTS = ("sent", "acked", "failed", "lost", "duplicates", "reordered")
+REQUIRED_COLUMNS = ("scenario", "guarantee", "fault", "evidence_complete", "fault_effective")
 
 
 class GuaranteeViolation(Exception):
-    """A matrix did not pass: some scenario failed its guarantee or lacks evidence."""
+    """A matrix did not pass: some scenario failed its expectations or lacks evidence."""
 
 
 @dataclass(frozen=True)
@@ -99,13 +124,14 @@ class FailedExpectation:
     """One expectation a scenario's row did not meet."""
 
     suite: str
-    expectation_type: str
+    kind: str  # integrity, or a model Kind
+    expects: str  # e.g. "lost == 0"
     column: str | None
     observed: Any
 
     def describe(self) -> str:
-        """``expectation_type(column) observed value``."""
-        return f"{self.expectation_type}({self.column or ''}) observed {_show(self.observed)}"
+        """``suite: expects, observed value``."""
+        return f"{self.suite}: {self.expects}, observed {_show(self.observed)}"
 
 
 @dataclass(frozen=True)
@@ -161,98 +187,144 @@ class Verdict:
             )
 
 
-def suite_name(guarantee: str) -> str:
-    """The suite (and validation definition and checkpoint) name of a guarantee class."""
-    if guarantee not in GUARANTEES:
-        raise ValueError(
-            f"unknown guarantee {guarantee!r}; expected one of {', '.join(GUARANTEES)}"
-        )
-    return f"guarantee_{guarantee}"
+@dataclass(frozen=True)
+class _Row:
+    """A matrix row with what its manifest entry says about it."""
+
+    record: Mapping[str, Any]
+    expectations: tuple[Expectation, ...]
+    suites: tuple[str, ...]
+    fault_effect: str | None
+
+
+def conservation_column(parts: Sequence[str]) -> str:
+    """The derived column holding the sum of ``parts``, named after the sum."""
+    return " + ".join(parts)
 
 
 def build_suites() -> list[ExpectationSuite]:
-    """The integrity suite and one suite per guarantee class, defined in code.
+    """The integrity suite and every suite of the model, defined in code.
 
-    Every expectation explains itself twice: in ``meta`` (kept in the suite JSON and in every
-    validation result) and in ``notes``, which Data Docs render on the suite page.
+    Every expectation explains itself in ``meta`` (kept in the suite JSON and in every validation
+    result: ``kind``, ``expects``, ``rule``) and in ``notes``, which Data Docs render.
     """
     import great_expectations as gx
     import great_expectations.expectations as gxe
+    from great_expectations.expectations.row_conditions import Column
 
-    def explained(kind: type, rule: str, guarantee: str | None = None, **kwargs: Any) -> Any:
-        """An expectation of type ``kind`` whose meta and notes state ``rule``."""
-        meta = {"rule": rule}
-        notes = [rule]
-        if guarantee is not None:
-            meta.update(guarantee=guarantee, promise=GUARANTEES[guarantee].promise)
-            notes.append(f"**{guarantee}**: {GUARANTEES[guarantee].promise}")
-        return kind(meta=meta, notes=notes, **kwargs)
+    def explained(kind: type, rule: str, expects: str, category: str, **kwargs: Any) -> Any:
+        meta = {"kind": category, "expects": expects, "rule": rule}
+        return kind(meta=meta, notes=[f"**{category}**: {rule}"], **kwargs)
 
+    def bound(expectation: Expectation) -> Any:
+        condition = {"row_condition": Column("fault") == NO_FAULT} if expectation.no_fault_only else {}
+        return explained(
+            gxe.ExpectColumnValuesToBeBetween,
+            expectation.rule,
+            expectation.text(),
+            str(expectation.kind),
+            column=expectation.column,
+            min_value=expectation.min,
+            max_value=expectation.max,
+            **condition,
+        )
+
+    model_link = f"[The guarantee model: classes, rules and every catalog row](../{MODEL_PAGE})"
     integrity = [
-        explained(gxe.ExpectColumnValuesToNotBeNull, f"Every row names its {name}.", column=name)
-        for name in IDENTITY_COLUMNS
+        explained(gxe.ExpectColumnValuesToNotBeNull, f"Every row names its {c}.", f"{c} is not null", INTEGRITY, column=c)
+        for c in IDENTITY_COLUMNS
     ]
+    integrity.append(
+        explained(
+            gxe.ExpectColumnValuesToBeInSet,
+            "Every row has every column of the matrix contract (null where a value does not apply).",
+            "no matrix column is missing",
+            INTEGRITY,
+            column=MISSING,
+            value_set=[""],
+        )
+    )
     for column in COUNT_COLUMNS:
         integrity += [
-            explained(
-                gxe.ExpectColumnValuesToNotBeNull, f"The checker reports {column}.", column=column
-            ),
-            explained(
-                gxe.ExpectColumnValuesToBeBetween,
-                f"{column} is a count, so never negative.",
-                column=column,
-                min_value=0,
-            ),
+            explained(gxe.ExpectColumnValuesToNotBeNull, f"The checker reports {column}.", f"{column} is not null", INTEGRITY, column=column),
+            explained(gxe.ExpectColumnValuesToBeBetween, f"{column} is a count, so never negative.", f"{column} >= 0", INTEGRITY, column=column, min_value=0),
         ]
+    integrity += [
+        explained(
+            gxe.ExpectColumnValuesToBeBetween,
+            f"{column} is never negative (null when nothing was acknowledged).",
+            f"{column} >= 0",
+            INTEGRITY,
+            column=column,
+            min_value=0,
+        )
+        for column in METRIC_COLUMNS
+    ]
+    integrity += [
+        explained(
+            gxe.ExpectColumnPairValuesToBeEqual,
+            f"Conservation: every message counted in {total} is in exactly one of {', '.join(parts)}.",
+            f"{total} == {conservation_column(parts)}",
+            INTEGRITY,
+            column_A=total,
+            column_B=conservation_column(parts),
+        )
+        for total, parts in IDENTITIES
+    ]
     suites = [
         gx.ExpectationSuite(
             name=INTEGRITY_SUITE,
             expectations=integrity,
             meta={"purpose": "Structural checks on every matrix row, whatever its guarantee."},
+            notes=["Structural checks on every matrix row, whatever its guarantee.", model_link],
         )
     ]
-    for guarantee, spec in GUARANTEES.items():
-        expectations = [
-            explained(
-                gxe.ExpectColumnValuesToBeInSet,
-                "This suite judges only rows that claim this guarantee.",
-                guarantee,
-                column="guarantee",
-                value_set=[guarantee],
+    for name, expectations in suite_expectations().items():
+        first = expectations[0]
+        gx_expectations = [bound(e) for e in expectations]
+        if first.kind is Kind.GUARANTEE:
+            guarantee = name.removeprefix("guarantee_")
+            gx_expectations.insert(
+                0,
+                explained(
+                    gxe.ExpectColumnValuesToBeInSet,
+                    "This suite judges only rows that claim this guarantee.",
+                    f"guarantee in [{guarantee}]",
+                    INTEGRITY,
+                    column="guarantee",
+                    value_set=[guarantee],
+                ),
             )
-        ]
-        expectations += [
-            explained(
-                gxe.ExpectColumnValuesToBeBetween,
-                rule,
-                guarantee,
-                column=column,
-                min_value=0,
-                max_value=0,
-            )
-            for column, rule in spec.zero.items()
-        ]
+        summary = _suite_summary(name, first)
         suites.append(
             gx.ExpectationSuite(
-                name=suite_name(guarantee),
-                expectations=expectations,
-                meta={"guarantee": guarantee, "promise": spec.promise},
+                name=name, expectations=gx_expectations, meta={"kind": str(first.kind)}, notes=[summary, model_link]
             )
         )
     return suites
 
 
-def ensure_project(root: Path = DEFAULT_ROOT) -> FileDataContext:
-    """Create or update the GX project under ``root/gx`` and return its context.
+def _suite_summary(name: str, first: Expectation) -> str:
+    """What a model suite checks, for its Data Docs page."""
+    if first.kind is Kind.GUARANTEE:
+        guarantee = Guarantee(name.removeprefix("guarantee_"))
+        return f"**{guarantee}**: {PROMISES[guarantee].summary} Expectations marked 'if fault == none' apply only without a fault."
+    rule = next(r for r in RULES if r.suite == name)
+    return f"**{rule.kind}** rule, applied when: {rule.when}. {rule.why}"
+
+
+def ensure_project(root: Path | None = None) -> FileDataContext:
+    """Create or update the GX project under ``root/gx`` (default: ``expectations_dir()``).
 
     Idempotent: existing datasource, asset and batch definition are reused (their ids stay
-    stable), suites, validation definitions and checkpoints are added or updated by name.
+    stable), suites, validation definitions and checkpoints are added or updated by name (and
+    deleted when the model no longer has them), and expectations keep their ids while unchanged.
+    Also writes the model page into the site.
     """
     import great_expectations as gx
-    from great_expectations.checkpoint import UpdateDataDocsAction
     from great_expectations.data_context.types.base import ProgressBarsConfig
 
-    context = gx.get_context(mode="file", project_root_dir=Path(root))
+    context = gx.get_context(mode="file", project_root_dir=Path(root or expectations_dir()))
     # Metric progress bars would flood task logs with one bar per expectation run.
     context.variables.progress_bars = ProgressBarsConfig(globally=False)
     context.variables.save()
@@ -270,21 +342,42 @@ def ensure_project(root: Path = DEFAULT_ROOT) -> FileDataContext:
         batch_definition = asset.add_batch_definition_whole_dataframe(BATCH_DEFINITION)
 
     stored = {suite.name: suite for suite in context.suites.all()}
-    for suite in build_suites():
+    suites = build_suites()
+    for name in stored.keys() - {suite.name for suite in suites}:  # no longer in the model
+        context.checkpoints.delete(name)
+        context.validation_definitions.delete(name)
+        context.suites.delete(name)
+    for suite in suites:
         if suite.name in stored:
             _keep_expectation_ids(suite, stored[suite.name])
         suite = context.suites.add_or_update(suite)
         definition = context.validation_definitions.add_or_update(
             gx.ValidationDefinition(name=suite.name, data=batch_definition, suite=suite)
         )
+        # The integrity suite judges the whole matrix: its failures must name their rows.
+        whole_matrix = {"result_format": "COMPLETE", "unexpected_index_column_names": ["scenario"]}
         context.checkpoints.add_or_update(
             gx.Checkpoint(
                 name=suite.name,
                 validation_definitions=[definition],
-                actions=[UpdateDataDocsAction(name="update_data_docs", site_names=[SITE])],
+                **({"result_format": whole_matrix} if suite.name == INTEGRITY_SUITE else {}),
             )
         )
+    site = Path(context.root_directory) / SITE_DIR
+    site.mkdir(parents=True, exist_ok=True)
+    (site / MODEL_PAGE).write_text(to_html(default_tables()))
     return context
+
+
+_CONTEXTS: dict[Path, FileDataContext] = {}
+
+
+def _context(root: Path) -> FileDataContext:
+    """The context of ``root``, ensured once per process (the model does not change while it runs)."""
+    key = Path(root).resolve()
+    if key not in _CONTEXTS:
+        _CONTEXTS[key] = ensure_project(root)
+    return _CONTEXTS[key]
 
 
 def _keep_expectation_ids(suite: ExpectationSuite, stored: ExpectationSuite) -> None:
@@ -300,63 +393,133 @@ def _keep_expectation_ids(suite: ExpectationSuite, stored: ExpectationSuite) -> 
                 break
 
 
-def validate_matrix(matrix_json: Path, root: Path, run_name: str) -> Verdict:
+def validate_matrix(matrix_json: Path, root: Path, run_name: str, manifest: Path | None = None) -> Verdict:
     """Validate every row of ``matrix_json`` and return the verdict.
 
-    Each row runs the integrity checkpoint and its class checkpoint under the run name
-    ``<run_name>__<scenario>``, so Data Docs list the results per scenario; each checkpoint's
-    UpdateDataDocsAction builds that scenario's pages and the site index. Rows whose fault
-    was ineffective or whose evidence is incomplete are validated too but never pass.
+    ``manifest`` defaults to the run's (``<run>/manifest.json`` for ``<run>/audit/matrix.json``).
+    The integrity checkpoint runs once on the whole matrix (run name ``<run_name>``; failures name
+    their scenarios); each row's model suites run on that row alone under the run name
+    ``<run_name>__<scenario>``, so Data Docs list the results per scenario. Data Docs are built
+    once, at the end.
 
     Raises:
-        ValueError: the matrix is empty, a row lacks a required column or names an unknown
-            guarantee. Nothing is validated then.
+        ValueError: the matrix is empty, a row lacks a required column, or its manifest entry is
+            missing, names another guarantee, or records expectations its suites do not apply
+            (the model changed since the run was planned). Nothing is validated then.
     """
-    import pandas as pd
     from great_expectations.core.run_identifier import RunIdentifier
+    from great_expectations.data_context.types.resource_identifiers import ExpectationSuiteIdentifier
 
+    manifest = manifest or Path(matrix_json).parent.parent / MANIFEST
     records: list[dict[str, Any]] = json.loads(Path(matrix_json).read_text())
     if not records:
         raise ValueError(f"{matrix_json}: the matrix has no rows, so there is nothing to judge")
+    rows = _rows(records, manifest, str(matrix_json))
+    context = _context(root)
+    for row in rows:
+        _check_suites(context, row, str(manifest))
+
+    run_time = dt.datetime.now(dt.timezone.utc)
+    scenarios = [row.record["scenario"] for row in rows]
+    result = context.checkpoints.get(INTEGRITY_SUITE).run(
+        batch_parameters={"dataframe": _frame(records)},
+        run_id=RunIdentifier(run_name=run_name, run_time=run_time),
+    )
+    validated = list(result.run_results)
+    failed = _failures(INTEGRITY_SUITE, result, scenarios)
+    for row, scenario in zip(rows, scenarios, strict=True):
+        # One frame per row, so one row's nulls cannot turn another row's counts into floats.
+        frame = _frame([dict(row.record)])
+        run_id = RunIdentifier(run_name=f"{run_name}__{scenario}", run_time=run_time)
+        for name in row.suites:
+            result = context.checkpoints.get(name).run(batch_parameters={"dataframe": frame}, run_id=run_id)
+            validated += result.run_results
+            for found in _failures(name, result, [scenario]).values():
+                failed[scenario] += found
+    suites = {INTEGRITY_SUITE, *(name for row in rows for name in row.suites)}
+    pages = [*validated, *(ExpectationSuiteIdentifier(name) for name in sorted(suites))]
+    context.build_data_docs(site_names=[SITE], resource_identifiers=pages)
+    verdicts = tuple(_judge(row, failed[scenario]) for row, scenario in zip(rows, scenarios, strict=True))
+    return Verdict(run_name, verdicts, _index_path(context))
+
+
+def _rows(records: list[dict[str, Any]], manifest: Path, source: str) -> list[_Row]:
+    """Pair each matrix row with its manifest entry; raise ValueError on the first problem."""
+    if not manifest.is_file():
+        raise ValueError(f"{source}: no manifest at {manifest}, so the expected guarantees are unknown")
+    entries = {entry["scenario"]: entry for entry in json.loads(manifest.read_text())["scenarios"]}
+    rows = []
     for number, record in enumerate(records):
         missing = [column for column in REQUIRED_COLUMNS if column not in record]
         if missing:
-            raise ValueError(f"{matrix_json}: row {number} lacks {', '.join(missing)}")
-        try:
-            suite_name(record["guarantee"])
-        except ValueError as error:
-            raise ValueError(f"{matrix_json}: scenario {record['scenario']!r}: {error}") from None
-
-    context = ensure_project(root)
-    run_time = dt.datetime.now(dt.timezone.utc)
-    verdicts = []
-    for record in records:
-        # One frame per row, so one row's nulls cannot turn another row's counts into floats.
-        row = pd.DataFrame([record])
-        run_id = RunIdentifier(run_name=f"{run_name}__{record['scenario']}", run_time=run_time)
-        failed: list[FailedExpectation] = []
-        for name in (INTEGRITY_SUITE, suite_name(record["guarantee"])):
-            result = context.checkpoints.get(name).run(
-                batch_parameters={"dataframe": row}, run_id=run_id
+            raise ValueError(f"{source}: row {number} lacks {', '.join(missing)}")
+        name = record["scenario"]
+        entry = entries.get(name)
+        if entry is None or "expectations" not in entry:
+            raise ValueError(f"{manifest}: scenario {name!r} has no recorded expectations (plan it again)")
+        if entry.get("guarantee") != record["guarantee"]:
+            raise ValueError(
+                f"{source}: scenario {name!r} claims guarantee {record['guarantee']!r}, "
+                f"its manifest entry {entry.get('guarantee')!r}"
             )
-            failed += [
-                _failure(name, expectation_result)
-                for suite_result in result.run_results.values()
-                for expectation_result in suite_result.results
-                if not expectation_result.success
-            ]
-        verdicts.append(_judge(record, failed))
+        try:
+            guarantee = Guarantee(record["guarantee"])
+        except ValueError:
+            raise ValueError(
+                f"{source}: scenario {name!r}: unknown guarantee {record['guarantee']!r}; "
+                f"expected one of {', '.join(Guarantee)}"
+            ) from None
+        expectations = tuple(Expectation(**{**e, "kind": Kind(e["kind"])}) for e in entry["expectations"])
+        suites = tuple(dict.fromkeys([f"guarantee_{guarantee}", *(e.suite for e in expectations)]))
+        rows.append(_Row(record, expectations, suites, entry.get("fault_effect")))
+    return rows
 
-    return Verdict(run_name, tuple(verdicts), _index_path(context))
+
+def _check_suites(context: FileDataContext, row: _Row, manifest: str) -> None:
+    """The row's recorded expectations must be exactly what its suites apply to it."""
+    no_fault = row.record["fault"] == NO_FAULT
+    for name in row.suites:
+        applied = {
+            (e.column, e.min_value, e.max_value, e.row_condition is not None)
+            for e in context.suites.get(name).expectations
+            if e.meta.get("kind") != INTEGRITY and (e.row_condition is None or no_fault)
+        }
+        recorded = {(e.column, e.min, e.max, e.no_fault_only) for e in row.expectations if e.suite == name}
+        if applied != recorded:
+            raise ValueError(
+                f"{manifest}: scenario {row.record['scenario']!r} recorded {sorted(map(str, recorded))} for "
+                f"suite {name}, which applies {sorted(map(str, applied))}: the model changed since the run was planned"
+            )
 
 
-def _judge(record: Mapping[str, Any], failed: list[FailedExpectation]) -> ScenarioVerdict:
-    """Apply the status rules to one row and its failed expectations."""
+def _frame(records: list[dict[str, Any]]) -> pd.DataFrame:
+    """The rows as a frame, plus the derived columns: the matrix columns each row lacks, and one
+    column per conservation sum (null where a part is null or missing)."""
+    import pandas as pd
+
+    frame = pd.DataFrame(records)
+    frame[MISSING] = [", ".join(c for c in MATRIX_COLUMNS if c not in record) for record in records]
+    for _, parts in IDENTITIES:
+        frame[conservation_column(parts)] = frame.reindex(columns=list(parts)).sum(axis=1, min_count=len(parts))
+    return frame
+
+
+def _judge(row: _Row, failed: list[FailedExpectation]) -> ScenarioVerdict:
+    """Apply the status rules of the module docstring to one row and its failed expectations."""
+    record = row.record
+    kinds = {failure.kind for failure in failed}
     reason = None
     if not record["evidence_complete"]:
         reason = record.get("incomplete_reason") or "evidence incomplete"
+    elif kinds & {INTEGRITY, Kind.GUARANTEE}:
+        pass  # a broken promise (or a broken row) fails whatever the fault did
     elif not record["fault_effective"]:
-        reason = record.get("incomplete_reason") or "fault ineffective"
+        effect = f" ({row.fault_effect})" if row.fault_effect else ""
+        reason = record.get("incomplete_reason") or f"fault ineffective{effect}"
+    elif Kind.AVAILABILITY in kinds:
+        pass
+    elif Kind.EFFICACY in kinds:
+        reason = "fault ineffective: the anomaly it must cause did not show"
     status: Status = "incomplete" if reason else "fail" if failed else "pass"
     return ScenarioVerdict(
         scenario=record["scenario"],
@@ -368,23 +531,52 @@ def _judge(record: Mapping[str, Any], failed: list[FailedExpectation]) -> Scenar
     )
 
 
-def _failure(suite: str, result: ExpectationValidationResult) -> FailedExpectation:
-    """Describe a failed expectation: its observed value, unexpected values or exception."""
-    config = result.expectation_config
-    detail = result.result or {}
-    if errors := _errors(result.exception_info):
-        observed: Any = f"exception: {'; '.join(sorted(set(errors)))}"
-    elif "observed_value" in detail:
-        observed = detail["observed_value"]
-    else:
-        values = [_plain(value) for value in detail.get("partial_unexpected_list") or []]
-        observed = values[0] if len(values) == 1 else values
-    return FailedExpectation(
-        suite=suite,
-        expectation_type=config.type if config else "unknown",
-        column=config.kwargs.get("column") if config else None,
-        observed=observed,
-    )
+def _failures(suite: str, result: CheckpointResult, scenarios: list[str]) -> dict[str, list[FailedExpectation]]:
+    """The failed expectations of a checkpoint run, per scenario.
+
+    A failure that names its unexpected rows (by ``scenario``) belongs to those rows, with their
+    values as observed; any other failure (an exception, a missing column) to every scenario.
+    """
+    found: dict[str, list[FailedExpectation]] = {scenario: [] for scenario in scenarios}
+    for suite_result in result.run_results.values():
+        for expectation_result in suite_result.results:
+            if expectation_result.success:
+                continue
+            config = expectation_result.expectation_config
+            meta = (config.meta if config else None) or {}
+            detail = expectation_result.result or {}
+            observed: dict[str, Any]
+            if errors := _errors(expectation_result.exception_info):
+                message = f"exception: {'; '.join(sorted(set(errors)))}"
+                observed = dict.fromkeys(scenarios, message)
+            elif "unexpected_index_list" in detail and len(scenarios) > 1:
+                observed = {
+                    entry["scenario"]: _values([v for k, v in entry.items() if k != "scenario"])
+                    for entry in detail["unexpected_index_list"]
+                }
+            elif "observed_value" in detail:
+                observed = dict.fromkeys(scenarios, detail["observed_value"])
+            else:
+                observed = dict.fromkeys(scenarios, _values(detail.get("partial_unexpected_list") or []))
+            for scenario, value in observed.items():
+                found[scenario].append(
+                    FailedExpectation(
+                        suite=suite,
+                        kind=meta.get("kind", INTEGRITY),
+                        expects=meta.get("expects") or (config.type if config else "unknown"),
+                        column=config.kwargs.get("column") if config else None,
+                        observed=value,
+                    )
+                )
+    return found
+
+
+def _values(values: Sequence[Any]) -> Any:
+    """One unexpected value as itself; several (a column pair's) as ``a vs b``."""
+    plain = [_plain(value) for value in values]
+    if len(plain) <= 1:
+        return plain[0] if plain else None
+    return " vs ".join(_show(value) for value in plain)
 
 
 def _errors(exception_info: Mapping[str, Any] | None) -> list[str]:
@@ -404,11 +596,13 @@ def _index_path(context: FileDataContext) -> Path | None:
 
 
 def _plain(value: Any) -> Any:
-    """An unexpected value from GX as a plain Python value; NaN becomes None."""
+    """An unexpected value from GX as a plain Python value; NaN becomes None, 3.0 becomes 3."""
     if hasattr(value, "item"):
         value = value.item()
     if isinstance(value, float) and math.isnan(value):
         return None
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
     return value
 
 

@@ -6,6 +6,7 @@ from collections.abc import Collection
 from typing import Protocol
 
 from acklab.cluster.admin import ClusterAdmin
+from acklab.proxy.control import ProxyControl
 from acklab.topology import Topology
 
 
@@ -15,7 +16,15 @@ class Cluster(Protocol):
     topology: Topology
 
     @property
-    def bootstrap_servers(self) -> str: ...
+    def bootstrap_servers(self) -> str:
+        """Where the workload connects: through the fault proxy."""
+
+    @property
+    def direct_bootstrap_servers(self) -> str:
+        """Where tooling connects (admin, Spark audit): never faulted."""
+
+    def proxy(self) -> ProxyControl:
+        """Control of the Kafka-aware fault proxy in front of every broker."""
 
     def admin(self, timeout_s: float = 10.0, exclude: Collection[int] = ()) -> ClusterAdmin:
         """An admin client bootstrapped from the brokers not in `exclude` (e.g. a killed one)."""
@@ -36,6 +45,9 @@ class Cluster(Protocol):
         """SIGCONT."""
 
     def is_running(self, node_id: int) -> bool: ...
+
+    def active_controller(self) -> int:
+        """Node id of the active KRaft controller."""
 
     def wait_healthy(self, timeout_s: float = 60.0) -> None:
         """All brokers registered and every partition of every topic fully in sync."""

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import base64
 import os
+import re
 import signal
 import socket
 import subprocess
+import sys
 import time
 import uuid
 from collections.abc import Collection
@@ -21,6 +23,7 @@ from acklab.cluster.admin import PROBE_TOPIC, ClusterAdmin
 from acklab.cluster.state import (
     ClusterState,
     NodeState,
+    ProcessState,
     kill_and_remove,
     process_create_time,
     process_matches,
@@ -29,10 +32,13 @@ from acklab.cluster.state import (
 )
 from acklab.maven import kafka_libs
 from acklab.paths import clusters_dir, runs_dir
+from acklab.proxy.control import ProxyControl
+from acklab.proxy.server import ProxySpec, Route
 from acklab.topology import Topology
 
 KAFKA_MAIN = "kafka.Kafka"
 STORAGE_TOOL = "kafka.tools.StorageTool"
+QUORUM_TOOL = "org.apache.kafka.tools.MetadataQuorumCommand"
 
 
 class ClusterStartError(RuntimeError):
@@ -49,19 +55,27 @@ def _free_ports(count: int) -> list[int]:
 
 
 def _new_cluster_id() -> str:
-    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+    """A random KRaft cluster id; like Kafka's Uuid.randomUuid, never starting with '-' (the
+    storage tool would read it as an option)."""
+    while (cluster_id := base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")).startswith("-"):
+        pass
+    return cluster_id
 
 
 def _plan_nodes(topology: Topology, root: Path) -> list[NodeState]:
-    ports = iter(_free_ports(topology.brokers + len(topology.controller_ids)))
+    ports = iter(_free_ports(4 * topology.brokers + len(topology.controller_ids)))
     nodes = []
     for node_id in sorted(set(topology.broker_ids) | set(topology.controller_ids)):
         roles = [r for r, ids in (("broker", topology.broker_ids), ("controller", topology.controller_ids)) if node_id in ids]
+        broker = "broker" in roles
         nodes.append(
             NodeState(
                 node_id=node_id,
                 roles=roles,
-                client_port=next(ports) if "broker" in roles else None,
+                client_port=next(ports) if broker else None,
+                proxy_port=next(ports) if broker else None,
+                direct_port=next(ports) if broker else None,
+                internal_port=next(ports) if broker else None,
                 controller_port=next(ports) if "controller" in roles else None,
                 dir=root / f"node-{node_id}",
             )
@@ -101,6 +115,7 @@ class LocalCluster:
             topology=topology,
             cluster_id=_new_cluster_id(),
             nodes=_plan_nodes(topology, root),
+            proxy=ProcessState(control_port=_free_ports(1)[0]),
             owner_pid=owner_pid,
             owner_create_time=process_create_time(owner_pid) if owner_pid else None,
             lease_deadline=time.time() + lease_s,
@@ -108,6 +123,7 @@ class LocalCluster:
         cluster = cls(state, root)
         try:
             cluster._write_configs()
+            cluster._start_proxy()
             with ThreadPoolExecutor(max_workers=len(state.nodes)) as pool:
                 list(pool.map(cluster._format, state.nodes))
             for node in state.nodes:
@@ -132,13 +148,22 @@ class LocalCluster:
 
     @property
     def bootstrap_servers(self) -> str:
-        return self._bootstrap()
+        """For the workload: every connection passes through the fault proxy."""
+        return ",".join(f"127.0.0.1:{n.proxy_port}" for n in self.state.nodes if n.is_broker)
+
+    @property
+    def direct_bootstrap_servers(self) -> str:
+        """For tooling (admin, the Spark audit): the DIRECT listeners, never faulted."""
+        return self._direct()
 
     def admin(self, timeout_s: float = 10.0, exclude: Collection[int] = ()) -> ClusterAdmin:
-        return ClusterAdmin(self._bootstrap(exclude), timeout_s)
+        return ClusterAdmin(self._direct(exclude), timeout_s)
 
-    def _bootstrap(self, exclude: Collection[int] = ()) -> str:
-        return ",".join(f"127.0.0.1:{n.client_port}" for n in self.state.nodes if n.is_broker and n.node_id not in exclude)
+    def proxy(self) -> ProxyControl:
+        return ProxyControl(self.state.proxy.control_port)
+
+    def _direct(self, exclude: Collection[int] = ()) -> str:
+        return ",".join(f"127.0.0.1:{n.direct_port}" for n in self.state.nodes if n.is_broker and n.node_id not in exclude)
 
     def wait_healthy(self, timeout_s: float = 60.0) -> None:
         """Every broker registered, and a probe topic (RF = topology RF) fully in sync."""
@@ -161,7 +186,22 @@ class LocalCluster:
             admin.create_topic(PROBE_TOPIC, self.topology.brokers, self.topology.replication_factor)
         admin.wait_in_sync(PROBE_TOPIC, max(1.0, deadline - time.monotonic()))
 
+    def active_controller(self) -> int:
+        """The KRaft quorum leader, from Kafka's own MetadataQuorumCommand (the metadata API's
+        controller id is a random broker in KRaft mode)."""
+        command = [
+            os.environ.get("ACKLAB_JAVA", "java"), "-Xmx256m", "-cp", f"{self._libs}/*", QUORUM_TOOL,
+            "--bootstrap-server", self.direct_bootstrap_servers, "describe", "--status",
+        ]
+        result = subprocess.run(command, capture_output=True, text=True, timeout=60)
+        match = re.search(r"^LeaderId:\s+(\d+)", result.stdout, re.MULTILINE)
+        if match is None:
+            raise ClusterStartError(f"cannot read the quorum leader: {(result.stdout + result.stderr)[-500:]}")
+        return int(match[1])
+
     def _check_alive(self) -> None:
+        if not process_matches(self.state.proxy.pid, self.state.proxy.create_time):
+            raise ClusterStartError(f"fault proxy exited: {(self.root / 'proxy.log').read_text(errors='replace')[-800:]}")
         for node in self.state.nodes:
             if node.pid is not None and not process_matches(node.pid, node.create_time):
                 tail = (node.dir / "stdout.log").read_text(errors="replace")[-800:] if (node.dir / "stdout.log").exists() else ""
@@ -233,6 +273,21 @@ class LocalCluster:
             (node.dir / "server.properties").write_text(rendered + "\n")
             (node.dir / "log4j.properties").write_text(templates.get_template(log_template).render(log_dir=node.dir) + "\n")
         self.state.save(self.root)
+
+    def _start_proxy(self) -> None:
+        spec = ProxySpec(
+            control_port=self.state.proxy.control_port,
+            routes=[Route(broker=n.node_id, listen_port=n.proxy_port, upstream_port=n.client_port) for n in self.state.nodes if n.is_broker],
+        )
+        (self.root / "proxy.json").write_text(spec.model_dump_json(indent=2))
+        with open(self.root / "proxy.log", "ab") as log:
+            process = subprocess.Popen(
+                [sys.executable, "-m", "acklab.proxy.server", str(self.root / "proxy.json")],
+                stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True,
+            )
+        self.state.proxy.pid, self.state.proxy.create_time = process.pid, process_create_time(process.pid)
+        self.state.save(self.root)
+        self.proxy().wait_ready()
 
     def _format(self, node: NodeState) -> None:
         command = self._java(node, STORAGE_TOOL, "format", "-t", self.state.cluster_id, "-c", str(node.dir / "server.properties"))

@@ -30,7 +30,10 @@ class NodeState(BaseModel):
 
     node_id: int
     roles: list[Literal["broker", "controller"]]
-    client_port: int | None = None
+    client_port: int | None = None  # CLIENT listener; clients reach it only through the proxy
+    proxy_port: int | None = None  # advertised for CLIENT: the proxy's listener for this broker
+    direct_port: int | None = None  # DIRECT listener for tooling (admin, Spark audit), never faulted
+    internal_port: int | None = None  # INTERNAL listener for replication
     controller_port: int | None = None
     dir: Path
     pid: int | None = None
@@ -45,13 +48,22 @@ class NodeState(BaseModel):
         return "broker" in self.roles
 
 
+class ProcessState(BaseModel):
+    """A helper process of the cluster (the fault proxy)."""
+
+    pid: int | None = None
+    create_time: float | None = None
+    control_port: int
+
+
 class ClusterState(BaseModel):
     """What is needed to find, control and clean up a cluster from any process."""
 
-    backend: Literal["local"] = "local"
+    backend: Literal["local", "docker"] = "local"
     topology: Topology
     cluster_id: str
     nodes: list[NodeState]
+    proxy: ProcessState
     owner_pid: int | None = None
     owner_create_time: float | None = None
     lease_deadline: float
@@ -96,8 +108,8 @@ def process_matches(pid: int | None, create_time: float | None) -> bool:
         return False
 
 
-def signal_node(node: NodeState, sig: signal.Signals) -> bool:
-    """Send `sig` to the node's process if it is still the one we started."""
+def signal_node(node: NodeState | ProcessState, sig: signal.Signals) -> bool:
+    """Send `sig` to the process if it is still the one we started."""
     if not process_matches(node.pid, node.create_time):
         return False
     try:
@@ -107,17 +119,27 @@ def signal_node(node: NodeState, sig: signal.Signals) -> bool:
     return True
 
 
+def kill_and_wait(process: NodeState | ProcessState) -> None:
+    """SIGCONT (a paused process cannot die otherwise) then SIGKILL, and wait; forget the pid."""
+    signal_node(process, signal.SIGCONT)
+    if signal_node(process, signal.SIGKILL):
+        try:
+            psutil.Process(process.pid).wait(timeout=10)  # type: ignore[arg-type]
+        except (psutil.NoSuchProcess, psutil.TimeoutExpired):
+            pass
+    process.pid = process.create_time = None
+
+
 def kill_and_remove(state: ClusterState, root: Path) -> None:
-    """SIGKILL every node we started, wait for them to go, delete data dirs, mark torn down."""
+    """SIGKILL every process we started, wait for them to go, delete data dirs, mark torn down."""
+    if state.backend == "docker":
+        from acklab.cluster.docker import remove_containers  # noqa: PLC0415 - Docker SDK only for Docker clusters
+
+        remove_containers(root)
     for node in state.nodes:
-        signal_node(node, signal.SIGCONT)
-        if signal_node(node, signal.SIGKILL):
-            try:
-                psutil.Process(node.pid).wait(timeout=10)  # type: ignore[arg-type]
-            except (psutil.NoSuchProcess, psutil.TimeoutExpired):
-                pass
-        node.pid = node.create_time = None
+        kill_and_wait(node)
         shutil.rmtree(node.data_dir, ignore_errors=True)
+    kill_and_wait(state.proxy)
     state.status = "torn-down"
     state.save(root)
 

@@ -1,36 +1,68 @@
-"""Drive a confluent-kafka producer with a profile and record every delivery report."""
+"""Drive producer processes with a profile and collect every message's fate into one send log.
+
+`run_load` starts `spec.producers` worker processes (`acklab.workload.worker`), each with its own
+producer, id range and keys; starts them together (after calling `on_start`, e.g. the nemesis);
+reports progress once a second; and joins their send-log parts into `send_log_path` and their
+librdkafka statistics into `producer_stats.parquet` next to it. Subprocesses rather than
+`multiprocessing`, so the load also runs inside daemonic workers (Celery) and never forks a
+process that holds librdkafka threads.
+"""
 
 from __future__ import annotations
 
+import json
 import logging
+import subprocess
+import sys
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
-from confluent_kafka import KafkaError, Message, Producer
-from pydantic import BaseModel, ConfigDict, Field
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from acklab.profiles import ProducerProfile
-from acklab.workload.sendlog import NO_ERROR, UNREPORTED, SendLog
+from acklab.workload import stats
+from acklab.workload.records import ValueFormat
+from acklab.workload.sendlog import combine
+from acklab.workload.worker import PROGRESS_FILE, WorkerJob
 
 log = logging.getLogger(__name__)
-RDKAFKA_LOG = logging.getLogger("acklab.rdkafka")
+STATS_FILE = "producer_stats.parquet"
+PRODUCERS_DIR = "producers"  # per-producer logs and counts, next to the send log
+START_TIMEOUT_S = 120
 
 
 class LoadSpec(BaseModel):
-    """How much to send and how fast."""
+    """How much to send, how fast, and by how many producer processes."""
 
     model_config = ConfigDict(extra="forbid")
-    messages: int = Field(ge=1, le=100_000_000)
-    rate: float | None = Field(None, gt=0, description="messages per second; None = as fast as possible")
+    messages: int = Field(ge=1, le=100_000_000, description="messages to send; an upper bound when duration_s is set")
+    duration_s: float | None = Field(None, gt=0, description="stop after this many seconds")
+    rate: float | None = Field(None, gt=0, description="messages per second over all producers; None = as fast as possible")
     message_bytes: int = Field(100, ge=16, le=1_000_000)
-    keys: int = Field(16, ge=1)
+    keys: int = Field(16, ge=1, le=100_000, description="keys per producer (p<n>-k0 .. p<n>-k<keys-1>)")
+    producers: int = Field(1, ge=1, le=64)
+
+    @model_validator(mode="after")
+    def _consistent(self) -> LoadSpec:
+        if self.producers > self.messages:
+            raise ValueError(f"producers ({self.producers}) > messages ({self.messages})")
+        ValueFormat.for_ids(self.messages - 1, self.message_bytes)
+        return self
+
+    def ranges(self) -> list[tuple[int, int]]:
+        """(first id, count) of each producer: contiguous, nearly equal ranges of 0..messages-1."""
+        bounds = np.linspace(0, self.messages, self.producers + 1).astype(np.int64)
+        return [(int(lo), int(hi - lo)) for lo, hi in zip(bounds[:-1], bounds[1:], strict=True)]
 
 
 @dataclass(frozen=True)
 class LoadResult:
-    """Counts and times of a finished load; the details are in the send log."""
+    """Counts and times of a finished load; the details are in the send log and the statistics."""
 
     started: float
     ended: float
@@ -38,10 +70,38 @@ class LoadResult:
     acked: int
     failed: int
     unknown: int
+    aborted: int
     errors: dict[str, int]
+    stats: dict[str, int] = field(default_factory=dict)
+    producer_errors: dict[str, str] = field(default_factory=dict)
 
 
 Progress = Callable[[int, int, int], None]
+"""Called about once a second with the totals sent, acked and failed so far."""
+
+
+class WorkloadError(RuntimeError):
+    """A producer process failed; its log is quoted."""
+
+
+class ProgressMeter:
+    """A `Progress` that writes `sent N (R/s) acked N (R/s) failed N` lines to `sink`."""
+
+    def __init__(self, sink: Callable[[str], object]) -> None:
+        self._sink = sink
+        self._last = (0, 0, time.monotonic())
+
+    def __call__(self, sent: int, acked: int, failed: int) -> None:
+        last_sent, last_acked, last_t = self._last
+        now = time.monotonic()
+        if sent < last_sent:  # a new load
+            last_sent = last_acked = 0
+        elapsed = max(now - last_t, 1e-3)
+        self._sink(
+            f"sent {sent} ({(sent - last_sent) / elapsed:,.0f}/s) "
+            f"acked {acked} ({(acked - last_acked) / elapsed:,.0f}/s) failed {failed}"
+        )
+        self._last = (sent, acked, now)
 
 
 def run_load(
@@ -51,82 +111,116 @@ def run_load(
     spec: LoadSpec,
     send_log_path: Path,
     progress: Progress | None = None,
+    on_start: Callable[[], None] | None = None,
 ) -> LoadResult:
-    """Send `spec.messages` messages to `topic`, then write the send log (even on error)."""
-    record = SendLog(spec.messages, spec.keys)
-
-    def on_delivery(err: KafkaError | None, msg: Message) -> None:
-        value = msg.value()
-        message_id = int(value[: value.index(b":")])
-        record.ack_ts[message_id] = time.time()
-        if err is None:
-            record.error[message_id] = NO_ERROR
-            record.partition[message_id] = msg.partition()
-            record.offset[message_id] = msg.offset()
-            record.acked += 1
-        else:
-            record.error[message_id] = err.code()
-            record.error_names.setdefault(err.code(), err.name())
-            record.failed += 1
-
-    producer = Producer(
-        {"bootstrap.servers": bootstrap_servers, "on_delivery": on_delivery, **profile.producer_config()},
-        logger=RDKAFKA_LOG,
-    )
-    started = time.time()
+    """Send `spec` to `topic` with `profile`; write the send log and the producer statistics."""
+    directory = send_log_path.parent / PRODUCERS_DIR
+    directory.mkdir(parents=True, exist_ok=True)
+    counters = np.memmap(directory / PROGRESS_FILE, dtype=np.int64, mode="w+", shape=(spec.producers, 3))
+    jobs = [
+        WorkerJob(
+            producer=n,
+            producers=spec.producers,
+            bootstrap_servers=bootstrap_servers,
+            topic=topic,
+            config=profile.producer_config(),
+            partitioner=profile.partitioner,
+            transaction=profile.transaction,
+            first_id=first_id,
+            count=count,
+            max_id=spec.messages - 1,
+            message_bytes=spec.message_bytes,
+            keys=spec.keys,
+            rate=spec.rate / spec.producers if spec.rate else None,
+            duration_s=spec.duration_s,
+            flush_timeout_s=profile.delivery_timeout_ms / 1000 + 10,
+            directory=directory,
+        )
+        for n, (first_id, count) in enumerate(spec.ranges())
+    ]
+    workers = [_spawn(job) for job in jobs]
     try:
-        _produce_all(producer, topic, spec, record, progress)
-        flush_s = profile.delivery_timeout_ms / 1000 + 10
-        remaining = producer.flush(flush_s)
-        if remaining:
-            log.warning("%d messages still unreported after %.0fs flush: recorded as unknown", remaining, flush_s)
-    finally:
-        ended = time.time()
-        record.write(send_log_path)
-    errors = record.error[: record.sent]
-    counts = {record.error_names[code]: int((errors == code).sum()) for code in record.error_names}
+        for job, worker in zip(jobs, workers, strict=True):
+            if worker.stdout.readline().strip() != "ready":  # type: ignore[union-attr]
+                worker.wait(START_TIMEOUT_S)
+                raise WorkloadError(f"producer {job.name} failed to start: {_tail(job)}")
+        if on_start is not None:
+            on_start()
+        for worker in workers:
+            worker.stdin.write("go\n")  # type: ignore[union-attr]
+            worker.stdin.close()  # type: ignore[union-attr]
+        _watch(workers, counters, progress)
+    except BaseException:
+        for worker in workers:
+            if not worker.stdin.closed:  # type: ignore[union-attr]
+                worker.stdin.close()  # type: ignore[union-attr]  # not started: exits at EOF
+            worker.terminate()  # started: stops producing, still writes its evidence
+        for worker in workers:
+            try:
+                worker.wait(60)
+            except subprocess.TimeoutExpired:
+                worker.kill()
+        raise
+    for job, worker in zip(jobs, workers, strict=True):
+        if worker.returncode != 0 or not job.file(".json").exists():
+            raise WorkloadError(f"producer {job.name} exited with {worker.returncode}: {_tail(job)}")
+    results = [json.loads(job.file(".json").read_text()) for job in jobs]
+    for result in results:
+        if result["fatal_error"]:
+            log.warning("producer %s stopped early: %s", result["producer"], result["fatal_error"])
+    rows = combine([job.file(".parquet") for job in jobs], send_log_path)
+    stats_table = pa.concat_tables(pq.read_table(job.file(".stats.parquet")) for job in jobs)
+    pq.write_table(stats_table, send_log_path.parent / STATS_FILE)
+    for part in [directory / PROGRESS_FILE, *(job.file(suffix) for job in jobs for suffix in (".parquet", ".stats.parquet"))]:
+        part.unlink()
+    sent = sum(r["sent"] for r in results)
+    if rows != sent:
+        raise WorkloadError(f"send log has {rows} rows for {sent} messages sent")
+    errors: dict[str, int] = {}
+    for result in results:
+        for name, count in result["errors"].items():
+            errors[name] = errors.get(name, 0) + count
     return LoadResult(
-        started=started,
-        ended=ended,
-        sent=record.sent,
-        acked=int((errors == NO_ERROR).sum()),
-        failed=int(((errors != NO_ERROR) & (errors != UNREPORTED)).sum()),
-        unknown=int((errors == UNREPORTED).sum()),
-        errors=counts,
+        started=min(r["started"] for r in results),
+        ended=max(r["ended"] for r in results),
+        sent=sent,
+        acked=sum(r["acked"] for r in results),
+        failed=sum(r["failed"] for r in results),
+        unknown=sum(r["unknown"] for r in results),
+        aborted=sum(r["aborted"] for r in results),
+        errors=errors,
+        stats=stats.summarize(stats_table),
+        producer_errors={r["producer"]: r["fatal_error"] for r in results if r["fatal_error"]},
     )
 
 
-def _produce_all(
-    producer: Producer,
-    topic: str,
-    spec: LoadSpec,
-    record: SendLog,
-    progress: Progress | None,
-) -> None:
-    padding = b"x" * spec.message_bytes
-    keys = [f"k{k}".encode() for k in range(spec.keys)]
-    started = time.monotonic()
-    next_report = started + 1.0
-    for message_id in range(spec.messages):
-        prefix = b"%d:%d:" % (message_id, message_id // spec.keys)
-        value = prefix + padding[len(prefix):]
-        key = keys[message_id % spec.keys]
-        while True:
-            try:
-                producer.produce(topic, value, key)
-                break
-            except BufferError:
-                producer.poll(0.05)
-        record.send_ts[message_id] = time.time()
-        record.sent = message_id + 1
-        if message_id % 1000 == 999:
-            producer.poll(0)
-            now = time.monotonic()
-            if spec.rate is not None:
-                resume_at = started + (message_id + 1) / spec.rate
-                while now < resume_at:  # poll() returns early on events, so loop until due
-                    producer.poll(min(0.01, resume_at - now))
-                    now = time.monotonic()
-            if progress is not None and now >= next_report:
-                next_report = now + 1.0
-                progress(record.sent, record.acked, record.failed)
+def _spawn(job: WorkerJob) -> subprocess.Popen[str]:
+    with job.file(".log").open("w") as stderr:
+        worker = subprocess.Popen(
+            [sys.executable, "-m", "acklab.workload.worker"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=stderr,
+            text=True,
+        )
+    worker.stdin.write(job.model_dump_json() + "\n")  # type: ignore[union-attr]
+    worker.stdin.flush()  # type: ignore[union-attr]
+    return worker
+
+
+def _watch(workers: list[subprocess.Popen[str]], counters: np.ndarray, progress: Progress | None) -> None:
+    """Wait for every worker, reporting progress about once a second."""
+    next_report = time.monotonic() + 1.0
+    while any(worker.poll() is None for worker in workers):
+        time.sleep(0.1)
+        if progress is not None and time.monotonic() >= next_report:
+            next_report += 1.0
+            sent, acked, failed = (int(v) for v in counters.sum(axis=0))
+            progress(sent, acked, failed)
+    if progress is not None:
+        progress(*(int(v) for v in counters.sum(axis=0)))
+
+
+def _tail(job: WorkerJob, chars: int = 2000) -> str:
+    path = job.file(".log")
+    return path.read_text(errors="replace")[-chars:] if path.exists() else "(no log)"

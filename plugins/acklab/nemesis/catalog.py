@@ -1,0 +1,237 @@
+"""The fault catalog: every name usable from DAG params and the CLI, with how it is applied,
+undone and confirmed. A fault that did not take effect is reported as such (never green)."""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from acklab.cluster.base import Cluster
+from acklab.nemesis.events import FaultEvent, Window
+from acklab.nemesis.schedule import FaultStep, Target
+from acklab.proxy.rules import ProxyRule
+
+
+@dataclass(frozen=True)
+class FaultContext:
+    """What a fault acts on: the cluster and the scenario's topic."""
+
+    cluster: Cluster
+    topic: str
+    min_insync_replicas: int
+
+
+class NoOptions(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class ReplicasDownOptions(NoOptions):
+    count: int | None = Field(None, ge=1, description="followers to stop (default: enough to break min.insync)")
+
+
+class ProxyOptions(NoOptions):
+    probability: float = Field(1.0, ge=0, le=1)
+    apis: list[int] = Field(default_factory=lambda: [0], description="Kafka API keys (0 = PRODUCE; empty = all)")
+
+
+class AckLossOptions(ProxyOptions):
+    probability: float = Field(0.3, ge=0, le=1)
+    then: Literal["hold", "close"] = "close"
+
+
+class RequestLossOptions(ProxyOptions):
+    probability: float = Field(0.3, ge=0, le=1)
+
+
+class LatencyOptions(ProxyOptions):
+    delay_s: float = Field(30.0, gt=0)
+    apis: list[int] = Field(default_factory=list)
+
+
+class PartitionOptions(ProxyOptions):
+    apis: list[int] = Field(default_factory=list)
+
+
+Apply = Callable[[FaultContext, FaultStep, Window], FaultEvent]
+
+
+@dataclass(frozen=True)
+class Fault:
+    name: str
+    description: str
+    default_target: str | None
+    options_model: type[BaseModel]
+    apply: Apply | None
+
+
+# ---- target resolution --------------------------------------------------------------------
+
+
+def resolve(ctx: FaultContext, target: Target) -> int:
+    """The node id a target names right now."""
+    admin = ctx.cluster.admin(timeout_s=5)
+    if target.kind in ("leader", "follower"):
+        state = admin.partition(target.topic or ctx.topic, target.partition)
+        if target.kind == "leader":
+            return state.leader
+        followers = [b for b in state.isr if b != state.leader]
+        return followers[0] if followers else -1
+    if target.kind == "controller":
+        return ctx.cluster.active_controller()
+    if target.kind == "broker":
+        assert target.broker is not None
+        return target.broker
+    return random.choice(sorted(admin.broker_ids()))
+
+
+def _poll(window: Window, check: Callable[[], str | None], interval_s: float = 0.2) -> str | None:
+    """Call `check` until it returns an effect description or the window ends."""
+    while True:
+        try:
+            effect = check()
+        except Exception:  # noqa: BLE001 - metadata briefly unavailable while the cluster reacts
+            effect = None
+        if effect is not None or window.sleep(interval_s):
+            return effect
+
+
+# ---- process faults -----------------------------------------------------------------------
+
+
+def _process_fault(action: Literal["kill", "stop", "pause"]) -> Apply:
+    """Kill / stop / pause the target's process, confirm the cluster noticed, undo after the window."""
+
+    def apply(ctx: FaultContext, step: FaultStep, window: Window) -> FaultEvent:
+        target = step.parsed_target
+        victim = resolve(ctx, target)
+        event = FaultEvent(step.fault, f"broker:{victim} ({step.target})", action)
+        if victim < 0:
+            event.ended, event.effect = time.time(), f"{step.target} resolved to no broker"
+            return event
+        controller = ctx.cluster.active_controller() if target.kind == "controller" else None
+        {"kill": ctx.cluster.kill, "stop": ctx.cluster.stop, "pause": ctx.cluster.pause}[action](victim)
+        started = time.monotonic()
+        admin = ctx.cluster.admin(timeout_s=1.0, exclude=[victim])
+        try:
+            if target.kind in ("leader", "broker", "random-broker"):
+                def check() -> str | None:
+                    state = admin.partition(target.topic or ctx.topic, target.partition)
+                    if state.leader not in (-1, victim):
+                        return f"leader of partition {target.partition} moved {victim} -> {state.leader}"
+                    return None
+            elif target.kind == "follower":
+                def check() -> str | None:
+                    state = admin.partition(target.topic or ctx.topic, target.partition)
+                    return f"follower {victim} left the ISR {list(state.isr)}" if victim not in state.isr else None
+            else:
+                def check() -> str | None:
+                    now = ctx.cluster.active_controller()
+                    return f"active controller moved {controller} -> {now}" if now not in (-1, controller) else None
+            effect = _poll(window, check)
+            event.effective = effect is not None
+            event.effect = f"{effect} in {time.monotonic() - started:.1f}s" if effect else f"{action} of broker {victim}: no effect seen within {step.duration_s:.0f}s"
+            window.wait_out()
+        finally:
+            (ctx.cluster.resume if action == "pause" else ctx.cluster.start)(victim)
+            event.ended = time.time()
+        return event
+
+    return apply
+
+
+def _rolling_restart(ctx: FaultContext, step: FaultStep, window: Window) -> FaultEvent:
+    """Clean restart of every broker in turn, each back in the ISR before the next (takes as long as needed)."""
+    event = FaultEvent(step.fault, "all brokers", "rolling-restart")
+    admin = ctx.cluster.admin(timeout_s=5)
+    restarted = []
+    for broker in sorted(admin.broker_ids()):
+        if window.stop.is_set():
+            break
+        ctx.cluster.stop(broker)
+        ctx.cluster.start(broker)
+        admin.wait_in_sync(ctx.topic, 120)
+        restarted.append(broker)
+    event.effective = len(restarted) == len(ctx.cluster.topology.broker_ids)
+    event.effect = f"restarted brokers {restarted} in turn"
+    event.ended = time.time()
+    return event
+
+
+def _replicas_down(ctx: FaultContext, step: FaultStep, window: Window) -> FaultEvent:
+    """Stop enough followers of the target partition that its ISR falls below min.insync.replicas."""
+    target = step.parsed_target
+    admin = ctx.cluster.admin(timeout_s=5)
+    state = admin.partition(target.topic or ctx.topic, target.partition)
+    followers = [b for b in state.replicas if b != state.leader]
+    count = step.options.get("count") or len(state.replicas) - ctx.min_insync_replicas + 1
+    victims = followers[:count]
+    event = FaultEvent(step.fault, f"followers {victims} of {step.target} (leader {state.leader})", "stop")
+    for victim in victims:
+        ctx.cluster.stop(victim)
+    try:
+        def check() -> str | None:
+            isr = admin.partition(target.topic or ctx.topic, target.partition).isr
+            return f"ISR {list(isr)} below min.insync.replicas={ctx.min_insync_replicas}" if len(isr) < ctx.min_insync_replicas else None
+
+        effect = _poll(window, check)
+        event.effective = effect is not None
+        event.effect = effect or f"stopped {victims}; ISR never fell below {ctx.min_insync_replicas}"
+        window.wait_out()
+    finally:
+        for victim in victims:
+            ctx.cluster.start(victim)
+        event.ended = time.time()
+    return event
+
+
+# ---- proxy faults -------------------------------------------------------------------------
+
+
+def _proxy_fault(action: str, counter: str) -> Apply:
+    """Install a proxy rule on the target broker for the window; effective if the proxy counted any."""
+
+    def apply(ctx: FaultContext, step: FaultStep, window: Window) -> FaultEvent:
+        victim = resolve(ctx, step.parsed_target)
+        event = FaultEvent(step.fault, f"broker:{victim} ({step.target})", action)
+        proxy = ctx.cluster.proxy()
+        before = proxy.stats().get(victim, {})
+        rule = ProxyRule(action=action, expires_in_s=step.duration_s + 5, **step.options)  # type: ignore[arg-type]
+        proxy.set_rule(victim, rule)
+        try:
+            window.wait_out()
+        finally:
+            proxy.clear(victim)
+            event.ended = time.time()
+        after = proxy.stats().get(victim, {})
+        event.counts = {k: after.get(k, 0) - before.get(k, 0) for k in after if after.get(k, 0) != before.get(k, 0)}
+        affected = event.counts.get(counter, 0)
+        event.effective = affected > 0
+        event.effect = f"proxy {counter.replace('_', ' ')}: {affected} on broker {victim}"
+        return event
+
+    return apply
+
+
+FAULTS: dict[str, Fault] = {
+    f.name: f
+    for f in [
+        Fault("none", "no fault: the baseline", None, NoOptions, None),
+        Fault("leader-kill", "SIGKILL the partition leader, restart after the duration", "leader:0", NoOptions, _process_fault("kill")),
+        Fault("leader-restart", "SIGTERM (controlled shutdown) of the leader, start after the duration", "leader:0", NoOptions, _process_fault("stop")),
+        Fault("leader-pause", "SIGSTOP the leader (it keeps its sockets), SIGCONT after the duration", "leader:0", NoOptions, _process_fault("pause")),
+        Fault("follower-kill", "SIGKILL an in-sync follower, restart after the duration", "follower:0", NoOptions, _process_fault("kill")),
+        Fault("controller-kill", "SIGKILL the active KRaft controller, restart after the duration", "controller", NoOptions, _process_fault("kill")),
+        Fault("rolling-restart", "clean restart of every broker in turn", None, NoOptions, _rolling_restart),
+        Fault("replicas-down", "stop followers until the ISR is below min.insync.replicas", "leader:0", ReplicasDownOptions, _replicas_down),
+        Fault("ack-loss", "drop produce responses after the broker appended, then close the connection", "leader:0", AckLossOptions, _proxy_fault("drop_response", "dropped_responses")),
+        Fault("request-loss", "drop produce requests before they reach the broker", "leader:0", RequestLossOptions, _proxy_fault("drop_request", "dropped_requests")),
+        Fault("latency", "delay every response of the broker by delay_s (default 30 s)", "leader:0", LatencyOptions, _proxy_fault("delay_response", "delayed_responses")),
+        Fault("client-partition", "blackhole the broker for clients (replication continues)", "leader:0", PartitionOptions, _proxy_fault("blackhole", "blackholed_requests")),
+    ]
+}
+FAULT_NAMES = tuple(FAULTS)

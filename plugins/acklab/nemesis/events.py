@@ -1,0 +1,57 @@
+"""What the nemesis did: the fault timeline in the evidence."""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import asdict, dataclass, field
+
+
+@dataclass
+class FaultEvent:
+    """One applied fault with its window and whether it took effect."""
+
+    fault: str
+    target: str
+    action: str
+    started: float = field(default_factory=time.time)
+    ended: float | None = None
+    effect: str = ""
+    effective: bool = False
+    counts: dict[str, int] = field(default_factory=dict)
+
+
+@dataclass
+class Window:
+    """The time a fault is active; `sleep` returns True once it is over (or aborted)."""
+
+    end: float
+    stop: threading.Event
+
+    def sleep(self, seconds: float) -> bool:
+        self.stop.wait(min(seconds, max(0.0, self.end - time.monotonic())))
+        return self.over
+
+    @property
+    def over(self) -> bool:
+        return self.stop.is_set() or time.monotonic() >= self.end
+
+    def wait_out(self) -> None:
+        while not self.sleep(1.0):
+            pass
+
+
+@dataclass
+class FaultOutcome:
+    timeline: list[FaultEvent] = field(default_factory=list)
+
+    @property
+    def effective(self) -> bool:
+        return all(event.effective for event in self.timeline)
+
+    @property
+    def effect(self) -> str:
+        return "; ".join(event.effect for event in self.timeline) or "no fault"
+
+    def timeline_dicts(self) -> list[dict[str, object]]:
+        return [asdict(event) for event in self.timeline]

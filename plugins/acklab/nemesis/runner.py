@@ -1,0 +1,52 @@
+"""Runs a fault schedule in a background thread, relative to the start of the load."""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+
+from acklab.nemesis.catalog import FAULTS, FaultContext
+from acklab.nemesis.events import FaultOutcome, Window
+from acklab.nemesis.schedule import FaultStep
+
+log = logging.getLogger(__name__)
+
+
+class Nemesis:
+    """`start()` at load start; `join()` waits for every fault to be undone and returns the outcome."""
+
+    def __init__(self, ctx: FaultContext, steps: list[FaultStep]) -> None:
+        self._ctx, self._steps = ctx, sorted(steps, key=lambda s: s.at_s)
+        self._outcome = FaultOutcome()
+        self._stop = threading.Event()
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, name="nemesis", daemon=True)
+
+    def start(self) -> None:
+        self._t0 = time.monotonic()
+        self._thread.start()
+
+    def _run(self) -> None:
+        try:
+            for step in self._steps:
+                if self._stop.wait(max(0.0, self._t0 + step.at_s - time.monotonic())):
+                    return
+                apply = FAULTS[step.fault].apply
+                assert apply is not None, "schedules never contain the empty fault"
+                event = apply(self._ctx, step, Window(time.monotonic() + step.duration_s, self._stop))
+                log.info("fault %s on %s: %s", event.fault, event.target, event.effect)
+                self._outcome.timeline.append(event)
+        except BaseException as exc:  # noqa: BLE001 - reported by join()
+            self._error = exc
+
+    def join(self) -> FaultOutcome:
+        self._thread.join()
+        if self._error is not None:
+            raise RuntimeError(f"nemesis failed: {self._error}") from self._error
+        return self._outcome
+
+    def abort(self) -> FaultOutcome:
+        """Cut the schedule short (e.g. the load failed); active faults are still undone."""
+        self._stop.set()
+        return self.join()

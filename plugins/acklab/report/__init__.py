@@ -1,0 +1,1 @@
+"""Run history, regression detection and the static HTML report."""

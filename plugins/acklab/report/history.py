@@ -1,0 +1,96 @@
+"""Every run's matrix and verdicts, kept in a SQLite file in the run store; regression detection.
+
+A regression is a scenario (same profile, fault, topology and Kafka version) that passed in the
+most recent earlier *green* run (overall status pass) and fails now.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+from acklab.paths import runs_dir
+
+HISTORY_FILE = "history.sqlite"
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS runs (
+    run_id TEXT PRIMARY KEY, finished REAL NOT NULL, status TEXT NOT NULL,
+    topology TEXT NOT NULL, kafka_version TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS verdicts (
+    run_id TEXT NOT NULL REFERENCES runs(run_id), scenario TEXT NOT NULL, profile TEXT NOT NULL,
+    fault TEXT NOT NULL, guarantee TEXT NOT NULL, status TEXT NOT NULL, row_json TEXT NOT NULL,
+    PRIMARY KEY (run_id, scenario)
+);
+"""
+
+
+@dataclass(frozen=True)
+class Regression:
+    scenario: str
+    status: str
+    last_green_run: str
+
+
+@contextmanager
+def _db(root: Path | None = None) -> Iterator[sqlite3.Connection]:
+    connection = sqlite3.connect((root or runs_dir()) / HISTORY_FILE)
+    try:
+        connection.executescript(SCHEMA)
+        with connection:
+            yield connection
+    finally:
+        connection.close()
+
+
+def record_run(
+    run_id: str, finished: float, status: str, topology: str, kafka_version: str,
+    rows: list[dict], statuses: dict[str, str], root: Path | None = None,
+) -> None:
+    """Store (or replace) a run's matrix rows and verdicts."""
+    with _db(root) as db:
+        db.execute("DELETE FROM verdicts WHERE run_id = ?", (run_id,))
+        db.execute("INSERT OR REPLACE INTO runs VALUES (?, ?, ?, ?, ?)", (run_id, finished, status, topology, kafka_version))
+        db.executemany(
+            "INSERT INTO verdicts VALUES (?, ?, ?, ?, ?, ?, ?)",
+            [
+                (run_id, r["scenario"], r["profile"], r["fault"], r["guarantee"], statuses[r["scenario"]], json.dumps(r))
+                for r in rows
+            ],
+        )
+
+
+def regressions(run_id: str, root: Path | None = None) -> list[Regression]:
+    """Scenarios failing in `run_id` that passed in the last earlier green run of the same topology and version."""
+    with _db(root) as db:
+        run = db.execute("SELECT finished, topology, kafka_version FROM runs WHERE run_id = ?", (run_id,)).fetchone()
+        if run is None:
+            raise KeyError(f"run {run_id} is not in the history")
+        green = db.execute(
+            "SELECT run_id FROM runs WHERE status = 'pass' AND finished < ? AND topology = ? AND kafka_version = ? "
+            "ORDER BY finished DESC LIMIT 1",
+            run,
+        ).fetchone()
+        if green is None:
+            return []
+        rows = db.execute(
+            "SELECT now.scenario, now.status FROM verdicts AS now JOIN verdicts AS before "
+            "ON before.scenario = now.scenario AND before.run_id = ? "
+            "WHERE now.run_id = ? AND now.status = 'fail' AND before.status = 'pass' ORDER BY now.scenario",
+            (green[0], run_id),
+        ).fetchall()
+    return [Regression(scenario, status, green[0]) for scenario, status in rows]
+
+
+def history(scenario: str, limit: int = 30, root: Path | None = None) -> list[tuple[str, str]]:
+    """(run_id, status) of a scenario in its most recent runs, newest first."""
+    with _db(root) as db:
+        return db.execute(
+            "SELECT v.run_id, v.status FROM verdicts v JOIN runs r USING (run_id) WHERE v.scenario = ? "
+            "ORDER BY r.finished DESC LIMIT ?",
+            (scenario, limit),
+        ).fetchall()

@@ -1,0 +1,143 @@
+"""`make bench-load`: how close the instrumented workload gets to an uninstrumented producer.
+
+On one fresh 3-broker cluster and one profile, each round measures, in rotating order and each on
+a fresh topic (3 partitions, RF 3): (a) a bare confluent-kafka produce loop with no delivery
+callback and a constant payload, (b) the instrumented workload (`run_load`), (c) Kafka's own
+`org.apache.kafka.tools.ProducerPerformance` from the cluster's jars. Throughput is messages per
+second from the first send until every message is acknowledged; the medians over the rounds give
+the ratios printed as the last two lines.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import re
+import statistics
+import subprocess
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from confluent_kafka import Producer
+from confluent_kafka.admin import AdminClient
+
+from acklab.cluster.local import LocalCluster
+from acklab.maven import kafka_libs
+from acklab.paths import runs_dir
+from acklab.profiles import ProducerProfile, get_profile
+from acklab.topology import load_topology
+from acklab.workload.producer import LoadSpec, run_load
+
+PERF_TOOL = "org.apache.kafka.tools.ProducerPerformance"
+PERF_TOTAL = re.compile(r"(\d+) records sent, ([\d.]+) records/sec")
+KEYS = 16
+RDKAFKA_LOG = logging.getLogger("acklab.rdkafka")
+
+
+def bare(bootstrap: str, topic: str, profile: ProducerProfile, messages: int, size: int) -> float:
+    """Messages per second of the simplest loop: produce a constant keyed value, poll now and then."""
+    producer = Producer({**profile.producer_config(), "bootstrap.servers": bootstrap}, logger=RDKAFKA_LOG)
+    producer.list_topics(topic, timeout=30)
+    value, keys = b"x" * size, [f"p0-k{k}".encode() for k in range(KEYS)]
+    produce, poll = producer.produce, producer.poll
+    started = time.monotonic()
+    for i in range(messages):
+        while True:
+            try:
+                produce(topic, value, keys[i % KEYS])
+                break
+            except BufferError:
+                poll(0.01)
+        if i % 64 == 0:
+            poll(0)
+    if producer.flush(profile.delivery_timeout_ms / 1000 + 10):
+        raise RuntimeError("bare loop: messages left unacknowledged")
+    return messages / (time.monotonic() - started)
+
+
+def instrumented(bootstrap: str, topic: str, profile: ProducerProfile, messages: int, size: int, producers: int, work: Path) -> float:
+    """Messages per second of `run_load` (load window: first send to last delivery report)."""
+    spec = LoadSpec(messages=messages, message_bytes=size, keys=KEYS, producers=producers)
+    result = run_load(bootstrap, topic, profile, spec, work / topic / "send_log.parquet")
+    if result.acked != messages:
+        raise RuntimeError(f"instrumented load: {result.acked} of {messages} acked ({result.errors})")
+    return result.acked / (result.ended - result.started)
+
+
+def kafka_perf(bootstrap: str, topic: str, profile: ProducerProfile, messages: int, size: int, libs: Path) -> float:
+    """Messages per second reported by Kafka's ProducerPerformance with the profile's settings."""
+    props = {
+        "bootstrap.servers": bootstrap,
+        "acks": profile.acks,
+        "enable.idempotence": str(profile.enable_idempotence).lower(),
+        "max.in.flight.requests.per.connection": profile.max_in_flight,
+        "linger.ms": profile.linger_ms,
+        "request.timeout.ms": profile.request_timeout_ms,
+        "delivery.timeout.ms": profile.delivery_timeout_ms,
+        "retries": profile.retries,
+        "batch.size": 1_000_000,  # librdkafka's default batch.size (the Java default is 16384)
+    }
+    command = [
+        os.environ.get("ACKLAB_JAVA", "java"), "-Xmx512m", "-cp", f"{libs}/*", PERF_TOOL,
+        "--topic", topic, "--num-records", str(messages), "--record-size", str(size), "--throughput", "-1",
+        "--producer-props", *(f"{k}={v}" for k, v in props.items()),
+    ]
+    output = subprocess.run(command, capture_output=True, text=True, timeout=900, check=True).stdout
+    totals = PERF_TOTAL.findall(output)
+    if not totals or int(totals[-1][0]) != messages:
+        raise RuntimeError(f"ProducerPerformance: no total line for {messages} records:\n{output[-2000:]}")
+    return float(totals[-1][1])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--profile", default="leader-ack")
+    parser.add_argument("--messages", type=int, default=500_000)
+    parser.add_argument("--message-bytes", type=int, default=100)
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--producers", type=int, default=1, help="producer processes of the instrumented workload")
+    parser.add_argument("--topology", default="three-brokers")
+    args = parser.parse_args()
+    profile = get_profile(args.profile)
+    topology = load_topology(args.topology)
+    root = runs_dir() / f"bench-load-{time.strftime('%Y%m%dT%H%M%S', time.gmtime())}"
+    cluster = LocalCluster.provision(topology, root / "cluster", owner_pid=os.getpid())
+    try:
+        libs = kafka_libs(topology.kafka_version)
+        admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers}, logger=RDKAFKA_LOG)
+        with tempfile.TemporaryDirectory(dir=root) as work:
+            n, size, bs = args.messages, args.message_bytes, cluster.bootstrap_servers
+            contenders: dict[str, Callable[[str], float]] = {
+                "bare": lambda topic: bare(bs, topic, profile, n, size),
+                "instrumented": lambda topic: instrumented(bs, topic, profile, n, size, args.producers, Path(work)),
+                "kafka-perf": lambda topic: kafka_perf(bs, topic, profile, n, size, libs),
+            }
+            rates: dict[str, list[float]] = {name: [] for name in contenders}
+            names = list(contenders)
+            for round_ in range(args.rounds):
+                for name in names[round_ % 3 :] + names[: round_ % 3]:
+                    topic = f"bench-{round_}-{name}"
+                    cluster.admin().create_topic(topic, topology.partitions, topology.replication_factor)
+                    cluster.admin().wait_in_sync(topic, 60)
+                    rates[name].append(contenders[name](topic))
+                    admin.delete_topics([topic])[topic].result(30)
+                    print(f"round {round_ + 1}/{args.rounds} {name:>12}: {rates[name][-1]:>10,.0f} msg/s", flush=True)
+    finally:
+        cluster.teardown()
+    median = {name: statistics.median(values) for name, values in rates.items()}
+    print(
+        f"profile {profile.name}, {args.messages:,} messages of {args.message_bytes} B, {args.producers} instrumented "
+        f"producer process(es), {topology.name} "
+        f"(Kafka {topology.kafka_version}), median of {args.rounds} rounds:"
+    )
+    for name, value in median.items():
+        print(f"  {name:>12}: {value:>10,.0f} msg/s  (rounds: {', '.join(f'{v:,.0f}' for v in rates[name])})")
+    print(f"ratio instrumented/bare: {median['instrumented'] / median['bare']:.3f}")
+    print(f"ratio instrumented/kafka-perf: {median['instrumented'] / median['kafka-perf']:.3f}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,46 @@
+"""librdkafka statistics (`statistics.interval.ms` + `stats_cb`) sampled during the load.
+
+Each sample of each producer becomes one row of `<scenario>/producer_stats.parquet`; broker-level
+counters are summed over the producer's broker connections. The manifest carries a summary.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+STATS_INTERVAL_MS = 1000
+# cumulative counters: a producer's last sample is its total
+COUNTERS = ("txmsgs", "txretries", "txerrs", "req_timeouts", "disconnects")
+# gauges: requests/messages in flight or queued at the time of the sample
+GAUGES = ("msg_cnt", "outbuf_cnt", "outbuf_msg_cnt", "waitresp_cnt", "waitresp_msg_cnt")
+BROKER_FIELDS = ("txretries", "txerrs", "req_timeouts", "disconnects", "outbuf_cnt", "outbuf_msg_cnt", "waitresp_cnt", "waitresp_msg_cnt")
+SCHEMA = pa.schema(
+    [("ts", pa.float64()), ("producer", pa.string()), *((name, pa.int64()) for name in (*COUNTERS, *GAUGES))]
+)
+
+
+def stats_row(producer: str, raw: str) -> dict[str, object]:
+    """One row from a librdkafka statistics JSON document."""
+    stats = json.loads(raw)
+    brokers = stats.get("brokers", {}).values()
+    row: dict[str, object] = {"ts": time.time(), "producer": producer, "txmsgs": stats["txmsgs"], "msg_cnt": stats["msg_cnt"]}
+    for name in BROKER_FIELDS:
+        row[name] = sum(broker[name] for broker in brokers)
+    return row
+
+
+def summarize(table: pa.Table) -> dict[str, int]:
+    """Totals of the counters (last sample of each producer) and maxima of the gauges."""
+    summary = {"samples": table.num_rows}
+    if table.num_rows == 0:
+        return summary
+    last = table.group_by("producer").aggregate([(name, "max") for name in COUNTERS])
+    for name in COUNTERS:
+        summary[name] = int(pc.sum(last[f"{name}_max"]).as_py())
+    for name in GAUGES:
+        summary[f"max_{name}"] = int(pc.max(table[name]).as_py())
+    return summary

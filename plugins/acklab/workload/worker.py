@@ -1,0 +1,349 @@
+"""One producer process of a load: `python -m acklab.workload.worker`, driven by `acklab.workload.producer`.
+
+Protocol: the job arrives as one JSON line on stdin; the worker connects, fetches the topic's
+metadata (and initialises transactions), prints `ready`, waits for `go` on stdin, produces, then
+writes its send-log part, its statistics part and `p<n>.json` (counts). SIGTERM, or the parent
+going away, stops producing early; the evidence of what was sent is still written. SIGINT is
+ignored: a Ctrl-C reaches the whole process group, and the parent then sends SIGTERM.
+
+The hot loop does as little per message as Python allows: values are built BLOCK at a time with
+numpy, each message costs one `produce` call and one delivery callback that only appends to
+lists; send and ack times are stamped per chunk and per poll, and the reports are folded into
+the send-log arrays in bulk every TICK_S.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import os
+import signal
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+from confluent_kafka import KafkaError, KafkaException, Message, Producer
+from pydantic import BaseModel, ConfigDict
+
+from acklab.profiles import Partitioner, TransactionSpec
+from acklab.workload import stats
+from acklab.workload.partitioners import partition_for
+from acklab.workload.records import ValueFormat, key
+from acklab.workload.sendlog import ProducerLog
+
+log = logging.getLogger("acklab.workload.worker")
+CHUNK = 64  # messages between two polls at full speed
+BLOCK = 4096  # values built at once
+WHOLE_VALUE_MAX = 1024  # larger values: the delivery callback keeps only the id prefix
+TICK_S = 0.25  # delivery reports folded into the arrays, progress published
+STOP_FLUSH_S = 5.0  # flush budget once stopped by a signal
+
+
+class WorkerJob(BaseModel):
+    """What one producer process sends: ids `first_id .. first_id + count - 1` to `topic`."""
+
+    model_config = ConfigDict(extra="forbid")
+    producer: int
+    producers: int
+    bootstrap_servers: str
+    topic: str
+    config: dict[str, str | int | float | bool]
+    partitioner: Partitioner
+    transaction: TransactionSpec | None = None
+    first_id: int
+    count: int
+    max_id: int
+    message_bytes: int
+    keys: int
+    rate: float | None
+    duration_s: float | None
+    flush_timeout_s: float
+    directory: Path
+
+    @property
+    def name(self) -> str:
+        return f"p{self.producer}"
+
+    def file(self, suffix: str) -> Path:
+        return self.directory / f"{self.name}{suffix}"
+
+
+PROGRESS_FILE = "progress.bin"  # int64 [producers, 3]: sent, acked, failed
+
+
+class Worker:
+    def __init__(self, job: WorkerJob) -> None:
+        self.job = job
+        self.stopping = False
+        self.fatal_error: str | None = None
+        self.parent = os.getppid()
+        self.format = ValueFormat.for_ids(job.max_id, job.message_bytes)
+        self.keys = [key(job.producer, k).encode() for k in range(job.keys)]
+        self.stats_rows: list[dict[str, object]] = []
+        self._values: list[bytes] = []
+        self._marks: list[tuple[int, float]] = []  # (delivery reports served, time) after each poll
+        self._partitions: list[int] = []
+        self._offsets: list[int] = []
+        self._errors: list[tuple[int, KafkaError]] = []
+        config = {"statistics.interval.ms": stats.STATS_INTERVAL_MS, **job.config}
+        self.stats_interval_s = float(config["statistics.interval.ms"]) / 1000
+        if job.transaction is not None:
+            config["transactional.id"] = f"acklab-{job.topic}-{job.name}"
+        self.producer = Producer(
+            {
+                **config,
+                "bootstrap.servers": job.bootstrap_servers,
+                "on_delivery": self._delivery_callback(),
+                "error_cb": self._on_error,
+                "stats_cb": lambda raw: self.stats_rows.append(stats.stats_row(job.name, raw)),
+            },
+            logger=logging.getLogger("acklab.rdkafka"),
+        )
+        metadata = self.producer.list_topics(job.topic, timeout=30).topics[job.topic]
+        if metadata.error is not None:
+            raise KafkaException(metadata.error)
+        self.partitions = len(metadata.partitions)
+        self.log = ProducerLog(
+            job.file(".parquet"),
+            job.producer,
+            job.first_id,
+            job.count,
+            job.keys,
+            [partition_for(k, self.partitions, job.partitioner) for k in self.keys],
+            transactional=job.transaction is not None,
+        )
+        if job.transaction is not None:
+            self.producer.init_transactions(job.flush_timeout_s)
+        pa.array([0])  # pyarrow imports pandas at its first conversion: pay for that before the load
+        self.progress = np.memmap(job.directory / PROGRESS_FILE, dtype=np.int64, mode="r+", shape=(job.producers, 3))
+
+    def _delivery_callback(self):  # noqa: ANN202 - a closure over bound list appends, for speed
+        """Only appends: the value (or its id prefix, for large values), partition, offset, and any error."""
+        values, errors = self._values, self._errors
+        add_value, add_partition, add_offset = values.append, self._partitions.append, self._offsets.append
+
+        if self.format.size <= WHOLE_VALUE_MAX:
+
+            def on_delivery(err: KafkaError | None, msg: Message) -> None:
+                add_value(msg.value())
+                add_partition(msg.partition())
+                add_offset(msg.offset())
+                if err is not None:
+                    errors.append((len(values) - 1, err))
+
+        else:
+            width = self.format.width
+
+            def on_delivery(err: KafkaError | None, msg: Message) -> None:
+                add_value(msg.value()[:width])
+                add_partition(msg.partition())
+                add_offset(msg.offset())
+                if err is not None:
+                    errors.append((len(values) - 1, err))
+
+        return on_delivery
+
+    def _polled(self) -> None:
+        """Delivery reports served so far are stamped now (called after every call that serves them)."""
+        self._marks.append((len(self._values), time.time()))
+
+    # ---- running ---------------------------------------------------------------------------
+
+    def run(self) -> dict[str, object]:
+        self.started = time.time()
+        self._t0 = time.monotonic()
+        self._deadline = self._t0 + self.job.duration_s if self.job.duration_s else math.inf
+        self._next_tick = self._t0 + TICK_S
+        try:
+            if self.job.transaction is None:
+                self._produce(self.job.count)
+            else:
+                self._transactions(self.job.transaction)
+        except KafkaException as exc:
+            self.fatal_error = exc.args[0].str()
+            log.error("%s stopped producing: %s", self.job.name, self.fatal_error)
+        finally:
+            self._flush()
+            self.ended = time.time()
+            self._final_stats()
+            self._fold()
+            self.progress[self.job.producer] = (self.log.sent, self.log.acked, self.log.failed)
+            self.log.write()
+            pq.write_table(pa.Table.from_pylist(self.stats_rows, schema=stats.SCHEMA), self.job.file(".stats.parquet"))
+        return {
+            "producer": self.job.name,
+            "started": self.started,
+            "ended": self.ended,
+            "partitions": self.partitions,
+            "fatal_error": self.fatal_error,
+            **self.log.summary(),
+        }
+
+    def _produce(self, end: int) -> None:
+        """Send local messages `log.sent .. end - 1`, CHUNK at a time, paced to the job's rate."""
+        produce, poll, polled, topic = self.producer.produce, self.producer.poll, self._polled, self.job.topic
+        send_ts, now, rate = self.log.send_ts, time.time, self.job.rate
+        chunk = CHUNK if rate is None else max(1, min(CHUNK, int(rate / 200)))
+        while self.log.sent < end and not self.stopping:
+            lo = self.log.sent
+            hi = min(end, lo + BLOCK)
+            values = self.format.values(self.job.first_id, lo, hi, len(self.keys))
+            rotated = self.keys[lo % len(self.keys) :] + self.keys[: lo % len(self.keys)]
+            keys = rotated * -(-(hi - lo) // len(rotated))
+            for start in range(0, hi - lo, chunk):
+                stop, stamped = min(hi - lo, start + chunk), start
+                j = start
+                try:
+                    for j in range(start, stop):
+                        try:
+                            produce(topic, values[j], keys[j])
+                        except BufferError:  # queue full: record what was accepted, then wait
+                            send_ts[lo + stamped : lo + j] = now()
+                            stamped, self.log.sent = j, lo + j
+                            self._produce_blocking(values[j], keys[j])
+                except KafkaException:
+                    send_ts[lo + stamped : lo + j] = now()
+                    self.log.sent = lo + j
+                    raise
+                send_ts[lo + stamped : lo + stop] = now()
+                self.log.sent = lo + stop
+                poll(0)
+                polled()
+                if rate is not None:
+                    due = self._t0 + self.log.sent / rate
+                    while (remaining := due - time.monotonic()) > 0:
+                        poll(min(remaining, TICK_S))
+                        polled()
+                        self._tick()
+                if time.monotonic() >= self._next_tick:
+                    self._tick()
+                    if self.stopping:
+                        return
+
+    def _produce_blocking(self, value: bytes, message_key: bytes) -> None:
+        while True:
+            self.producer.poll(0.01)
+            self._polled()
+            self._tick()
+            try:
+                self.producer.produce(self.job.topic, value, message_key)
+                return
+            except BufferError:
+                continue
+
+    def _transactions(self, spec: TransactionSpec) -> None:
+        """Transactions of `records_per_txn` messages, each committed or (per the abort ratio) aborted.
+
+        A transaction cut short (stop, or an abortable error) is aborted; its successor starts at
+        the next id, so transaction boundaries are recorded, not computed."""
+        txn = 0
+        while self.log.sent < self.job.count and not self.stopping:
+            self.producer.begin_transaction()
+            self.log.begin_transaction()
+            try:
+                self._produce(min(self.job.count, self.log.sent + spec.records_per_txn))
+                commit = not spec.aborts(txn) and not self.stopping
+                if not commit:  # deliver first, so the aborted records are in the log (and librdkafka#4849)
+                    self._drain(self.job.flush_timeout_s)
+            except KafkaException as exc:
+                if not exc.args[0].txn_requires_abort():
+                    self.log.end_transaction("unknown")
+                    raise
+                commit = False
+            self._end_transaction(commit)
+            txn += 1
+
+    def _end_transaction(self, commit: bool) -> None:
+        """Commit (or abort); retry retriable errors, abort when the commit requires it."""
+        deadline = time.monotonic() + self.job.flush_timeout_s
+        while True:
+            try:
+                remaining = max(1.0, deadline - time.monotonic())
+                (self.producer.commit_transaction if commit else self.producer.abort_transaction)(remaining)
+                self._polled()  # both serve delivery reports
+                self.log.end_transaction("committed" if commit else "aborted")
+                return
+            except KafkaException as exc:
+                error: KafkaError = exc.args[0]
+                if error.retriable() and time.monotonic() < deadline:
+                    continue
+                if commit and error.txn_requires_abort():
+                    commit = False
+                    continue
+                self.log.end_transaction("unknown")
+                raise
+
+    def _flush(self) -> None:
+        """Serve delivery reports until none is outstanding or the flush budget is spent."""
+        budget = STOP_FLUSH_S if self.stopping else self.job.flush_timeout_s
+        self._drain(budget)
+        if len(self.producer):
+            log.warning("%s: %d messages unreported after %.0fs: recorded as unknown", self.job.name, len(self.producer), budget)
+
+    def _final_stats(self) -> None:
+        """Wait (at most one interval) for a statistics sample taken after the load, for exact totals."""
+        deadline = time.monotonic() + self.stats_interval_s + 0.5
+        while self.stats_interval_s and (not self.stats_rows or self.stats_rows[-1]["ts"] < self.ended) and time.monotonic() < deadline:
+            self.producer.poll(0.05)
+            self._polled()
+
+    def _drain(self, budget_s: float) -> None:
+        deadline = time.monotonic() + budget_s
+        while len(self.producer) and time.monotonic() < deadline:
+            self.producer.poll(0.1)
+            self._polled()
+            self._tick()
+
+    def _on_error(self, error: KafkaError) -> None:
+        """Client-level errors are logged by librdkafka; a fatal one ends the load (the evidence stays)."""
+        if error.fatal():
+            self.fatal_error = self.fatal_error or error.str()
+            self.stopping = True
+
+    def _tick(self) -> None:
+        """Fold delivery reports into the arrays, publish progress, check stop conditions."""
+        now = time.monotonic()
+        if now < self._next_tick:
+            return
+        self._next_tick = now + TICK_S
+        self._fold()
+        self.progress[self.job.producer] = (self.log.sent, self.log.acked, self.log.failed)
+        if now >= self._deadline or os.getppid() != self.parent:
+            self.stopping = True
+
+    def _fold(self) -> None:
+        """Move the delivery reports served so far into the send-log arrays."""
+        self._polled()
+        served, stamps = zip(*self._marks, strict=True)
+        ack_ts = np.asarray(stamps)[np.searchsorted(served, np.arange(len(self._values)), side="right")]
+        self.log.record_deliveries(self.format.parse_ids(self._values), ack_ts, self._partitions, self._offsets, self._errors)
+        for pending in (self._values, self._marks, self._partitions, self._offsets, self._errors):
+            pending.clear()
+
+
+def main() -> None:
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    job = WorkerJob.model_validate_json(sys.stdin.readline())
+    worker = Worker(job)
+
+    def stop(_signum: int, _frame: object) -> None:
+        worker.stopping = True
+
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the whole group: the parent decides
+    print("ready", flush=True)
+    if sys.stdin.readline().strip() != "go":
+        return  # the parent gave up before the start: nothing was sent
+    result = worker.run()
+    out = job.file(".json")
+    tmp = out.with_suffix(".tmp")
+    tmp.write_text(json.dumps(result))
+    os.replace(tmp, out)
+
+
+if __name__ == "__main__":
+    main()

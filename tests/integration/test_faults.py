@@ -1,0 +1,75 @@
+"""The fault catalog on a real 3-broker cluster (RF=3, min.insync.replicas=2), audited by the real
+Spark job: lost acks duplicate at-least-once writes but not idempotent ones; replicas-down turns
+acks=all writes into NOT_ENOUGH_REPLICAS failures without loss while acks=1 keeps going; a
+30 s response delay exceeds request.timeout.ms."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from acklab.checker.audit import audit_job, submit
+from acklab.cluster.local import LocalCluster
+from acklab.scenario import make_plan, new_run_dir, run_scenarios
+
+from .helpers import assert_nothing_left
+
+pytestmark = pytest.mark.integration
+
+PLANS = [
+    {"profiles": ["at-least-once", "idempotent"], "faults": ["ack-loss"]},
+    {"profiles": ["at-least-once-bounded", "leader-ack"], "faults": ["replicas-down"]},
+    {"profiles": ["at-least-once"], "faults": ["latency"]},
+]
+
+
+@pytest.fixture(scope="module")
+def audited() -> tuple[dict, dict[str, dict]]:
+    """Run every plan on one cluster into one run folder, then one Spark audit."""
+    run_dir = new_run_dir()
+    plans = [make_plan({**p, "messages": 20000, "rate": 4000, "fault_at_s": 1.5, "fault_duration_s": 8}) for p in PLANS]
+    cluster = LocalCluster.provision(plans[0].topology, run_dir / "cluster", owner_pid=os.getpid())
+    try:
+        for plan in plans:
+            manifest_path = run_scenarios(cluster, plan, run_dir)
+        matrix = submit(audit_job(manifest_path))
+    finally:
+        cluster.teardown()
+    assert_nothing_left(run_dir / "cluster")
+    manifest = {s["scenario"]: s for s in json.loads(manifest_path.read_text())["scenarios"]}
+    return manifest, {row["scenario"]: row for row in json.loads(Path(matrix).read_text())}
+
+
+def test_ack_loss_duplicates_at_least_once_but_not_idempotent(audited: tuple[dict, dict[str, dict]]) -> None:
+    manifest, rows = audited
+    for scenario in ("at-least-once__ack-loss", "idempotent__ack-loss"):
+        (event,) = manifest[scenario]["fault_timeline"]
+        assert event["effective"] and event["counts"]["dropped_responses"] > 0, event
+    assert rows["at-least-once__ack-loss"]["duplicates"] > 0
+    assert rows["at-least-once__ack-loss"]["lost"] == 0
+    assert (rows["idempotent__ack-loss"]["duplicates"], rows["idempotent__ack-loss"]["lost"]) == (0, 0)
+
+
+def test_replicas_down_fails_acks_all_cleanly_and_keeps_acks_1(audited: tuple[dict, dict[str, dict]]) -> None:
+    manifest, rows = audited
+    bounded = manifest["at-least-once-bounded__replicas-down"]
+    assert bounded["fault_timeline"][0]["effective"], bounded["fault_effect"]
+    assert rows["at-least-once-bounded__replicas-down"]["failed"] > 0
+    assert set(bounded["delivery_errors"]) == {"NOT_ENOUGH_REPLICAS"}, bounded["delivery_errors"]
+    assert rows["at-least-once-bounded__replicas-down"]["lost"] == 0
+    leader_ack = rows["leader-ack__replicas-down"]
+    assert manifest["leader-ack__replicas-down"]["fault_timeline"][0]["effective"]
+    assert (leader_ack["failed"], leader_ack["acked"]) == (0, leader_ack["sent"])
+
+
+def test_latency_beyond_request_timeout(audited: tuple[dict, dict[str, dict]]) -> None:
+    manifest, rows = audited
+    entry = manifest["at-least-once__latency"]
+    (event,) = entry["fault_timeline"]
+    assert event["effective"] and event["counts"]["delayed_responses"] > 0, event
+    request_timeout_ms = entry["producer_config"]["request.timeout.ms"]
+    assert rows["at-least-once__latency"]["ack_latency_max_ms"] > request_timeout_ms
+    assert rows["at-least-once__latency"]["lost"] == 0

@@ -1,0 +1,125 @@
+"""The full-speed workload on a real 3-broker cluster: keyed messages land in the partition the
+profile's partitioner assigns; aborted transactions are recorded and invisible to read_committed
+readers; under a leader SIGKILL every message sent still has exactly one row with a final state."""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+from confluent_kafka import Consumer, TopicPartition
+
+from acklab.cluster.local import LocalCluster
+from acklab.paths import runs_dir
+from acklab.profiles import ProducerProfile, get_profile
+from acklab.topology import load_topology
+from acklab.workload.partitioners import partition_for
+from acklab.workload.producer import STATS_FILE, LoadSpec, run_load
+
+from .helpers import assert_nothing_left
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture(scope="module")
+def cluster() -> Iterator[LocalCluster]:
+    root = runs_dir() / "workload" / "cluster"
+    cluster = LocalCluster.provision(load_topology("three-brokers"), root, owner_pid=os.getpid())
+    try:
+        yield cluster
+    finally:
+        cluster.teardown()
+    assert_nothing_left(root)
+
+
+def topic(cluster: LocalCluster, name: str) -> str:
+    cluster.admin().create_topic(name, 3, 3)
+    cluster.admin().wait_in_sync(name, 60)
+    return name
+
+
+def read_topic(cluster: LocalCluster, name: str, isolation: str) -> list[tuple[int, int, str]]:
+    """(id, partition, key) of every record, read from the beginning to the end of each partition."""
+    consumer = Consumer(
+        {"bootstrap.servers": cluster.bootstrap_servers, "group.id": f"check-{isolation}", "isolation.level": isolation,
+         "enable.partition.eof": True, "auto.offset.reset": "earliest", "enable.auto.commit": False}
+    )
+    consumer.assign([TopicPartition(name, p, 0) for p in range(3)])
+    records, at_end, deadline = [], set(), time.monotonic() + 60
+    while len(at_end) < 3 and time.monotonic() < deadline:
+        for message in consumer.consume(10000, 1.0):
+            if message.error():
+                at_end.add(message.partition())
+            else:
+                records.append((int(message.value().split(b":", 1)[0]), message.partition(), message.key().decode()))
+    consumer.close()
+    assert len(at_end) == 3, "topic not read to its end"
+    return records
+
+
+@pytest.mark.parametrize("partitioner", ["consistent_random", "murmur2_random"])
+def test_acked_partition_is_the_partition_of_the_key(cluster: LocalCluster, tmp_path: Path, partitioner: str) -> None:
+    profile = get_profile("leader-ack").model_copy(update={"partitioner": partitioner})
+    name = topic(cluster, f"partitioner-{partitioner}")
+    result = run_load(cluster.bootstrap_servers, name, profile, LoadSpec(messages=20000, producers=2, keys=8), tmp_path / "send_log.parquet")
+    log = pq.read_table(tmp_path / "send_log.parquet").to_pylist()
+    assert result.acked == result.sent == len(log) == 20000
+    assert all(row["partition"] == row["expected_partition"] for row in log)
+    records = read_topic(cluster, name, "read_committed")
+    assert sorted(record[0] for record in records) == list(range(20000))
+    assert all(p == partition_for(key.encode(), 3, partitioner) for _, p, key in records)  # type: ignore[arg-type]
+    assert {row["producer"] for row in log} == {"p0", "p1"}
+
+
+def test_aborted_transactions_are_recorded_and_invisible_to_read_committed(cluster: LocalCluster, tmp_path: Path) -> None:
+    base = get_profile("transactional")
+    profile = ProducerProfile.model_validate({**base.model_dump(), "transaction": {"records_per_txn": 250, "abort_ratio": 0.25}})
+    name = topic(cluster, "transactions")
+    result = run_load(cluster.bootstrap_servers, name, profile, LoadSpec(messages=8000, producers=2), tmp_path / "send_log.parquet")
+    log = pq.read_table(tmp_path / "send_log.parquet").to_pylist()
+    assert result.acked == result.sent == 8000 and result.aborted == 2000
+    for producer in ("p0", "p1"):  # 16 transactions of 250 each; every fourth one aborted
+        own = [row for row in log if row["producer"] == producer]
+        assert [row["txn"] for row in own] == [i // 250 for i in range(4000)]
+        assert {row["txn"] for row in own if row["aborted"]} == {3, 7, 11, 15}
+    committed = sorted(row["id"] for row in log if not row["aborted"])
+    aborted = {row["id"] for row in log if row["aborted"]}
+    assert sorted(r[0] for r in read_topic(cluster, name, "read_committed")) == committed
+    assert aborted <= {r[0] for r in read_topic(cluster, name, "read_uncommitted")}  # written, then aborted
+
+
+def test_every_message_has_one_final_state_under_a_leader_kill(cluster: LocalCluster, tmp_path: Path) -> None:
+    base = get_profile("leader-ack")
+    profile = base.model_copy(update={"request_timeout_ms": 1000, "delivery_timeout_ms": 2500, "linger_ms": 5})
+    name = topic(cluster, "leader-kill")
+    leader = cluster.admin().partition(name, 0).leader
+
+    def kill_then_restart() -> None:
+        time.sleep(1.0)
+        cluster.kill(leader)
+        time.sleep(6)
+        cluster.start(leader)
+
+    nemesis = threading.Thread(target=kill_then_restart)
+    result = run_load(
+        cluster.bootstrap_servers, name, profile, LoadSpec(messages=200_000, rate=20000, producers=2), tmp_path / "send_log.parquet",
+        on_start=nemesis.start,
+    )
+    nemesis.join()
+    cluster.wait_healthy(120)
+    log = pq.read_table(tmp_path / "send_log.parquet").to_pandas()
+    assert sorted(log["id"]) == list(range(result.sent)) and result.sent == 200_000
+    assert set(log["state"]) <= {"acked", "failed", "unknown"}
+    assert result.failed > 0, "the kill should fail deliveries to the dead leader (delivery timeout 2.5 s)"
+    acked, failed = log[log.state == "acked"], log[log.state == "failed"]
+    assert acked["offset"].notna().all() and acked["partition"].notna().all() and acked["ack_ts"].notna().all()
+    assert failed["error"].notna().all() and failed["retriable"].notna().all() and failed["offset"].isna().all()
+    assert (failed["error"] == "_MSG_TIMED_OUT").any() and failed.loc[failed.error == "_MSG_TIMED_OUT", "retriable"].all()
+    assert (result.acked, result.failed, result.unknown) == tuple(int((log.state == s).sum()) for s in ("acked", "failed", "unknown"))
+    stats = pq.read_table(tmp_path / STATS_FILE)
+    assert stats.num_rows >= 4 and result.stats["req_timeouts"] + result.stats["txretries"] + result.stats["disconnects"] > 0

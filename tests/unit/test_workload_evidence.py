@@ -1,0 +1,166 @@
+"""Workload evidence as pure logic: partitioners, record format, send-log states, statistics, progress."""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import zlib
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from confluent_kafka import KafkaError
+
+from acklab.workload import stats
+from acklab.workload.partitioners import murmur2, partition_for
+from acklab.workload.producer import LoadSpec, ProgressMeter
+from acklab.workload.records import ValueFormat
+from acklab.workload.sendlog import SCHEMA, EvidenceError, ProducerLog, combine
+
+
+@pytest.mark.parametrize(
+    ("key", "java"),
+    [  # org.apache.kafka.common.utils.UtilsTest.testMurmur2
+        (b"21", -973932308),
+        (b"foobar", -790332482),
+        (b"a-little-bit-long-string", -985981536),
+        (b"a-little-bit-longer-string", -1486304829),
+        (b"lkjh234lh9fiuh90y23oiuhsafujhadof229phr9h19h89h8", -58897971),
+        (b"abc", 479470107),
+    ],
+)
+def test_murmur2_matches_the_java_client(key: bytes, java: int) -> None:
+    assert ctypes.c_int32(murmur2(key)).value == java
+
+
+def test_partition_for_each_partitioner() -> None:
+    assert partition_for(b"p0-k0", 3, "murmur2_random") == 2  # Utils.toPositive(Utils.murmur2(..)) % 3 in Java
+    assert partition_for(b"p3-k15", 3, "murmur2_random") == 1
+    assert partition_for(b"p0-k0", 7, "consistent_random") == zlib.crc32(b"p0-k0") % 7
+
+
+def test_values_carry_zero_padded_id_and_seq_and_parse_back() -> None:
+    fmt = ValueFormat.for_ids(999_999, 24)
+    values = fmt.values(base_id=500, lo=7, hi=12, keys=3)
+    assert values == [b"%06d:%06d:xxxxxxxxxx" % (500 + i, i // 3) for i in range(7, 12)]
+    assert fmt.parse_ids(values).tolist() == [507, 508, 509, 510, 511]
+    assert fmt.parse_ids([v[:6] for v in values]).tolist() == [507, 508, 509, 510, 511]
+    assert ValueFormat.for_ids(9, 4).values(0, 0, 3, 2) == [b"0:0:", b"1:0:", b"2:1:"]
+    with pytest.raises(ValueError, match=r"message_bytes \(13\) must be >= 14"):
+        ValueFormat.for_ids(999_999, 13)
+
+
+def test_load_spec_splits_ids_into_contiguous_ranges() -> None:
+    assert LoadSpec(messages=10, producers=3).ranges() == [(0, 3), (3, 3), (6, 4)]
+    assert LoadSpec(messages=1).ranges() == [(0, 1)]
+
+
+def make_log(tmp_path: Path, sent: int, *, transactional: bool = False) -> ProducerLog:
+    log = ProducerLog(tmp_path / "p1.parquet", 1, 100, 10, 2, [0, 2], transactional=transactional)
+    log.sent = sent
+    log.send_ts[:sent] = 1000.0 + np.arange(sent)
+    return log
+
+
+def report(log: ProducerLog, ids: list[int], errors: dict[int, KafkaError] | None = None) -> None:
+    """Delivery reports for `ids` (partition 1, offset = id), failed where `errors` says."""
+    errors = errors or {}
+    log.record_deliveries(
+        np.array(ids),
+        np.full(len(ids), 2000.0),
+        [None if i in errors else 1 for i in ids],
+        [None if i in errors else i for i in ids],
+        [(position, errors[i]) for position, i in enumerate(ids) if i in errors],
+    )
+
+
+def test_every_sent_message_has_exactly_one_row_with_a_final_state(tmp_path: Path) -> None:
+    log = make_log(tmp_path, sent=6)
+    report(log, [100, 101, 103], {101: KafkaError(KafkaError.NOT_ENOUGH_REPLICAS)})
+    report(log, [104], {104: KafkaError(KafkaError._PURGE_QUEUE)})
+    log.write()
+    rows = pq.read_table(log.path).to_pylist()
+    assert pq.read_schema(log.path) == SCHEMA
+    assert [r["id"] for r in rows] == [100, 101, 102, 103, 104, 105]
+    assert [r["state"] for r in rows] == ["acked", "failed", "unknown", "acked", "failed", "unknown"]
+    assert [r["key"] for r in rows] == ["p1-k0", "p1-k1"] * 3
+    assert [r["seq"] for r in rows] == [0, 0, 1, 1, 2, 2]
+    assert {r["producer"] for r in rows} == {"p1"}
+    assert [r["expected_partition"] for r in rows] == [0, 2] * 3
+    assert [r["error"] for r in rows] == [None, "NOT_ENOUGH_REPLICAS", None, None, "_PURGE_QUEUE", None]
+    assert [r["retriable"] for r in rows] == [None, True, None, None, False, None]
+    assert [r["offset"] for r in rows] == [100, None, None, 103, None, None]
+    assert [r["partition"] for r in rows] == [1, None, None, 1, None, None]
+    assert [r["ack_ts"] for r in rows] == [2000.0, 2000.0, None, 2000.0, 2000.0, None]
+    assert [r["send_ts"] for r in rows] == [1000.0 + i for i in range(6)]
+    assert {(r["txn"], r["aborted"]) for r in rows} == {(None, False)}
+    assert log.summary() == {
+        "sent": 6, "acked": 2, "failed": 2, "unknown": 2, "aborted": 0, "errors": {"NOT_ENOUGH_REPLICAS": 1, "_PURGE_QUEUE": 1},
+    }
+
+
+@pytest.mark.parametrize(
+    ("first", "second", "message"),
+    [([100], [100], "more than one delivery report"), ([100, 100], [], "more than one delivery report"), ([106], [], "never sent")],
+)
+def test_contradictory_delivery_reports_are_an_error(tmp_path: Path, first: list[int], second: list[int], message: str) -> None:
+    log = make_log(tmp_path, sent=6)
+    with pytest.raises(EvidenceError, match=message):
+        report(log, first)
+        report(log, second)
+
+
+def test_transactions_record_index_abort_and_unknown_outcome(tmp_path: Path) -> None:
+    log = make_log(tmp_path, sent=0, transactional=True)
+    for outcome, size in (("committed", 2), ("aborted", 2), ("unknown", 1), (None, 1)):
+        log.begin_transaction()
+        log.sent += size
+        if outcome:
+            log.end_transaction(outcome)
+    report(log, [100, 101, 102, 104, 105])
+    report(log, [103], {103: KafkaError(KafkaError._PURGE_INFLIGHT)})
+    log.write()
+    rows = pq.read_table(log.path).to_pylist()
+    assert [r["txn"] for r in rows] == [0, 0, 1, 1, 2, 3]
+    assert [r["aborted"] for r in rows] == [False, False, True, True, False, False]
+    # acked in a transaction whose outcome is unknown (or never ended): the write may or may not count
+    assert [r["state"] for r in rows] == ["acked", "acked", "acked", "failed", "unknown", "unknown"]
+    assert log.summary()["aborted"] == 2
+
+
+def test_combine_joins_parts_in_order_atomically(tmp_path: Path) -> None:
+    parts = []
+    for producer, first_id in ((0, 0), (1, 3)):
+        log = ProducerLog(tmp_path / f"p{producer}.parquet", producer, first_id, 3, 1, [0])
+        log.sent = 3
+        log.write()
+        parts.append(log.path)
+    assert combine(parts, tmp_path / "send_log.parquet") == 6
+    table = pq.read_table(tmp_path / "send_log.parquet")
+    assert table.column("id").to_pylist() == list(range(6))
+    assert table.column("producer").to_pylist() == ["p0"] * 3 + ["p1"] * 3
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["p0.parquet", "p1.parquet", "send_log.parquet"]
+
+
+def test_statistics_rows_and_summary() -> None:
+    def sample(txmsgs: int, retries: int, waitresp: int) -> str:
+        broker = {"txretries": retries, "txerrs": 0, "req_timeouts": 1, "disconnects": 0, "outbuf_cnt": 0,
+                  "outbuf_msg_cnt": 5, "waitresp_cnt": 2, "waitresp_msg_cnt": waitresp}
+        return json.dumps({"txmsgs": txmsgs, "msg_cnt": 7, "brokers": {"a": broker, "b": {**broker, "txretries": 0}}})
+
+    rows = [stats.stats_row("p0", sample(10, 1, 300)), stats.stats_row("p0", sample(20, 4, 100)), stats.stats_row("p1", sample(5, 2, 50))]
+    assert (rows[1]["txretries"], rows[1]["req_timeouts"], rows[1]["waitresp_msg_cnt"]) == (4, 2, 200)
+    summary = stats.summarize(pa.Table.from_pylist(rows, schema=stats.SCHEMA))
+    assert summary["samples"] == 3 and summary["txmsgs"] == 25 and summary["txretries"] == 6
+    assert summary["max_waitresp_msg_cnt"] == 600 and summary["max_outbuf_msg_cnt"] == 10
+    assert stats.summarize(stats.SCHEMA.empty_table()) == {"samples": 0}
+
+
+def test_progress_meter_reports_rates() -> None:
+    lines: list[str] = []
+    meter = ProgressMeter(lines.append)
+    meter(1000, 900, 0)
+    meter(3000, 2900, 1)
+    assert lines[1].startswith("sent 3000 (") and "acked 2900 (" in lines[1] and lines[1].endswith("failed 1")
