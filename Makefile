@@ -29,7 +29,7 @@ $(VENV)/.installed: requirements.lock pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	test -x $(BIN)/pip || $(BIN)/python -m ensurepip >/dev/null
 	$(BIN)/python -m pip install -q uv==0.13.9
-	$(BIN)/uv pip install -q -p $(BIN)/python -r requirements.lock
+	$(BIN)/uv pip install -q --compile-bytecode -p $(BIN)/python -r requirements.lock
 	$(BIN)/uv pip install -q -p $(BIN)/python --no-deps -e .
 	touch $@
 

@@ -11,6 +11,7 @@ from typing import Any
 from acklab.checker.audit import audit_job
 from acklab.pipeline import attach, matrix_rows, provision, verdict, write_result
 from acklab.scenario import RunParams, make_plan, new_run_dir, run_scenarios
+from acklab.workload.producer import ProgressMeter
 
 log = logging.getLogger(__name__)
 
@@ -35,7 +36,7 @@ def provision_cluster(run: dict[str, Any], lease_s: float) -> dict[str, Any]:
 def load_under_faults(run: dict[str, Any]) -> dict[str, Any]:
     """Run every scenario; return the audit job for SparkSubmitOperator."""
     run_dir = Path(run["run_dir"])
-    manifest = run_scenarios(attach(run_dir), make_plan(run["params"]), run_dir, _log_progress)
+    manifest = run_scenarios(attach(run_dir), make_plan(run["params"]), run_dir, ProgressMeter(log.info))
     job = audit_job(manifest)
     return {**run, "manifest": str(manifest), "audit_out": str(job.out), "jars": job.jars, "matrix_json": str(job.matrix_json)}
 
@@ -61,6 +62,3 @@ def validate(audit: dict[str, Any]) -> dict[str, Any]:
     result.raise_for_status()
     return summary
 
-
-def _log_progress(sent: int, acked: int, failed: int) -> None:
-    log.info("sent %d acked %d failed %d", sent, acked, failed)

@@ -94,7 +94,7 @@ class ProgressMeter:
     def __call__(self, sent: int, acked: int, failed: int) -> None:
         last_sent, last_acked, last_t = self._last
         now = time.monotonic()
-        if sent < last_sent:  # a new load
+        if sent < last_sent:  # a new load (run_load reports 0, 0, 0 first)
             last_sent = last_acked = 0
         elapsed = max(now - last_t, 1e-3)
         self._sink(
@@ -209,7 +209,9 @@ def _spawn(job: WorkerJob) -> subprocess.Popen[str]:
 
 
 def _watch(workers: list[subprocess.Popen[str]], counters: np.ndarray, progress: Progress | None) -> None:
-    """Wait for every worker, reporting progress about once a second."""
+    """Wait for every worker, reporting progress from 0 and then about once a second."""
+    if progress is not None:
+        progress(0, 0, 0)
     next_report = time.monotonic() + 1.0
     while any(worker.poll() is None for worker in workers):
         time.sleep(0.1)
