@@ -29,7 +29,7 @@ def test_dag_run_matrix_and_verdicts_under_leader_kill(acklab_env: dict[str, str
     output = result.stdout + result.stderr
     assert result.returncode == 0, output[-5000:]
 
-    (run_dir,) = set(isolated_run_store.iterdir()) - before
+    (run_dir,) = {p for p in set(isolated_run_store.iterdir()) - before if p.is_dir()}
     summary = json.loads((run_dir / "result.json").read_text())
     rows = {row["scenario"]: row for row in json.loads(Path(summary["matrix"]).read_text())}
     assert set(rows) == {"leader-ack__leader-kill", "idempotent__leader-kill"}
