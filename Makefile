@@ -65,6 +65,12 @@ bench-load: setup
 bench-proxy: setup
 	$(BIN)/python -m acklab.proxy.bench
 
+# Spark audit at 5M/10M/20M synthetic messages (one spark-submit each, checked against the planted
+# counts) vs the workload's load rate; the last lines are the per-million times and the ratios.
+.PHONY: bench-audit
+bench-audit: setup
+	$(BIN)/python spark/bench_audit.py $(BENCH_AUDIT_ARGS)
+
 # The Docker backend (README "Docker"): Debian's engine, started with vfs storage, no iptables and no
 # default bridge when none answers; the local Kafka image built from host files (cached by a content
 # tag); its integration tests (they start and stop an engine themselves when none answers).

@@ -13,6 +13,8 @@ import pytest
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from acklab.checker import synthetic
+
 JOB_PATH = Path(__file__).resolve().parents[2] / "spark" / "delivery_matrix.py"
 _spec = importlib.util.spec_from_file_location("delivery_matrix", JOB_PATH)
 dm = importlib.util.module_from_spec(_spec)
@@ -150,6 +152,7 @@ SCENARIOS = [
          fault_timeline=[{"started": 1000.5, "ended": 1000.625}, {"started": 1002.0, "ended": 1003.0},
                          {"started": None, "ended": None}]),
 ]
+NAMES = [s["scenario"] for s in SCENARIOS]
 
 
 def _meta(name: str) -> dict:
@@ -258,7 +261,7 @@ def send_logs(spark: SparkSession) -> DataFrame:
 
 @pytest.fixture(scope="module")
 def outcomes(spark: SparkSession, send_logs: DataFrame) -> DataFrame:
-    return dm.compute_outcomes(send_logs, _records(spark)).cache()
+    return dm.compute_outcomes(send_logs, _records(spark), NAMES).cache()
 
 
 @pytest.fixture(scope="module")
@@ -339,20 +342,27 @@ def test_every_class_planted(matrix_rows: dict[str, dict]) -> None:
     assert planted >= set(dm.OUTCOMES)
 
 
+TICK = 1 / 8192  # about 0.12 ms, exact in binary
+
+
 @pytest.mark.parametrize(
     ("acks", "start", "gap"),
     [
-        ([2000.125, 2000.25, 2000.875, 2001.0, 2001.5], 2000.0, (2000.25, 2000.875)),  # inside a bucket
-        ([13.5, 13.75], 10.0, (10.0, 13.5)),  # first send to first ack, across buckets
+        ([2000.125, 2000.25, 2000.875, 2001.0, 2001.5], 2000.0, (2000.25, 2000.875)),  # inside a second
+        ([13.5, 13.75], 10.0, (10.0, 13.5)),  # first send to first ack, across seconds
         ([1.0, 1.5, 7.25, 7.5], 0.5, (1.5, 7.25)),  # across empty buckets
         ([5.0, 5.0], 5.0, (5.0, 5.0)),  # no gap at all
         ([3.5, 4.25, 4.5, 5.0, 5.75, 6.5], 3.0, (3.5, 4.25)),  # three ties of 0.75: the earliest
+        # every gap below a millisecond: the exact path, with ties, and across a second
+        ([4 + k * TICK for k in (1, 2, 4, 5, 7)], 4.0, (4 + 2 * TICK, 4 + 4 * TICK)),
+        ([6.9996, 6.9998, 7.0003, 7.0004], 6.9995, (6.9998, 7.0003)),
     ],
 )
 def test_longest_ack_gap(spark: SparkSession, acks: list[float], start: float, gap: tuple[float, float]) -> None:
+    """Each case next to a scenario with a long gap, so both paths run in one call."""
     acks_df = spark.createDataFrame([("s", ts) for ts in acks] + [("other", 0.0), ("other", 99.0)], "scenario string, ts double")
-    starts = spark.createDataFrame([("s", start), ("other", 0.0)], "scenario string, start double")
-    got = {r.scenario: (r.gap_start, r.gap_end) for r in dm.longest_ack_gaps(acks_df, starts).collect()}
+    starts = spark.createDataFrame([("s", start), ("other", 0.0), ("no-acks", 1.0)], "scenario string, start double")
+    got = {r.scenario: (r.gap_start, r.gap_end) for r in dm.longest_ack_gaps(spark, acks_df, starts).collect()}
     assert got == {"s": gap, "other": (0.0, 99.0)}
 
 
@@ -377,7 +387,7 @@ def test_corrupt_send_log_does_not_balance(spark: SparkSession, send_logs: DataF
     corrupt = send_logs.unionByName(send_logs.where((F.col("scenario") == "s-e") & (F.col("id") == 0))).withColumn(
         "state", F.when((F.col("scenario") == "s-b") & (F.col("id") == 5), "lost-in-space").otherwise(F.col("state"))
     )
-    outcomes = dm.compute_outcomes(corrupt, _records(spark))
+    outcomes = dm.compute_outcomes(corrupt, _records(spark), NAMES)
     scenarios = dm.build_scenarios_meta(spark, {"scenarios": SCENARIOS})
     rows = [r.asDict() for r in dm.compute_matrix(outcomes, _records(spark), corrupt, scenarios).collect()]
     with pytest.raises(dm.ConservationError) as err:
@@ -437,7 +447,8 @@ def test_main_end_to_end(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> 
     manifest = run_dir / "manifest.json"
     manifest.write_text(json.dumps({"run_id": "t", "bootstrap_servers": "127.0.0.1:1", "scenarios": scenarios}))
 
-    parsed = [(s, p, o, k, *_parse(v)) for s, p, o, k, v in RECORDS]
+    # A record of a scenario the manifest does not list is not audited.
+    parsed = [(s, p, o, k, *_parse(v)) for s, p, o, k, v in [*RECORDS, ("s-x", 0, 0, "kx", b"0:0:")]]
     records = tmp_path / "records.parquet"
     pq.write_table(
         pa.table(
@@ -469,3 +480,20 @@ def test_main_end_to_end(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> 
         for r in table.to_pylist()
     }
     assert got == S_E_OUTCOMES
+
+
+def test_synthetic_evidence_audits_exactly(spark: SparkSession, tmp_path: Path) -> None:
+    """Randomly planted anomalies of every class, over several generator chunks: the job's matrix
+    equals the generator's own count of what it planted (the same check `make bench-audit` makes)."""
+    run = synthetic.generate(
+        tmp_path / "run", 24_000, chunk=5_000, rate=2_000.0, rates={name: 0.02 for name in synthetic.RATES}, seed=7
+    )
+    out = tmp_path / "audit"
+    dm.main(["--manifest", str(run.manifest), "--out", str(out), "--topic-records", str(run.topic_records)])
+    (row,) = json.loads((out / "matrix.json").read_text())
+    counts = {name: value for name, value in run.expected.items() if isinstance(value, int)}
+    assert min(counts.values()) > 0 and set(synthetic.RATES) <= set(counts)
+    assert {name: row[name] for name in counts} == counts
+    gap = {name: value for name, value in run.expected.items() if name not in counts}
+    assert {name: row[name] for name in gap} == pytest.approx(gap, abs=1e-6)
+    dm.check_conservation([row])

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -57,8 +58,10 @@ def generate(
     rate: float = 100_000.0,
     chunk: int = 1_000_000,
     seed: int = 0,
+    rates: Mapping[str, float] = RATES,
 ) -> SyntheticRun:
-    """Write evidence of one scenario of `messages` messages sent at `rate` msg/s from `t0 = 1.7e9`."""
+    """Write evidence of one scenario of `messages` messages sent at `rate` msg/s from `t0 = 1.7e9`,
+    with anomalies planted at `rates` (keys of `RATES`)."""
     t0 = 1.7e9
     fault = (t0 + FAULT_START_FRACTION * messages / rate, t0 + FAULT_START_FRACTION * messages / rate + FAULT_S)
     key_names = [f"p{p}-k{k}" for p in range(producers) for k in range(keys)]
@@ -72,7 +75,7 @@ def generate(
         for index, start in enumerate(range(0, messages, chunk)):
             ids = np.arange(start, min(start + chunk, messages), dtype=np.int64)
             rng = np.random.default_rng([seed, index])
-            sent, topic = _chunk(ids, messages, partitions, producers, keys, rate, t0, fault, next_offset, rng, expected)
+            sent, topic = _chunk(ids, messages, partitions, producers, keys, rate, t0, fault, next_offset, rng, rates, expected)
             acks = sent["ack_ts"][sent["state"] == 0]
             around_fault[0] = max(around_fault[0], acks[acks < fault[0]].max(initial=-np.inf))
             around_fault[1] = min(around_fault[1], acks[acks >= fault[0]].min(initial=np.inf))
@@ -98,6 +101,7 @@ def _chunk(
     fault: tuple[float, float],
     next_offset: np.ndarray,
     rng: np.random.Generator,
+    rates: Mapping[str, float],
     expected: Counter[str],
 ) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
     """Send-log columns of `ids` and their topic records; updates `next_offset` and `expected`."""
@@ -110,17 +114,17 @@ def _chunk(
     expected_partition = (key % partitions).astype(np.int32)
 
     draw = rng.random(n)
-    edges = np.cumsum([RATES[c] for c in ("lost", "acked_duplicated", "failed_clean", "indeterminate", "unknown_absent")])
+    edges = np.cumsum([rates[c] for c in ("lost", "acked_duplicated", "failed_clean", "indeterminate", "unknown_absent")])
     cls = np.searchsorted(edges, draw, side="right")  # 0..4 planted, 5 delivered
     lost, dup, failed_clean, indeterminate, unknown = (cls == c for c in range(5))
     plain = cls == 5
-    misrouted = plain & (rng.random(n) < RATES["misrouted"])
+    misrouted = plain & (rng.random(n) < rates["misrouted"])
     plain &= ~misrouted
     # Reordered: m's record moves right after that of the next message of its key (m + keys, same
     # producer, same chunk); neither may take part in another move, so each move makes m late once.
     partner_ok = np.zeros(n, dtype=bool)
     partner_ok[:-keys] = plain[keys:] & (producer[keys:] == producer[:-keys])
-    chosen = plain & partner_ok & (rng.random(n) < RATES["reordered"])
+    chosen = plain & partner_ok & (rng.random(n) < rates["reordered"])
     neighbour = np.zeros(n, dtype=bool)
     neighbour[keys:] |= chosen[:-keys]
     neighbour[:-keys] |= chosen[keys:]
@@ -156,7 +160,7 @@ def _chunk(
     offset[rec_message[rec_first]] = rec_offset[rec_first]
     # Absent acked messages were acked at an offset that no longer holds them (e.g. truncated).
     offset[lost] = next_offset[partition[lost]]
-    mismatched = plain & (rng.random(n) < RATES["offset_mismatch"])
+    mismatched = plain & (rng.random(n) < rates["offset_mismatch"])
     offset[mismatched] += 1_000_000_000
 
     for name, mask in (("delivered", plain | misrouted), ("lost", lost), ("acked_duplicated", dup),

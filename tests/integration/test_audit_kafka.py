@@ -1,0 +1,82 @@
+"""The Spark audit against real topics: one spark-submit reads two scenario topics of a real 3-broker
+cluster with read_committed (aborted transactions and their markers included), and the records
+archive re-audits to the same matrix after the cluster is gone."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from acklab.checker.audit import AuditJob, audit_job, submit
+from acklab.cluster.local import LocalCluster
+from acklab.paths import runs_dir
+from acklab.profiles import ProducerProfile, get_profile
+from acklab.topology import load_topology
+from acklab.workload.producer import LoadSpec, run_load
+
+from .helpers import assert_nothing_left
+
+pytestmark = pytest.mark.integration
+
+SCENARIOS = {  # name: (profile, messages); 16 transactions of 250 records per producer, every fourth aborted
+    "transactional__none": ("transactional", 8000),
+    "leader-ack__none": ("leader-ack", 6000),
+}
+
+
+def _profile(name: str) -> ProducerProfile:
+    profile = get_profile(name)
+    if profile.transaction is None:
+        return profile
+    return ProducerProfile.model_validate(
+        {**profile.model_dump(), "transaction": {"records_per_txn": 250, "abort_ratio": 0.25}}
+    )
+
+
+def test_audit_reads_committed_records_and_reaudits_from_the_archive() -> None:
+    run_dir = runs_dir() / "audit-kafka"
+    cluster = LocalCluster.provision(load_topology("three-brokers"), run_dir / "cluster", owner_pid=os.getpid())
+    try:
+        scenarios = []
+        for index, (name, (profile_name, messages)) in enumerate(SCENARIOS.items()):
+            topic = f"audit-{index}"
+            cluster.admin().create_topic(topic, 3, 3)
+            cluster.admin().wait_in_sync(topic, 60)
+            profile = _profile(profile_name)
+            send_log = Path("scenarios") / name / "send_log.parquet"
+            run_load(cluster.bootstrap_servers, topic, profile, LoadSpec(messages=messages, producers=2), run_dir / send_log)
+            scenarios.append(
+                {"scenario": name, "profile": profile_name, "fault": "none", "guarantee": "exactly-once",
+                 "partitioner": profile.partitioner, "producers": 2, "transactional": profile.transaction is not None,
+                 "topic": topic, "partitions": 3, "send_log": str(send_log), "fault_timeline": [],
+                 "fault_effective": True, "evidence_complete": True, "incomplete_reason": None}
+            )
+        manifest = run_dir / "manifest.json"
+        manifest.write_text(json.dumps({"run_id": run_dir.name, "bootstrap_servers": cluster.direct_bootstrap_servers,
+                                        "scenarios": scenarios}))
+        rows = {row["scenario"]: row for row in json.loads(submit(audit_job(manifest)).read_text())}
+    finally:
+        cluster.teardown()
+    assert_nothing_left(run_dir / "cluster")
+
+    clean = dict(lost=0, duplicates=0, failed=0, unknown=0, indeterminate=0, unexpected=0, reordered=0,
+                 misrouted=0, offset_mismatch=0, aborted_visible=0)
+    txn = rows["transactional__none"]
+    assert {name: txn[name] for name in clean} == clean
+    assert (txn["sent"], txn["acked"], txn["aborted"], txn["aborted_acked"], txn["aborted_clean"]) == (8000, 8000, 2000, 2000, 2000)
+    assert (txn["delivered"], txn["records_read"]) == (6000, 6000)  # the aborted records are invisible
+    plain = rows["leader-ack__none"]
+    assert {name: plain[name] for name in clean} == clean
+    assert (plain["sent"], plain["delivered"], plain["records_read"], plain["aborted"]) == (6000, 6000, 6000, 0)
+    outcomes = run_dir / "audit" / "outcomes.parquet"
+    assert sorted(p.name for p in outcomes.iterdir() if p.is_dir()) == [f"scenario={name}" for name in sorted(SCENARIOS)]
+
+    # The archive alone gives the same matrix.
+    base = audit_job(manifest)
+    archive = run_dir / "audit" / "topic_records.parquet"
+    reaudit = AuditJob(base.application, ["--manifest", str(manifest), "--out", str(run_dir / "reaudit"),
+                                          "--topic-records", str(archive)], base.jars)
+    assert json.loads(submit(reaudit).read_text()) == json.loads((run_dir / "audit" / "matrix.json").read_text())
