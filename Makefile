@@ -40,6 +40,7 @@ $(VENV)/.installed: requirements.lock pyproject.toml
 $(AIRFLOW_HOME)/.migrated: $(VENV)/.installed
 	mkdir -p $(AIRFLOW_HOME)/plugins
 	$(BIN)/airflow db migrate > $(AIRFLOW_HOME)/migrate.log
+	$(BIN)/airflow pools set acklab_cluster 1 "acklab: scenario groups sharing a cluster run one at a time" > /dev/null
 	touch $@
 
 # The DAG once, in-process, on the embedded local cluster with default params.
@@ -64,6 +65,13 @@ bench-load: setup
 # Throughput through the fault proxy (no active fault) vs direct, median of alternating rounds.
 bench-proxy: setup
 	$(BIN)/python -m acklab.proxy.bench
+
+# The daily DAG's standard matrix (every profile x every fault) once via `airflow dags test`; prints
+# `matrix wall seconds` and `median scenario overhead seconds` last. BENCH_MATRIX_CONF='{"faults": [...]}'.
+.PHONY: bench-matrix
+bench-matrix: setup
+	$(BIN)/acklab reap
+	$(BIN)/python -m acklab.bench_matrix --conf '$(or $(BENCH_MATRIX_CONF),{})'
 
 # Spark audit at 5M/10M/20M synthetic messages (one spark-submit each, checked against the planted
 # counts) vs the workload's load rate; the last lines are the per-million times and the ratios.

@@ -18,7 +18,8 @@ from acklab import maven
 from acklab.cluster.state import reap_all, reap_orphans
 from acklab.nemesis.catalog import FAULT_NAMES
 from acklab.paths import RESULT_FILE, runs_dir
-from acklab.scenario import RunParams
+from acklab.progress_bars import LoadBars
+from acklab.scenario import RunParams, standard_matrix
 from acklab.topology import SpecError, load_topology
 
 app = typer.Typer(help="acklab: prove or refute Kafka delivery guarantees on real clusters.", no_args_is_help=True)
@@ -52,20 +53,23 @@ def run(
     kafka_version: Annotated[Optional[str], typer.Option(help="override the topology's Kafka version")] = None,  # noqa: UP007
     fault_at_s: Annotated[float, typer.Option(help="seconds into the load when the fault starts")] = DEFAULTS.fault_at_s,
     fault_duration_s: Annotated[float, typer.Option(help="seconds the fault lasts")] = DEFAULTS.fault_duration_s,
+    standard: Annotated[bool, typer.Option("--standard", help="the daily DAG's standard matrix (every profile x every fault)")] = False,
+    one_at_a_time: Annotated[bool, typer.Option(help="one scenario at a time instead of a fault's profiles side by side")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="print the matrix rows as JSON")] = False,
 ) -> None:
     """Run scenarios (profiles x faults) end to end and print the delivery matrix; exit 1 unless all pass."""
     from acklab.pipeline import matrix_rows, run_pipeline, write_result
-    from acklab.workload.producer import ProgressMeter
+    from acklab.scenario import make_plan
 
     _log_to_console()
+    base = standard_matrix() if standard else DEFAULTS
     params = {
         "topology": topology,
-        "profiles": profile or DEFAULTS.profiles,
-        "faults": fault or DEFAULTS.faults,
+        "profiles": profile or base.profiles,
+        "faults": fault or base.faults,
         "schedule": yaml.safe_load(schedule.read_text()) if schedule else None,
-        "messages": messages,
-        "rate": rate or None,
+        "messages": base.messages if standard and messages == DEFAULTS.messages else messages,
+        "rate": (base.rate if standard and rate == DEFAULTS.rate else rate) or None,
         "duration_s": duration_s,
         "message_bytes": message_bytes,
         "keys": keys,
@@ -74,9 +78,12 @@ def run(
         "kafka_version": kafka_version,
         "fault_at_s": fault_at_s,
         "fault_duration_s": fault_duration_s,
+        "side_by_side": not one_at_a_time,
     }
     try:
-        result = run_pipeline(params, progress=ProgressMeter(console.log))
+        plan = make_plan(params)
+        with LoadBars([(g[0].fault, len(g) * plan.load.messages) for g in plan.groups()], console) as bars:
+            result = run_pipeline(params, progress=bars)
     except SpecError as exc:
         console.print(f"[red]error:[/red] {exc}")
         raise typer.Exit(2) from None

@@ -1,4 +1,5 @@
-"""Task bodies of the delivery DAGs: thin wrappers over `acklab.pipeline`, returning XCom-able dicts."""
+"""Task bodies of the delivery DAGs: thin wrappers over `acklab.pipeline` and `acklab.scenario`,
+taking and returning XCom-able dicts. No Airflow import: everything here runs without Airflow."""
 
 from __future__ import annotations
 
@@ -10,42 +11,98 @@ from typing import Any
 
 from acklab.checker.audit import audit_job
 from acklab.pipeline import attach, matrix_rows, provision, verdict, write_result
-from acklab.scenario import RunParams, make_plan, new_run_dir, run_scenarios
+from acklab.report.compare import build_comparison
+from acklab import scenario
+from acklab.scenario import RunParams, make_plan, new_run_dir, run_scenarios, write_manifest
 from acklab.workload.producer import ProgressMeter
 
 log = logging.getLogger(__name__)
 
 
 def plan_run(params: dict[str, Any]) -> dict[str, Any]:
-    """Validate params (fails before any cluster starts) and open a run folder."""
-    fields = {k: v for k, v in params.items() if k in RunParams.model_fields}
-    plan = make_plan(fields)
+    """Validate params (fails before any cluster starts), open a run folder, list the scenario groups."""
+    plan = make_plan(_run_params(params))
     run_dir = new_run_dir()
-    log.info("run %s: %d scenario(s) on %s (Kafka %s)", run_dir.name, len(plan.scenarios), plan.topology.name, plan.topology.kafka_version)
+    groups = plan.groups()
+    log.info(
+        "run %s: %d scenario(s) in %d group(s) on %s (Kafka %s)",
+        run_dir.name, len(plan.scenarios), len(groups), plan.topology.name, plan.topology.kafka_version,
+    )
     return {"run_dir": str(run_dir), "params": plan.params.model_dump()}
+
+
+def scenario_groups(run: dict[str, Any]) -> list[dict[str, Any]]:
+    """What the DAG maps over: each group's index, fault and scenario names."""
+    groups = make_plan(run["params"]).groups()
+    return [{"index": i, "fault": group[0].fault, "scenarios": [s.name for s in group]} for i, group in enumerate(groups)]
+
+
+def plan_versions(params: dict[str, Any]) -> list[dict[str, Any]]:
+    """One run per Kafka version in `params["kafka_versions"]`, each validated before anything starts."""
+    versions = params.get("kafka_versions") or []
+    if len(versions) < 2 or len(set(versions)) != len(versions):
+        raise ValueError(f"params.kafka_versions: two or more distinct versions, got {versions}")
+    runs = []
+    for kafka_version in versions:
+        plan = make_plan(_run_params({**params, "kafka_version": kafka_version}))
+        runs.append({"run_dir": str(new_run_dir()), "params": plan.params.model_dump()})
+    log.info("versions %s: %d scenario(s) each", versions, len(plan.scenarios))
+    return runs
+
+
+def _run_params(params: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in params.items() if k in RunParams.model_fields}
 
 
 def provision_cluster(run: dict[str, Any], lease_s: float) -> dict[str, Any]:
     """Start the cluster. Bound to this process when ACKLAB_BIND_CLUSTER_TO_PID=1 (`airflow dags test`),
     otherwise bounded by the lease; either way an orphan is reaped at the next start."""
-    bind = os.getpid() if os.environ.get("ACKLAB_BIND_CLUSTER_TO_PID") == "1" else None
-    cluster = provision(make_plan(run["params"]), Path(run["run_dir"]), bind_to_pid=bind, lease_s=lease_s)
+    cluster = provision(make_plan(run["params"]), Path(run["run_dir"]), bind_to_pid=_owner(), lease_s=lease_s)
     return {**run, "bootstrap_servers": cluster.bootstrap_servers}
 
 
-def load_under_faults(run: dict[str, Any]) -> dict[str, Any]:
-    """Run every scenario; return the audit job for SparkSubmitOperator."""
+def _owner() -> int | None:
+    return os.getpid() if os.environ.get("ACKLAB_BIND_CLUSTER_TO_PID") == "1" else None
+
+
+def run_group(run: dict[str, Any], group: dict[str, Any]) -> list[str]:
+    """Run one scenario group on the run's cluster (the DAG maps this task over the groups)."""
     run_dir = Path(run["run_dir"])
-    manifest = run_scenarios(attach(run_dir), make_plan(run["params"]), run_dir, ProgressMeter(log.info))
+    entries = scenario.run_group(attach(run_dir), make_plan(run["params"]), group["index"], run_dir, ProgressMeter(log.info))
+    return [entry["scenario"] for entry in entries]
+
+
+def collect(run: dict[str, Any]) -> dict[str, Any]:
+    """Join the groups' evidence into the manifest; return the audit job for SparkSubmitOperator."""
+    run_dir = Path(run["run_dir"])
+    return _audit(run, write_manifest(attach(run_dir), make_plan(run["params"]), run_dir))
+
+
+def run_version(run: dict[str, Any], lease_s: float) -> dict[str, Any]:
+    """A whole version's cluster life in one task: provision, every group, teardown (also on failure)."""
+    run_dir = Path(run["run_dir"])
+    plan = make_plan(run["params"])
+    cluster = provision(plan, run_dir, bind_to_pid=_owner(), lease_s=lease_s)
+    try:
+        manifest = run_scenarios(cluster, plan, run_dir, ProgressMeter(log.info))
+    finally:
+        cluster.teardown()
+    return _audit(run, manifest)
+
+
+def _audit(run: dict[str, Any], manifest: Path) -> dict[str, Any]:
     job = audit_job(manifest)
-    return {**run, "manifest": str(manifest), "audit_out": str(job.out), "jars": job.jars, "matrix_json": str(job.matrix_json)}
+    return {
+        **run, "manifest": str(manifest), "audit_out": str(job.out), "jars": job.jars, "matrix_json": str(job.matrix_json),
+        "application_args": ["--manifest", str(manifest), "--out", str(job.out)],
+    }
 
 
 def teardown_cluster(run: dict[str, Any]) -> None:
     attach(Path(run["run_dir"])).teardown()
 
 
-def validate(audit: dict[str, Any]) -> dict[str, Any]:
+def validate(audit: dict[str, Any], raise_on_failure: bool = True) -> dict[str, Any]:
     """GX verdict per matrix row; raises (failing the run) unless every scenario passes."""
     matrix_json = Path(audit["matrix_json"])
     result = verdict(matrix_json)
@@ -59,6 +116,17 @@ def validate(audit: dict[str, Any]) -> dict[str, Any]:
     log.info("html report: %s", summary["html"])
     log.info("matrix: %s", matrix_json)
     log.info("report: %s", result.data_docs_index)
-    result.raise_for_status()
-    return summary
+    if raise_on_failure:
+        result.raise_for_status()
+    return {**summary, "run_dir": str(matrix_json.parent.parent), "kafka_version": audit["params"]["kafka_version"]}
 
+
+def compare_versions(summaries: list[dict[str, Any]]) -> dict[str, Any]:
+    """Side-by-side report of the versions' runs; raises unless every version passed."""
+    comparison = build_comparison([Path(s["run_dir"]) for s in summaries])
+    log.info("version comparison: %s", comparison.html)
+    for line in comparison.summary_lines():
+        log.info("%s", line)
+    if comparison.status != "pass":
+        raise RuntimeError(f"version regression run {comparison.status}: {'; '.join(comparison.summary_lines())}")
+    return {"status": comparison.status, "html": str(comparison.html)}

@@ -12,8 +12,6 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from jinja2 import Environment, PackageLoader
-
 from acklab.paths import cache_dir
 
 DEPENDENCY_PLUGIN = "org.apache.maven.plugins:maven-dependency-plugin:3.8.1"
@@ -120,6 +118,8 @@ def _fetch(artifacts: list[Artifact], dest: Path, *, transitive: bool) -> Path:
 
 
 def _copy_dependencies(artifacts: list[Artifact], out: Path) -> None:
+    from jinja2 import Environment, PackageLoader  # here: producer processes import this module's constants
+
     template = Environment(loader=PackageLoader("acklab"), autoescape=False).get_template("fetch-pom.xml.j2")
     with tempfile.TemporaryDirectory(prefix="acklab-pom-") as work:
         pom = Path(work) / "pom.xml"

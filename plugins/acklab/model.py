@@ -29,7 +29,7 @@ NO_FAULT = "none"
 RECOVERY_S = 30.0  # after a fault ends: restart, catch up, rejoin the ISR, elect (seconds, generous)
 REFUSAL_S = 0.5  # one attempt the leader refuses at once (NOT_ENOUGH_REPLICAS), round trip (generous)
 # librdkafka defaults of the retry settings a profile may set in `overrides`.
-LIBRDKAFKA_DEFAULTS: Mapping[str, float] = {"retry.backoff.ms": 100, "retry.backoff.max.ms": 1000}
+LIBRDKAFKA_DEFAULTS: Mapping[str, float] = {"retry.backoff.ms": 100, "retry.backoff.max.ms": 1000, "socket.timeout.ms": 60000}
 
 # Faults whose effect on a producer ends when the step's duration ends: the leader or followers
 # come back, the proxy stops dropping. `latency` (a response sent at the end of the window is
@@ -48,6 +48,11 @@ BOUNDED_FAULTS = frozenset(
     }
 )
 UNBOUNDED_FAULTS = frozenset({"latency", "rolling-restart"})
+# Faults that swallow requests without an answer or a closed connection. librdkafka enforces
+# request.timeout.ms on the broker only: a ProduceRequest lost in flight times out locally after
+# min(socket.timeout.ms, the message's remaining delivery timeout), and only then is retried
+# (measured: with the defaults, 10 s of request-loss fail the writes in flight at 60 s).
+SILENT_FAULTS = frozenset({"request-loss", "client-partition"})
 MODELED_FAULTS = frozenset({NO_FAULT}) | BOUNDED_FAULTS | UNBOUNDED_FAULTS
 
 
@@ -85,11 +90,12 @@ class Setting:
     faults: tuple[tuple[str, float], ...]  # (name, duration_s) of each schedule step; () = no fault
     outage_s: float  # from the first fault's start to the last fault's end
     budget_s: float  # a message is retried at least this long before it fails
+    silent_s: float  # how long a request lost in flight goes unnoticed (silent faults only, else 0)
     refused_s: float  # a write the leader refuses at once fails within this time
 
     @classmethod
     def of(cls, profile: ProducerProfile, topology: Topology, schedule: Sequence[FaultStep]) -> Setting:
-        backoff_ms, backoff_max_ms = (
+        backoff_ms, backoff_max_ms, socket_timeout_ms = (
             float(profile.overrides.get(name, LIBRDKAFKA_DEFAULTS[name])) for name in LIBRDKAFKA_DEFAULTS
         )
         delivery_ms, retries = profile.delivery_timeout_ms, profile.retries
@@ -111,6 +117,7 @@ class Setting:
             faults=tuple((step.fault, step.duration_s) for step in schedule),
             outage_s=end - start,
             budget_s=min(delivery_ms, retries * backoff_ms) / 1000,
+            silent_s=socket_timeout_ms / 1000 if any(step.fault in SILENT_FAULTS for step in schedule) else 0.0,
             refused_s=min(delivery_ms / 1000, retries * backoff_max_ms / 1000 + (retries + 1) * REFUSAL_S),
         )
 
@@ -278,8 +285,9 @@ RULES: tuple[Rule, ...] = (
         "outage-outlasted",
         Kind.AVAILABILITY,
         f"faults all in {{{', '.join(sorted(BOUNDED_FAULTS))}}}, acks != 0, and the producer retries "
-        f"at least the outage + {RECOVERY_S:g} s (min(delivery.timeout.ms, retries x retry.backoff.ms))",
-        lambda s: s.only(BOUNDED_FAULTS) and s.acks != "0" and s.budget_s >= s.outage_s + RECOVERY_S,
+        f"at least the outage + {RECOVERY_S:g} s (min(delivery.timeout.ms, retries x retry.backoff.ms)), "
+        f"+ socket.timeout.ms for {', '.join(sorted(SILENT_FAULTS))} (a lost request is noticed only then)",
+        lambda s: s.only(BOUNDED_FAULTS) and s.acks != "0" and s.budget_s >= s.outage_s + s.silent_s + RECOVERY_S,
         (("failed_clean", 0, 0), ("indeterminate", 0, 0)),
         "The producer keeps retrying until the cluster serves again, so no write fails (records of "
         "aborted transactions are counted apart).",

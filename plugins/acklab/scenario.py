@@ -9,7 +9,9 @@ import json
 import logging
 import os
 import secrets
+import threading
 import time
+from concurrent.futures import ThreadPoolExecutor, wait
 from pathlib import Path
 from typing import Any, Literal
 
@@ -17,13 +19,14 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from acklab.cluster.base import Cluster
 from acklab.model import Expected, expect
-from acklab.nemesis.catalog import FaultContext
+from acklab.nemesis.catalog import FAULT_NAMES, FaultContext
+from acklab.nemesis.events import FaultOutcome
 from acklab.nemesis.runner import Nemesis
 from acklab.nemesis.schedule import FaultStep, schedule_for
 from acklab.paths import runs_dir
-from acklab.profiles import Partitioner, ProducerProfile, get_profile
+from acklab.profiles import Partitioner, ProducerProfile, catalog, get_profile
 from acklab.topology import SpecError, Topology, load_topology, parse_model
-from acklab.workload.producer import STATS_FILE, LoadSpec, Progress, run_load
+from acklab.workload.producer import START_TIMEOUT_S, STATS_FILE, LoadResult, LoadSpec, Progress, run_load
 
 log = logging.getLogger(__name__)
 MANIFEST = "manifest.json"
@@ -52,12 +55,21 @@ class RunParams(BaseModel):
     partitioner: Partitioner | None = Field(None, description="overrides the profiles' partitioner")
     fault_at_s: float = Field(2.0, ge=0)
     fault_duration_s: float = Field(10.0, gt=0)
+    side_by_side: bool = Field(
+        True, description="run the profiles of one fault together on one cluster (false: one scenario at a time)"
+    )
 
     @model_validator(mode="after")
     def _unique_profiles(self) -> RunParams:
         if len(set(self.profiles)) != len(self.profiles):
             raise ValueError(f"profiles must be distinct: {self.profiles}")
         return self
+
+
+def standard_matrix() -> RunParams:
+    """The daily matrix: the 3-broker RF=3 min.insync=2 topology x every profile x every fault,
+    20 s of load at 2,000 msg/s per scenario (the fault at 2 s for 10 s)."""
+    return RunParams(profiles=sorted(catalog()), faults=list(FAULT_NAMES), messages=40_000, rate=2000.0)
 
 
 class ScenarioPlan(BaseModel):
@@ -75,6 +87,15 @@ class RunPlan(BaseModel):
     topology: Topology
     load: LoadSpec
     scenarios: list[ScenarioPlan]
+
+    def groups(self) -> list[list[ScenarioPlan]]:
+        """Scenarios run together: all profiles of a fault (side_by_side), else one each."""
+        if not self.params.side_by_side:
+            return [[scenario] for scenario in self.scenarios]
+        by_fault: dict[str, list[ScenarioPlan]] = {}
+        for scenario in self.scenarios:
+            by_fault.setdefault(scenario.fault, []).append(scenario)
+        return list(by_fault.values())
 
 
 def make_plan(params: RunParams | dict[str, object]) -> RunPlan:
@@ -131,11 +152,21 @@ def new_run_dir() -> Path:
 
 
 def run_scenarios(cluster: Cluster, plan: RunPlan, run_dir: Path, progress: Progress | None = None) -> Path:
-    """Run every scenario of `plan` on `cluster`; return the manifest (written after each scenario).
+    """Run every scenario group of `plan` on `cluster`; return the manifest.
 
     Scenarios of later plans on the same cluster and run folder are appended to the manifest, so one
     audit covers them all."""
+    _check_unique(plan, run_dir)
+    for index in range(len(plan.groups())):
+        run_group(cluster, plan, index, run_dir, progress)
+    return write_manifest(cluster, plan, run_dir)
+
+
+def write_manifest(cluster: Cluster, plan: RunPlan, run_dir: Path) -> Path:
+    """Append the plan's scenario entries (each group wrote `scenarios/<name>/entry.json`) to the
+    run's manifest; a missing entry is an error, never a silently smaller matrix."""
     path = run_dir / MANIFEST
+    _check_unique(plan, run_dir)
     manifest: dict[str, Any] = json.loads(path.read_text()) if path.exists() else {
         "run_id": run_dir.name,
         "bootstrap_servers": cluster.direct_bootstrap_servers,
@@ -143,51 +174,127 @@ def run_scenarios(cluster: Cluster, plan: RunPlan, run_dir: Path, progress: Prog
         "params": [],
         "scenarios": [],
     }
+    missing = [s.name for s in plan.scenarios if not _entry_path(run_dir, s.name).exists()]
+    if missing:
+        raise RuntimeError(f"scenarios without evidence (their group did not finish): {missing}")
     manifest["params"].append(plan.params.model_dump())
-    taken = {entry["scenario"] for entry in manifest["scenarios"]}
-    if clash := taken & {scenario.name for scenario in plan.scenarios}:
-        raise SpecError(f"scenarios already in this run: {sorted(clash)}")
-    for scenario in plan.scenarios:
-        topic = f"acklab-{run_dir.name}-{len(manifest['scenarios'])}"
-        manifest["scenarios"].append(run_scenario(cluster, plan, scenario, topic, run_dir, progress))
-        _write_json(path, manifest)
+    manifest["scenarios"] += [json.loads(_entry_path(run_dir, s.name).read_text()) for s in plan.scenarios]
+    _write_json(path, manifest)
     return path
 
 
-def run_scenario(
-    cluster: Cluster, plan: RunPlan, scenario: ScenarioPlan, topic: str, run_dir: Path, progress: Progress | None
-) -> dict[str, object]:
-    """Fresh topic, load under the fault schedule, recovery; return the scenario's manifest entry."""
+def _check_unique(plan: RunPlan, run_dir: Path) -> None:
+    path = run_dir / MANIFEST
+    taken = {entry["scenario"] for entry in json.loads(path.read_text())["scenarios"]} if path.exists() else set()
+    if clash := taken & {scenario.name for scenario in plan.scenarios}:
+        raise SpecError(f"scenarios already in this run: {sorted(clash)}")
+
+
+def _entry_path(run_dir: Path, scenario: str) -> Path:
+    return run_dir / "scenarios" / scenario / "entry.json"
+
+
+def run_group(cluster: Cluster, plan: RunPlan, index: int, run_dir: Path, progress: Progress | None = None) -> list[dict[str, Any]]:
+    """Run scenario group `index`: the profiles of one fault side by side on fresh topics with the same
+    replica assignment (so the fault's target, partition 0 of the first topic, has the same leader
+    and followers in every topic), one fault schedule for all, then the health gate.
+
+    Writes and returns each scenario's manifest entry."""
+    group = plan.groups()[index]
+    group_started = time.time()
     topology = plan.topology
-    admin = cluster.admin()
-    admin.create_topic(topic, topology.partitions, topology.replication_factor)
-    admin.wait_in_sync(topic, 60)
-    send_log = Path("scenarios") / scenario.name / "send_log.parquet"
-    nemesis = Nemesis(FaultContext(cluster, topic, topology.min_insync_replicas), scenario.schedule)
-    log.info("scenario %s: %d messages to %s", scenario.name, plan.load.messages, topic)
-    started = False
+    topics = [f"acklab-{run_dir.name}-{scenario.name}" for scenario in group]
+    brokers = sorted(topology.broker_ids)
+    assignment = [
+        [brokers[(p + index + r) % len(brokers)] for r in range(topology.replication_factor)]
+        for p in range(topology.partitions)
+    ]
+    nemesis = Nemesis(FaultContext(cluster, topics[0], topology.min_insync_replicas), group[0].schedule)
+    log.info("group %d (%s): %d scenario(s), %d messages each", index, group[0].fault, len(group), plan.load.messages)
+    topics_ready = threading.Event()
 
-    def start_faults() -> None:  # with the load, once every producer is connected
-        nonlocal started
+    def start_faults() -> None:  # once every producer is connected and every topic fully in sync
+        if not topics_ready.wait(START_TIMEOUT_S):
+            raise TimeoutError("topics of the group not ready")
         nemesis.start()
-        started = True
 
-    try:
-        result = run_load(
-            cluster.bootstrap_servers, topic, scenario.profile, plan.load, run_dir / send_log, progress, start_faults
-        )
-    except BaseException:
-        if started:
+    ready = threading.Barrier(len(group), action=start_faults, timeout=START_TIMEOUT_S + 30)
+    totals = _GroupProgress(len(group), progress)
+
+    def load(n: int) -> LoadResult:
+        scenario = group[n]
+        send_log = run_dir / "scenarios" / scenario.name / "send_log.parquet"
+        try:
+            return run_load(cluster.bootstrap_servers, topics[n], scenario.profile, plan.load, send_log, totals.of(n), ready.wait)
+        except BaseException:
+            ready.abort()  # the other loads stop waiting for this one
+            raise
+
+    with ThreadPoolExecutor(len(group), thread_name_prefix="load") as pool:
+        futures = [pool.submit(load, n) for n in range(len(group))]  # producers start while topics are created
+        try:
+            admin = cluster.admin()
+            admin.create_topics(topics, assignment)
+            for topic in topics:
+                admin.wait_in_sync(topic, 60)
+            topics_ready.set()
+        except BaseException:
+            ready.abort()
+            raise
+        finally:
+            wait(futures)
+    failed = [f.exception() for f in futures if f.exception() is not None]
+    if failed:
+        if nemesis.started:
             nemesis.abort()
-        raise
+        raise failed[0]  # type: ignore[misc]
     outcome = nemesis.join()
     cluster.wait_healthy(120)
-    late = [e for e in outcome.timeline if e.started > result.ended]
-    incomplete_reason = f"fault started after the load ended ({late[0].fault})" if late else None
+    timing = {"index": index, "started": group_started, "ended": time.time(), "scenarios": len(group)}
+    entries = [
+        {**_entry(plan, scenario, topic, future.result(), outcome), "group": timing}
+        for scenario, topic, future in zip(group, topics, futures, strict=True)
+    ]
+    for scenario, entry in zip(group, entries, strict=True):
+        _write_json(_entry_path(run_dir, scenario.name), entry)
+    return entries
+
+
+class _GroupProgress:
+    """Sums the progress of a group's loads and reports it about once a second."""
+
+    def __init__(self, loads: int, sink: Progress | None) -> None:
+        self._totals = [(0, 0, 0)] * loads
+        self._sink = sink
+        self._lock = threading.Lock()
+        self._next = 0.0
+
+    def of(self, n: int) -> Progress | None:
+        if self._sink is None:
+            return None
+
+        def report(sent: int, acked: int, failed: int) -> None:
+            with self._lock:
+                self._totals[n] = (sent, acked, failed)
+                now = time.monotonic()
+                if now >= self._next:
+                    self._next = now + 0.9
+                    self._sink(*(sum(column) for column in zip(*self._totals, strict=True)))  # type: ignore[misc]
+
+        return report
+
+
+def _entry(plan: RunPlan, scenario: ScenarioPlan, topic: str, result: LoadResult, outcome: FaultOutcome) -> dict[str, Any]:
+    """The scenario's manifest entry: what was planned, what the load saw, what the fault did.
+
+    Evidence is incomplete when a fault started, or first showed its effect, after the load ended."""
+    late = [e for e in outcome.timeline if max(e.started, e.effective_at or 0.0) > result.ended]
+    incomplete_reason = f"fault {late[0].fault} started or took effect after the load ended" if late else None
     log.info(
         "scenario %s: sent=%d acked=%d failed=%d unknown=%d errors=%s; fault: %s",
         scenario.name, result.sent, result.acked, result.failed, result.unknown, result.errors, outcome.effect,
     )
+    send_log = Path("scenarios") / scenario.name / "send_log.parquet"
     return {
         "scenario": scenario.name,
         "profile": scenario.profile.name,
@@ -196,7 +303,7 @@ def run_scenario(
         "guarantee": str(scenario.expected.guarantee),
         "expectations": [e.as_dict() for e in scenario.expected.expectations],
         "topic": topic,
-        "partitions": topology.partitions,
+        "partitions": plan.topology.partitions,
         "send_log": str(send_log),
         "load_started": result.started,
         "load_ended": result.ended,

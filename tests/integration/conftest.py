@@ -12,6 +12,8 @@ import pytest
 
 from acklab.paths import PROJECT_ROOT
 
+POOL = "acklab_cluster"  # acklab.dag_factory.POOL (importing it would import Airflow here)
+
 BIN = Path(sys.executable).parent
 
 
@@ -34,4 +36,5 @@ def acklab_env(tmp_path_factory: pytest.TempPathFactory, isolated_run_store: Pat
         "ACKLAB_BIND_CLUSTER_TO_PID": "1",
     }
     subprocess.run([str(BIN / "airflow"), "db", "migrate"], env=env, check=True, capture_output=True)
+    subprocess.run([str(BIN / "airflow"), "pools", "set", POOL, "1", "acklab tests"], env=env, check=True, capture_output=True)
     return env

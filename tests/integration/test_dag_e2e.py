@@ -1,4 +1,4 @@
-"""The whole loop through Airflow: real cluster, load under leader kill, Spark audit, GX verdict."""
+"""The whole loop through Airflow (the smoke DAG): real cluster, load under leader kill, Spark audit, GX verdict."""
 
 from __future__ import annotations
 
@@ -15,9 +15,9 @@ pytestmark = pytest.mark.integration
 COUNTS = ("sent", "acked", "failed", "unknown", "lost", "duplicates", "reordered", "records_read", "delivered")
 
 
-def dags_test(env: dict[str, str], conf: dict) -> subprocess.CompletedProcess[str]:
+def dags_test(env: dict[str, str], conf: dict, dag_id: str = "kafka_delivery_smoke") -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [str(BIN / "airflow"), "dags", "test", "kafka_delivery_matrix", "-c", json.dumps(conf)],
+        [str(BIN / "airflow"), "dags", "test", dag_id, "-c", json.dumps(conf)],
         env=env, capture_output=True, text=True, timeout=900,
     )
 
@@ -56,3 +56,21 @@ def test_invalid_param_fails_before_any_cluster_starts(acklab_env: dict[str, str
     assert result.returncode != 0
     assert "meteor" in result.stdout + result.stderr
     assert not any((run / "cluster").exists() for run in set(isolated_run_store.iterdir()) - before)
+
+
+def test_version_regression_dag_compares_two_versions(acklab_env: dict[str, str], isolated_run_store: Path) -> None:
+    conf = {"kafka_versions": ["4.3.1", "3.9.2"], "profiles": ["idempotent"], "faults": ["leader-kill"], "messages": 12000, "rate": 4000}
+    result = dags_test(acklab_env, conf, "kafka_version_regression")
+    output = result.stdout + result.stderr
+    assert result.returncode == 0, output[-5000:]
+    (comparison,) = (isolated_run_store / "comparisons").glob("*/comparison.json")
+    summary = json.loads(comparison.read_text())
+    assert summary["status"] == "pass" and summary["differing"] == []
+    versions = [json.loads((Path(run) / "manifest.json").read_text())["topology"]["kafka_version"] for run in summary["runs"]]
+    assert versions == ["3.9.2", "4.3.1"]
+    for run in map(Path, summary["runs"]):
+        assert json.loads((run / "result.json").read_text())["scenarios"] == {"idempotent__leader-kill": "pass"}
+        assert_nothing_left(run / "cluster")
+    html = (comparison.parent / "index.html").read_text()
+    assert "heatmap-3.9.2.png" in html and "heatmap-4.3.1.png" in html
+    assert "Kafka 3.9.2: pass" in output and "Kafka 4.3.1: pass" in output

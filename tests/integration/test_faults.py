@@ -30,7 +30,7 @@ PLANS = [
 def audited() -> tuple[dict, dict[str, dict]]:
     """Run every plan on one cluster into one run folder, then one Spark audit."""
     run_dir = new_run_dir()
-    plans = [make_plan({**p, "messages": 20000, "rate": 4000, "fault_at_s": 1.5, "fault_duration_s": 8}) for p in PLANS]
+    plans = [make_plan({**p, "messages": 20000, "rate": 2500, "fault_at_s": 1.5, "fault_duration_s": 8}) for p in PLANS]
     cluster = LocalCluster.provision(plans[0].topology, run_dir / "cluster", owner_pid=os.getpid())
     try:
         for plan in plans:

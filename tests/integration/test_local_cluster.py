@@ -15,6 +15,7 @@ from confluent_kafka import Consumer, Producer
 
 from acklab.cluster.local import LocalCluster
 from acklab.cluster.state import ClusterState, reap_orphans
+from acklab.maven import kafka_libs
 from acklab.paths import runs_dir
 from acklab.topology import load_topology
 
@@ -46,9 +47,30 @@ def test_leader_kill_elects_new_leader_and_teardown_leaves_nothing() -> None:
         assert before.leader not in after.isr
         cluster.start(before.leader)
         assert all(p.in_sync for p in admin.wait_in_sync("failover", 60))
+
+        controller = cluster.active_controller()
+        assert controller == kafka_quorum_leader(cluster) and controller in {1, 2, 3}
+        cluster.kill(controller)
+        deadline = time.monotonic() + 30
+        while cluster.active_controller() in (-1, controller) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert cluster.active_controller() not in (-1, controller)
+        assert cluster.active_controller() == kafka_quorum_leader(cluster)
+        cluster.start(controller)
+        cluster.wait_healthy(60)
     finally:
         cluster.teardown()
     assert_nothing_left(root)
+
+
+def kafka_quorum_leader(cluster: LocalCluster) -> int:
+    """The quorum leader according to Kafka's own MetadataQuorumCommand (checks active_controller)."""
+    command = [
+        "java", "-cp", f"{kafka_libs(cluster.topology.kafka_version)}/*", "org.apache.kafka.tools.MetadataQuorumCommand",
+        "--bootstrap-server", cluster.direct_bootstrap_servers, "describe", "--status",
+    ]
+    output = subprocess.run(command, capture_output=True, text=True, timeout=120, check=True).stdout
+    return int(next(line.split()[-1] for line in output.splitlines() if line.startswith("LeaderId:")))
 
 
 def test_kafka_39_single_broker_round_trip() -> None:

@@ -1,4 +1,4 @@
-"""Every DAG imports cleanly and its defaults form a valid plan."""
+"""Every DAG imports cleanly, has the documented shape, and its defaults form a valid plan."""
 
 from __future__ import annotations
 
@@ -6,8 +6,11 @@ import os
 
 import pytest
 
-from acklab.paths import PROJECT_ROOT
+from acklab.nemesis.catalog import FAULT_NAMES
+from acklab.profiles import catalog
 from acklab.scenario import make_plan
+
+DAG_IDS = {"kafka_delivery_matrix", "kafka_delivery_smoke", "kafka_version_regression"}
 
 
 @pytest.fixture(scope="module")
@@ -15,21 +18,69 @@ def dagbag():
     os.environ.setdefault("AIRFLOW__CORE__LOAD_EXAMPLES", "False")
     from airflow.dag_processing.dagbag import DagBag
 
+    from acklab.paths import PROJECT_ROOT
+
     return DagBag(dag_folder=str(PROJECT_ROOT / "dags"))
 
 
 def test_no_import_errors(dagbag) -> None:
     assert dagbag.import_errors == {}
-    assert "kafka_delivery_matrix" in dagbag.dags
+    assert DAG_IDS <= set(dagbag.dags)
 
 
-def test_delivery_dag_shape_and_defaults(dagbag) -> None:
-    dag = dagbag.dags["kafka_delivery_matrix"]
-    assert dag.timetable.expression == "0 0 * * *"  # @daily
+@pytest.mark.parametrize("dag_id", ["kafka_delivery_matrix", "kafka_delivery_smoke"])
+def test_matrix_dag_shape(dagbag, dag_id: str) -> None:
+    dag = dagbag.dags[dag_id]
     tasks = {t.task_id: t for t in dag.tasks}
     assert tasks["provision_cluster"].is_setup and tasks["teardown_cluster"].is_teardown
     assert tasks["audit"].task_type == "SparkSubmitOperator"
     assert {t.task_id for t in tasks["audit"].downstream_list} == {"teardown_cluster", "validate"}
-    defaults = {name: dag.params[name] for name in dag.params}
-    plan = make_plan(defaults)
+    group = tasks["run_group"]
+    assert group.pool == "acklab_cluster" and group.is_mapped, "scenario groups: mapped, serialized by the pool"
+    assert {t.task_id for t in group.upstream_list} == {"provision_cluster", "scenario_groups"}
+
+
+def test_daily_dag_runs_the_standard_matrix(dagbag) -> None:
+    dag = dagbag.dags["kafka_delivery_matrix"]
+    assert dag.timetable.expression == "0 0 * * *"  # @daily
+    plan = make_plan({name: dag.params[name] for name in dag.params})
+    assert (plan.topology.brokers, plan.topology.replication_factor, plan.topology.min_insync_replicas) == (3, 3, 2)
+    assert len(plan.scenarios) == len(catalog()) * len(FAULT_NAMES) >= 36
+    assert len(plan.groups()) == len(FAULT_NAMES)
+
+
+def test_smoke_dag_is_small(dagbag) -> None:
+    dag = dagbag.dags["kafka_delivery_smoke"]
+    plan = make_plan({name: dag.params[name] for name in dag.params})
     assert [s.name for s in plan.scenarios] == ["leader-ack__leader-kill", "idempotent__leader-kill"]
+
+
+def test_version_dag_compares_two_versions(dagbag) -> None:
+    dag = dagbag.dags["kafka_version_regression"]
+    tasks = {t.task_id: t for t in dag.tasks}
+    assert tasks["run_version"].is_mapped and tasks["run_version"].pool == "acklab_cluster"
+    assert tasks["audit"].task_type == "SparkSubmitOperator" and tasks["audit"].is_mapped
+    assert {t.task_id for t in tasks["compare"].upstream_list} == {"validate"}
+    versions = dag.params["kafka_versions"]
+    assert len(versions) >= 2 and len(set(versions)) == len(versions)
+
+
+@pytest.mark.parametrize("dag_id", sorted(DAG_IDS))
+def test_params_are_typed_and_described(dagbag, dag_id: str) -> None:
+    dag = dagbag.dags[dag_id]
+    for name in dag.params:
+        param = dag.params.get_param(name)
+        assert param.schema.get("type") and param.description, name
+
+
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [("faults", ["meteor"]), ("profiles", ["fastest"]), ("messages", 0), ("topology", "nine-brokers"), ("rate", -1)],
+)
+def test_invalid_param_is_rejected_by_the_trigger_form(dagbag, name: str, value: object) -> None:
+    from airflow.sdk.definitions.param import ParamValidationError
+
+    param = dagbag.dags["kafka_delivery_matrix"].params.get_param(name)
+    param.resolve(param.value)
+    with pytest.raises(ParamValidationError):
+        param.resolve(value)

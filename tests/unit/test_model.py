@@ -211,6 +211,16 @@ def test_unbounded_faults_set_no_availability_expectation() -> None:
         assert texts(expected("at-least-once", fault), Kind.AVAILABILITY) == set()
 
 
+@pytest.mark.parametrize("fault", ["request-loss", "client-partition"])
+def test_silent_faults_need_a_socket_timeout_shorter_than_the_delivery_timeout(fault: str) -> None:
+    """librdkafka notices a request lost in flight only after socket.timeout.ms (60 s by default,
+    = the default delivery timeout): then failed writes are allowed, not a failure."""
+    assert texts(expected("at-least-once", fault), Kind.AVAILABILITY) == set()
+    assert texts(expected("at-least-once", "leader-kill"), Kind.AVAILABILITY) == ALL_ACKED
+    quick = profile(acks="all", overrides={"socket.timeout.ms": 10000})
+    assert texts(expected(quick, fault), Kind.AVAILABILITY) == ALL_ACKED
+
+
 def test_retry_budget() -> None:
     short = profile(acks="all", request_timeout_ms=1000, delivery_timeout_ms=5000)
     assert (Setting.of(short, THREE, []).budget_s, Setting.of(short, THREE, []).refused_s) == (5, 5)

@@ -52,6 +52,25 @@ class ClusterAdmin:
         )[topic]
         future.result(timeout=self._timeout)
 
+    def create_topics(self, topics: list[str], assignment: list[list[int]], config: dict[str, str] | None = None) -> None:
+        """Create `topics` with the same replica assignment (partition -> replicas, leader first)."""
+        futures = self._client.create_topics(
+            [NewTopic(topic, len(assignment), replica_assignment=assignment, config=config or {}) for topic in topics],
+            request_timeout=self._timeout,
+        )
+        for future in futures.values():
+            future.result(timeout=self._timeout)
+
+    def under_replicated(self) -> list[PartitionState]:
+        """Partitions of every topic without a leader or with an ISR smaller than their replicas."""
+        topics = self._client.list_topics(timeout=self._timeout).topics
+        return [
+            PartitionState(name, p.id, p.leader, tuple(p.replicas), tuple(p.isrs))
+            for name, metadata in sorted(topics.items())
+            for p in metadata.partitions.values()
+            if p.leader < 0 or set(p.isrs) != set(p.replicas)
+        ]
+
     def topics(self) -> list[str]:
         return sorted(self._client.list_topics(timeout=self._timeout).topics)
 

@@ -32,7 +32,6 @@ from docker.models.containers import Container
 
 from acklab.cluster.local import (
     KAFKA_MAIN,
-    QUORUM_TOOL,
     STORAGE_TOOL,
     ClusterStartError,
     LocalCluster,
@@ -262,24 +261,6 @@ class DockerCluster(LocalCluster):
                 raise
 
     # ---- health and metadata ---------------------------------------------------------------
-
-    def active_controller(self) -> int:
-        """The KRaft quorum leader, from Kafka's MetadataQuorumCommand run in a running node's container."""
-        runner = next(
-            (c for n in self.state.nodes if (c := self._container(n.node_id)) is not None and c.status == "running"), None
-        )
-        if runner is None:
-            raise ClusterStartError("no running node to ask for the quorum leader")
-        command = [
-            "java", "-Xmx256m", "-cp", f"{KAFKA_LIBS_IN_IMAGE}/*", QUORUM_TOOL,
-            "--bootstrap-server", self.direct_bootstrap_servers, "describe", "--status",
-        ]
-        code, output = runner.exec_run(command, user=f"{os.getuid()}:{os.getgid()}")
-        text = output.decode(errors="replace")
-        match = re.search(r"^LeaderId:\s+(\d+)", text, re.MULTILINE)
-        if match is None:
-            raise ClusterStartError(f"cannot read the quorum leader (exit {code}): {text[-500:]}")
-        return int(match[1])
 
     def _check_alive(self) -> None:
         """Fail fast when the proxy or a node exited on its own (not by one of our faults)."""

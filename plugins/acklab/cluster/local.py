@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import base64
+import json
 import os
-import re
 import signal
 import socket
 import subprocess
@@ -38,7 +38,7 @@ from acklab.topology import Topology
 
 KAFKA_MAIN = "kafka.Kafka"
 STORAGE_TOOL = "kafka.tools.StorageTool"
-QUORUM_TOOL = "org.apache.kafka.tools.MetadataQuorumCommand"
+METADATA_PARTITION = "__cluster_metadata-0"
 
 
 class ClusterStartError(RuntimeError):
@@ -166,7 +166,8 @@ class LocalCluster:
         return ",".join(f"127.0.0.1:{n.direct_port}" for n in self.state.nodes if n.is_broker and n.node_id not in exclude)
 
     def wait_healthy(self, timeout_s: float = 60.0) -> None:
-        """Every broker registered, and a probe topic (RF = topology RF) fully in sync."""
+        """The health gate: every broker registered, an active KRaft controller, a probe topic
+        (RF = topology RF) fully in sync and no under-replicated partition in any topic."""
         deadline = time.monotonic() + timeout_s
         admin = self.admin()
         expected = set(self.topology.broker_ids)
@@ -185,19 +186,32 @@ class LocalCluster:
         if PROBE_TOPIC not in admin.topics():
             admin.create_topic(PROBE_TOPIC, self.topology.brokers, self.topology.replication_factor)
         admin.wait_in_sync(PROBE_TOPIC, max(1.0, deadline - time.monotonic()))
+        while ((lagging := admin.under_replicated()) or self.active_controller() < 0) and time.monotonic() < deadline:
+            time.sleep(0.3)
+        if lagging:
+            raise ClusterStartError(f"{len(lagging)} under-replicated partition(s) after {timeout_s:.0f}s, e.g. {lagging[0]}")
+        if self.active_controller() < 0:
+            raise ClusterStartError(f"no active KRaft controller (no running quorum leader) after {timeout_s:.0f}s")
 
     def active_controller(self) -> int:
-        """The KRaft quorum leader, from Kafka's own MetadataQuorumCommand (the metadata API's
-        controller id is a random broker in KRaft mode)."""
-        command = [
-            os.environ.get("ACKLAB_JAVA", "java"), "-Xmx256m", "-cp", f"{self._libs}/*", QUORUM_TOOL,
-            "--bootstrap-server", self.direct_bootstrap_servers, "describe", "--status",
-        ]
-        result = subprocess.run(command, capture_output=True, text=True, timeout=60)
-        match = re.search(r"^LeaderId:\s+(\d+)", result.stdout, re.MULTILINE)
-        if match is None:
-            raise ClusterStartError(f"cannot read the quorum leader: {(result.stdout + result.stderr)[-500:]}")
-        return int(match[1])
+        """The KRaft quorum leader, or -1: the leader of the highest epoch in the voters' persisted
+        election state (`__cluster_metadata-0/quorum-state`, rewritten by each voter at every
+        election), if that voter is running. A file read, so it is instant even on a loaded machine
+        (the metadata API's controller id is a random broker in KRaft mode)."""
+        elected = []
+        for node in self.state.nodes:
+            if "controller" not in node.roles:
+                continue
+            try:
+                state = json.loads((node.data_dir / METADATA_PARTITION / "quorum-state").read_text())
+            except (OSError, ValueError):  # not written yet, or a node being formatted
+                continue
+            if state.get("leaderId", -1) >= 0:
+                elected.append((state["leaderEpoch"], state["leaderId"]))
+        if not elected:
+            return -1
+        _, leader = max(elected)
+        return leader if self.is_running(leader) else -1
 
     def _check_alive(self) -> None:
         if not process_matches(self.state.proxy.pid, self.state.proxy.create_time):

@@ -13,6 +13,7 @@ import json
 import os
 import shutil
 import signal
+import threading
 import time
 from pathlib import Path
 from typing import Literal
@@ -70,7 +71,7 @@ class ClusterState(BaseModel):
     status: Literal["running", "torn-down"] = "running"
 
     def save(self, root: Path) -> None:
-        tmp = root / f".{STATE_FILE}.tmp"
+        tmp = root / f".{STATE_FILE}.{threading.get_ident()}.tmp"  # faults stop nodes from several threads
         tmp.write_text(self.model_dump_json(indent=2))
         tmp.replace(root / STATE_FILE)
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import random
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Literal
 
@@ -113,7 +114,7 @@ def _process_fault(action: Literal["kill", "stop", "pause"]) -> Apply:
         if victim < 0:
             event.ended, event.effect = time.time(), f"{step.target} resolved to no broker"
             return event
-        controller = ctx.cluster.active_controller() if target.kind == "controller" else None
+        controller = victim if target.kind == "controller" else None
         {"kill": ctx.cluster.kill, "stop": ctx.cluster.stop, "pause": ctx.cluster.pause}[action](victim)
         started = time.monotonic()
         admin = ctx.cluster.admin(timeout_s=1.0, exclude=[victim])
@@ -133,8 +134,10 @@ def _process_fault(action: Literal["kill", "stop", "pause"]) -> Apply:
                     now = ctx.cluster.active_controller()
                     return f"active controller moved {controller} -> {now}" if now not in (-1, controller) else None
             effect = _poll(window, check)
-            event.effective = effect is not None
-            event.effect = f"{effect} in {time.monotonic() - started:.1f}s" if effect else f"{action} of broker {victim}: no effect seen within {step.duration_s:.0f}s"
+            event.observe(
+                effect and f"{effect} in {time.monotonic() - started:.1f}s",
+                f"{action} of broker {victim}: no effect seen within {step.duration_s:.0f}s",
+            )
             window.wait_out()
         finally:
             (ctx.cluster.resume if action == "pause" else ctx.cluster.start)(victim)
@@ -156,8 +159,10 @@ def _rolling_restart(ctx: FaultContext, step: FaultStep, window: Window) -> Faul
         ctx.cluster.start(broker)
         admin.wait_in_sync(ctx.topic, 120)
         restarted.append(broker)
-    event.effective = len(restarted) == len(ctx.cluster.topology.broker_ids)
-    event.effect = f"restarted brokers {restarted} in turn"
+    event.observe(f"restarted brokers {restarted} in turn" if len(restarted) == len(ctx.cluster.topology.broker_ids) else None,
+                  f"restarted only brokers {restarted}")
+    if event.effective:  # in effect from the first stop on
+        event.effective_at = event.started
     event.ended = time.time()
     return event
 
@@ -171,16 +176,14 @@ def _replicas_down(ctx: FaultContext, step: FaultStep, window: Window) -> FaultE
     count = step.options.get("count") or len(state.replicas) - ctx.min_insync_replicas + 1
     victims = followers[:count]
     event = FaultEvent(step.fault, f"followers {victims} of {step.target} (leader {state.leader})", "stop")
-    for victim in victims:
-        ctx.cluster.stop(victim)
+    with ThreadPoolExecutor(len(victims)) as pool:  # together: the ISR must shrink while the load runs
+        list(pool.map(ctx.cluster.stop, victims))
     try:
         def check() -> str | None:
             isr = admin.partition(target.topic or ctx.topic, target.partition).isr
             return f"ISR {list(isr)} below min.insync.replicas={ctx.min_insync_replicas}" if len(isr) < ctx.min_insync_replicas else None
 
-        effect = _poll(window, check)
-        event.effective = effect is not None
-        event.effect = effect or f"stopped {victims}; ISR never fell below {ctx.min_insync_replicas}"
+        event.observe(_poll(window, check), f"stopped {victims}; ISR never fell below {ctx.min_insync_replicas}")
         window.wait_out()
     finally:
         for victim in victims:
@@ -210,8 +213,10 @@ def _proxy_fault(action: str, counter: str) -> Apply:
         after = proxy.stats().get(victim, {})
         event.counts = {k: after.get(k, 0) - before.get(k, 0) for k in after if after.get(k, 0) != before.get(k, 0)}
         affected = event.counts.get(counter, 0)
-        event.effective = affected > 0
-        event.effect = f"proxy {counter.replace('_', ' ')}: {affected} on broker {victim}"
+        event.observe(f"proxy {counter.replace('_', ' ')}: {affected} on broker {victim}" if affected else None,
+                      f"proxy {counter.replace('_', ' ')}: 0 on broker {victim}")
+        if affected:  # the proxy counted requests of the load inside the window
+            event.effective_at = event.started
         return event
 
     return apply

@@ -18,7 +18,14 @@ class FaultEvent:
     ended: float | None = None
     effect: str = ""
     effective: bool = False
+    effective_at: float | None = None
     counts: dict[str, int] = field(default_factory=dict)
+
+    def observe(self, effect: str | None, otherwise: str) -> None:
+        """Record whether (and when) the cluster showed the fault's effect."""
+        self.effective = effect is not None
+        self.effective_at = time.time() if effect is not None else None
+        self.effect = effect or otherwise
 
 
 @dataclass

@@ -40,6 +40,10 @@ class Nemesis:
         except BaseException as exc:  # noqa: BLE001 - reported by join()
             self._error = exc
 
+    @property
+    def started(self) -> bool:
+        return self._thread.ident is not None
+
     def join(self) -> FaultOutcome:
         self._thread.join()
         if self._error is not None:

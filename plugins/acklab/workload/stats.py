@@ -10,7 +10,6 @@ import json
 import time
 
 import pyarrow as pa
-import pyarrow.compute as pc
 
 STATS_INTERVAL_MS = 1000
 # cumulative counters: a producer's last sample is its total
@@ -35,6 +34,8 @@ def stats_row(producer: str, raw: str) -> dict[str, object]:
 
 def summarize(table: pa.Table) -> dict[str, int]:
     """Totals of the counters (last sample of each producer) and maxima of the gauges."""
+    import pyarrow.compute as pc  # here, not at import: producer processes start faster without it
+
     summary = {"samples": table.num_rows}
     if table.num_rows == 0:
         return summary

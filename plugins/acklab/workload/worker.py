@@ -38,6 +38,7 @@ from acklab.workload.sendlog import ProducerLog
 log = logging.getLogger("acklab.workload.worker")
 CHUNK = 64  # messages between two polls at full speed
 BLOCK = 4096  # values built at once
+TOPIC_WAIT_S = 60.0  # for the topic to appear in the metadata
 WHOLE_VALUE_MAX = 1024  # larger values: the delivery callback keeps only the id prefix
 TICK_S = 0.25  # delivery reports folded into the arrays, progress published
 STOP_FLUSH_S = 5.0  # flush budget once stopped by a signal
@@ -103,10 +104,7 @@ class Worker:
             },
             logger=logging.getLogger("acklab.rdkafka"),
         )
-        metadata = self.producer.list_topics(job.topic, timeout=30).topics[job.topic]
-        if metadata.error is not None:
-            raise KafkaException(metadata.error)
-        self.partitions = len(metadata.partitions)
+        self.partitions = self._wait_for_topic(TOPIC_WAIT_S)
         self.log = ProducerLog(
             job.file(".parquet"),
             job.producer,
@@ -120,6 +118,17 @@ class Worker:
             self.producer.init_transactions(job.flush_timeout_s)
         pa.array([0])  # pyarrow imports pandas at its first conversion: pay for that before the load
         self.progress = np.memmap(job.directory / PROGRESS_FILE, dtype=np.int64, mode="r+", shape=(job.producers, 3))
+
+    def _wait_for_topic(self, timeout_s: float) -> int:
+        """The topic's partition count, once it exists: the worker may start while it is created."""
+        deadline = time.monotonic() + timeout_s
+        while True:
+            metadata = self.producer.list_topics(self.job.topic, timeout=timeout_s).topics[self.job.topic]
+            if metadata.error is None and metadata.partitions:
+                return len(metadata.partitions)
+            if time.monotonic() >= deadline or (metadata.error is not None and metadata.error.code() != KafkaError.UNKNOWN_TOPIC_OR_PART):
+                raise KafkaException(metadata.error or KafkaError(KafkaError.UNKNOWN_TOPIC_OR_PART))
+            time.sleep(0.2)
 
     def _delivery_callback(self):  # noqa: ANN202 - a closure over bound list appends, for speed
         """Only appends: the value (or its id prefix, for large values), partition, offset, and any error."""

@@ -1,0 +1,59 @@
+"""`make bench-matrix`: the daily DAG (the standard matrix) once through `airflow dags test`, timed.
+
+Prints the wall time of the whole DAG run and the median scenario overhead: for each scenario, the
+wall time of its group (fresh topics, load, fault recovery, health gate) minus its own load, plus an
+equal share of the run's fixed costs (Airflow, provisioning, Spark audit, GX validation, report).
+Scenarios of a group run side by side, but each is charged its whole group's overhead."""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import typer
+
+from acklab.paths import RESULT_FILE, runs_dir
+
+DAG_ID = "kafka_delivery_matrix"
+
+
+def main(conf: str = typer.Option("{}", help="DAG params as JSON (default: the standard matrix)")) -> None:
+    before = set(runs_dir().glob("*"))
+    airflow = Path(sys.executable).parent / "airflow"
+    started = time.monotonic()
+    done = subprocess.run(
+        [str(airflow), "dags", "test", DAG_ID, "-c", conf],
+        env={**os.environ, "ACKLAB_BIND_CLUSTER_TO_PID": "1"}, capture_output=True, text=True,
+    )
+    wall = time.monotonic() - started
+    new = [p for p in set(runs_dir().glob("*")) - before if (p / "manifest.json").exists()]
+    if len(new) != 1:
+        print(done.stdout[-3000:] + done.stderr[-3000:])
+        raise SystemExit(f"expected one new run in {runs_dir()}, found {len(new)} (dags test exit {done.returncode})")
+    run_dir = new[0]
+    (run_dir / "dags-test.log").write_text(done.stdout + done.stderr)
+    scenarios = json.loads((run_dir / "manifest.json").read_text())["scenarios"]
+    groups = {s["group"]["index"]: s["group"]["ended"] - s["group"]["started"] for s in scenarios}
+    fixed = wall - sum(groups.values())
+    overheads = [
+        groups[s["group"]["index"]] - (s["load_ended"] - s["load_started"]) + fixed / len(scenarios) for s in scenarios
+    ]
+    loads = [s["load_ended"] - s["load_started"] for s in scenarios]
+    result = json.loads((run_dir / RESULT_FILE).read_text()) if (run_dir / RESULT_FILE).exists() else {"status": "no result"}
+    statuses = result.get("scenarios", {})
+    print(f"run: {run_dir} (DAG log: {run_dir / 'dags-test.log'})")
+    print(f"dags test exit: {done.returncode}; status: {result['status']}; "
+          + ", ".join(f"{v} {sum(1 for s in statuses.values() if s == v)}" for v in ("pass", "fail", "incomplete")))
+    print(f"scenarios: {len(scenarios)} in {len(groups)} groups; median load seconds: {statistics.median(loads):.1f}")
+    print(f"group wall seconds: {sum(groups.values()):.0f}; fixed seconds (Airflow, cluster, Spark, GX, report): {fixed:.0f}")
+    print(f"matrix wall seconds: {wall:.0f}")
+    print(f"median scenario overhead seconds: {statistics.median(overheads):.1f}")
+
+
+if __name__ == "__main__":
+    typer.run(main)

@@ -1,0 +1,42 @@
+"""The version comparison report from two validated runs (files as the pipeline writes them)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from acklab.paths import RESULT_FILE
+from acklab.report.compare import build_comparison
+
+
+def _run(root: Path, name: str, version: str, statuses: dict[str, str]) -> Path:
+    run = root / name
+    (run / "audit").mkdir(parents=True)
+    (run / "report").mkdir()
+    (run / "report" / "heatmap.png").write_bytes(b"\x89PNG")
+    rows = [{"scenario": s, "lost": 0 if v == "pass" else 7, "duplicates": 0, "failed": 0, "reordered": 0} for s, v in statuses.items()]
+    (run / "audit" / "matrix.json").write_text(json.dumps(rows))
+    (run / "manifest.json").write_text(json.dumps({"topology": {"kafka_version": version}}))
+    status = "fail" if "fail" in statuses.values() else "pass"
+    (run / RESULT_FILE).write_text(json.dumps({"status": status, "scenarios": statuses, "matrix": str(run / "audit" / "matrix.json")}))
+    return run
+
+
+def test_differing_verdicts_are_called_out(isolated_run_store: Path) -> None:
+    old = _run(isolated_run_store, "r-a", "3.9.2", {"idempotent__leader-kill": "pass", "leader-ack__none": "pass"})
+    new = _run(isolated_run_store, "r-b", "4.3.1", {"idempotent__leader-kill": "fail", "leader-ack__none": "pass"})
+    comparison = build_comparison([new, old])
+    assert [r.kafka_version for r in comparison.runs] == ["3.9.2", "4.3.1"]
+    assert comparison.differing == ["idempotent__leader-kill"] and comparison.status == "fail"
+    assert "DIFFERS idempotent__leader-kill: 3.9.2 pass, 4.3.1 fail" in comparison.summary_lines()
+    html = comparison.html.read_text()
+    assert "heatmap-3.9.2.png" in html and "heatmap-4.3.1.png" in html and "idempotent__leader-kill" in html
+
+
+@pytest.mark.parametrize("statuses", [{"a__none": "pass"}])
+def test_same_verdicts_pass(isolated_run_store: Path, statuses: dict[str, str]) -> None:
+    runs = [_run(isolated_run_store, f"s-{v}", v, statuses) for v in ("4.3.1", "3.9.2")]
+    comparison = build_comparison(runs)
+    assert comparison.status == "pass" and comparison.differing == []

@@ -1,0 +1,47 @@
+"""Scenario groups (a fault's profiles side by side) and the evidence rules of a group's entries."""
+
+from __future__ import annotations
+
+import time
+
+from acklab.nemesis.events import FaultEvent, FaultOutcome
+from acklab.scenario import _entry, make_plan, standard_matrix
+from acklab.workload.producer import LoadResult
+
+
+def test_side_by_side_groups_one_fault_with_every_profile() -> None:
+    plan = make_plan({"profiles": ["leader-ack", "idempotent", "at-least-once"], "faults": ["leader-kill", "ack-loss"]})
+    groups = plan.groups()
+    assert [[s.name for s in g] for g in groups] == [
+        ["leader-ack__leader-kill", "idempotent__leader-kill", "at-least-once__leader-kill"],
+        ["leader-ack__ack-loss", "idempotent__ack-loss", "at-least-once__ack-loss"],
+    ]
+    assert all(s.schedule == g[0].schedule for g in groups for s in g)
+
+
+def test_one_at_a_time_makes_a_group_per_scenario() -> None:
+    plan = make_plan({"profiles": ["leader-ack", "idempotent"], "faults": ["leader-kill"], "side_by_side": False})
+    assert [[s.name for s in g] for g in plan.groups()] == [["leader-ack__leader-kill"], ["idempotent__leader-kill"]]
+
+
+def test_standard_matrix_is_every_profile_by_every_fault() -> None:
+    plan = make_plan(standard_matrix())
+    assert len(plan.scenarios) >= 36 and len(plan.groups()) == len(plan.params.faults)
+    assert plan.load.messages / plan.load.rate >= plan.params.fault_at_s + plan.params.fault_duration_s
+
+
+def _result(started: float, ended: float) -> LoadResult:
+    return LoadResult(started=started, ended=ended, sent=10, acked=10, failed=0, unknown=0, aborted=0, errors={})
+
+
+def test_a_fault_that_took_effect_after_the_load_ended_makes_the_evidence_incomplete() -> None:
+    plan = make_plan({"profiles": ["at-least-once-bounded"], "faults": ["replicas-down"]})
+    (scenario,) = plan.scenarios
+    now = time.time()
+    event = FaultEvent("replicas-down", "followers", "stop", started=now + 1, effective=True, effective_at=now + 9)
+    late = _entry(plan, scenario, "t", _result(now, now + 5), FaultOutcome([event]))
+    assert (late["evidence_complete"], late["fault_effective"]) == (False, False)
+    assert "after the load ended" in late["incomplete_reason"]
+    event.effective_at = now + 2
+    in_time = _entry(plan, scenario, "t", _result(now, now + 5), FaultOutcome([event]))
+    assert (in_time["evidence_complete"], in_time["fault_effective"]) == (True, True)
