@@ -2,8 +2,8 @@
 
 Matrix DAG: plan -> provision (setup) -> one mapped task per scenario group, serialized by the
 `acklab_cluster` pool (they share the cluster) -> collect -> Spark audit -> validate, teardown.
-Version DAG: one mapped task per Kafka version (provision, every group, teardown), a mapped Spark
-audit and validation per version, then the side-by-side comparison."""
+Version DAG: per Kafka version (mapped): provision, every group (pool), Spark audit, validation and
+teardown (after the audit, whatever happened), then the side-by-side comparison."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
-from airflow.sdk import DAG, Param, dag, get_current_context, setup, task, teardown
+from airflow.sdk import DAG, Param, TriggerRule, dag, get_current_context, setup, task, teardown
 
 from acklab import dag_tasks
 from acklab.checker.audit import SPARK_CONF
@@ -65,7 +65,7 @@ AUDIT = {
     "conf": SPARK_CONF,
     "name": "acklab-delivery-matrix",
 }
-"""The Spark audit's fixed arguments; the run's come from the collect (or run_version) task."""
+"""The Spark audit's fixed arguments; the run's come from the collect (or run_groups) task."""
 COLLECTED = "ti.xcom_pull(task_ids='collect')"
 
 
@@ -142,10 +142,20 @@ def version_regression_dag(dag_id: str, schedule: str | None, defaults: RunParam
         def plan(**context: Any) -> list[dict[str, Any]]:
             return dag_tasks.plan_versions(dict(context["params"]))
 
-        @task(pool=POOL, map_index_template="{{ kafka_version }}")
-        def run_version(run: dict[str, Any]) -> dict[str, Any]:
+        @task(map_index_template="{{ kafka_version }}")
+        def provision_cluster(run: dict[str, Any]) -> dict[str, Any]:
             _label(kafka_version=run["params"]["kafka_version"])
-            return dag_tasks.run_version(run, LEASE.total_seconds())
+            return dag_tasks.provision_cluster(run, LEASE.total_seconds())
+
+        @task(pool=POOL, map_index_template="{{ kafka_version }}")
+        def run_groups(run: dict[str, Any]) -> dict[str, Any]:
+            _label(kafka_version=run["params"]["kafka_version"])
+            return dag_tasks.run_all_groups(run)
+
+        @task(trigger_rule=TriggerRule.ALL_DONE, map_index_template="{{ kafka_version }}")
+        def teardown_cluster(run: dict[str, Any]) -> None:
+            _label(kafka_version=run["params"]["kafka_version"])
+            dag_tasks.teardown_cluster(run)
 
         @task(map_index_template="{{ kafka_version }}")
         def validate(audit: dict[str, Any]) -> dict[str, Any]:
@@ -156,10 +166,12 @@ def version_regression_dag(dag_id: str, schedule: str | None, defaults: RunParam
         def compare(summaries: list[dict[str, Any]]) -> dict[str, Any]:
             return dag_tasks.compare_versions(list(summaries))
 
-        ran = run_version.expand(run=plan())
+        clusters = provision_cluster.expand(run=plan())
+        ran = run_groups.expand(run=clusters)
         audit = SparkSubmitOperator.partial(**AUDIT).expand_kwargs(ran.map(lambda r: {"application_args": r["application_args"], "jars": r["jars"]}))
         validated = validate.expand(audit=ran)
         audit >> validated
+        audit >> teardown_cluster.expand(run=clusters)
         compare(validated)
 
     return versions_dag()

@@ -10,7 +10,8 @@ from pathlib import Path
 from typing import Any
 
 from acklab.checker.audit import audit_job
-from acklab.pipeline import attach, matrix_rows, provision, verdict, write_result
+from acklab.cluster.state import STATE_FILE
+from acklab.pipeline import CLUSTER_DIR, attach, matrix_rows, provision, verdict, write_result
 from acklab.report.compare import build_comparison
 from acklab import scenario
 from acklab.scenario import RunParams, make_plan, new_run_dir, run_scenarios, write_manifest
@@ -78,15 +79,10 @@ def collect(run: dict[str, Any]) -> dict[str, Any]:
     return _audit(run, write_manifest(attach(run_dir), make_plan(run["params"]), run_dir))
 
 
-def run_version(run: dict[str, Any], lease_s: float) -> dict[str, Any]:
-    """A whole version's cluster life in one task: provision, every group, teardown (also on failure)."""
+def run_all_groups(run: dict[str, Any]) -> dict[str, Any]:
+    """Every scenario group of the run, one after the other, on its cluster; return the audit job."""
     run_dir = Path(run["run_dir"])
-    plan = make_plan(run["params"])
-    cluster = provision(plan, run_dir, bind_to_pid=_owner(), lease_s=lease_s)
-    try:
-        manifest = run_scenarios(cluster, plan, run_dir, ProgressMeter(log.info))
-    finally:
-        cluster.teardown()
+    manifest = run_scenarios(attach(run_dir), make_plan(run["params"]), run_dir, ProgressMeter(log.info))
     return _audit(run, manifest)
 
 
@@ -99,7 +95,9 @@ def _audit(run: dict[str, Any], manifest: Path) -> dict[str, Any]:
 
 
 def teardown_cluster(run: dict[str, Any]) -> None:
-    attach(Path(run["run_dir"])).teardown()
+    """Tear down the run's cluster; nothing to do if it was never provisioned."""
+    if (Path(run["run_dir"]) / CLUSTER_DIR / STATE_FILE).exists():
+        attach(Path(run["run_dir"])).teardown()
 
 
 def validate(audit: dict[str, Any], raise_on_failure: bool = True) -> dict[str, Any]:

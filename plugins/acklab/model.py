@@ -29,7 +29,7 @@ NO_FAULT = "none"
 RECOVERY_S = 30.0  # after a fault ends: restart, catch up, rejoin the ISR, elect (seconds, generous)
 REFUSAL_S = 0.5  # one attempt the leader refuses at once (NOT_ENOUGH_REPLICAS), round trip (generous)
 # librdkafka defaults of the retry settings a profile may set in `overrides`.
-LIBRDKAFKA_DEFAULTS: Mapping[str, float] = {"retry.backoff.ms": 100, "retry.backoff.max.ms": 1000, "socket.timeout.ms": 60000}
+LIBRDKAFKA_DEFAULTS: Mapping[str, float] = {"retry.backoff.ms": 100, "retry.backoff.max.ms": 1000}
 
 # Faults whose effect on a producer ends when the step's duration ends: the leader or followers
 # come back, the proxy stops dropping. `latency` (a response sent at the end of the window is
@@ -48,10 +48,11 @@ BOUNDED_FAULTS = frozenset(
     }
 )
 UNBOUNDED_FAULTS = frozenset({"latency", "rolling-restart"})
-# Faults that swallow requests without an answer or a closed connection. librdkafka enforces
-# request.timeout.ms on the broker only: a ProduceRequest lost in flight times out locally after
-# min(socket.timeout.ms, the message's remaining delivery timeout), and only then is retried
-# (measured: with the defaults, 10 s of request-loss fail the writes in flight at 60 s).
+# Faults that swallow requests without an answer or a closed connection: a request lost in flight
+# is retried only after it times out in the client. librdkafka enforces request.timeout.ms on the
+# broker only and times requests out after socket.timeout.ms (default 60 s = the default delivery
+# timeout: measured, 10 s of request-loss then failed every write in flight, at 60 s); profiles set
+# socket.timeout.ms = request_timeout_ms, the client-side timeout of Java's request.timeout.ms.
 SILENT_FAULTS = frozenset({"request-loss", "client-partition"})
 MODELED_FAULTS = frozenset({NO_FAULT}) | BOUNDED_FAULTS | UNBOUNDED_FAULTS
 
@@ -95,7 +96,7 @@ class Setting:
 
     @classmethod
     def of(cls, profile: ProducerProfile, topology: Topology, schedule: Sequence[FaultStep]) -> Setting:
-        backoff_ms, backoff_max_ms, socket_timeout_ms = (
+        backoff_ms, backoff_max_ms = (
             float(profile.overrides.get(name, LIBRDKAFKA_DEFAULTS[name])) for name in LIBRDKAFKA_DEFAULTS
         )
         delivery_ms, retries = profile.delivery_timeout_ms, profile.retries
@@ -117,7 +118,7 @@ class Setting:
             faults=tuple((step.fault, step.duration_s) for step in schedule),
             outage_s=end - start,
             budget_s=min(delivery_ms, retries * backoff_ms) / 1000,
-            silent_s=socket_timeout_ms / 1000 if any(step.fault in SILENT_FAULTS for step in schedule) else 0.0,
+            silent_s=profile.request_timeout_ms / 1000 if any(step.fault in SILENT_FAULTS for step in schedule) else 0.0,
             refused_s=min(delivery_ms / 1000, retries * backoff_max_ms / 1000 + (retries + 1) * REFUSAL_S),
         )
 
@@ -286,7 +287,7 @@ RULES: tuple[Rule, ...] = (
         Kind.AVAILABILITY,
         f"faults all in {{{', '.join(sorted(BOUNDED_FAULTS))}}}, acks != 0, and the producer retries "
         f"at least the outage + {RECOVERY_S:g} s (min(delivery.timeout.ms, retries x retry.backoff.ms)), "
-        f"+ socket.timeout.ms for {', '.join(sorted(SILENT_FAULTS))} (a lost request is noticed only then)",
+        f"+ request.timeout.ms for {', '.join(sorted(SILENT_FAULTS))} (a lost request is noticed only then)",
         lambda s: s.only(BOUNDED_FAULTS) and s.acks != "0" and s.budget_s >= s.outage_s + s.silent_s + RECOVERY_S,
         (("failed_clean", 0, 0), ("indeterminate", 0, 0)),
         "The producer keeps retrying until the cluster serves again, so no write fails (records of "

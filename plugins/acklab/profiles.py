@@ -29,6 +29,7 @@ MANAGED_PROPERTIES = {
     "linger.ms": "linger_ms",
     "queue.buffering.max.ms": "linger_ms",
     "request.timeout.ms": "request_timeout_ms",
+    "socket.timeout.ms": "request_timeout_ms",
     "delivery.timeout.ms": "delivery_timeout_ms",
     "message.timeout.ms": "delivery_timeout_ms",
     "partitioner": "partitioner",
@@ -110,6 +111,9 @@ class ProducerProfile(BaseModel):
             "max.in.flight.requests.per.connection": self.max_in_flight,
             "linger.ms": self.linger_ms,
             "request.timeout.ms": self.request_timeout_ms,
+            # librdkafka enforces request.timeout.ms on the broker only; the client times a request
+            # out after socket.timeout.ms. Both, as Java's client-side request.timeout.ms.
+            "socket.timeout.ms": self.request_timeout_ms,
             "delivery.timeout.ms": self.delivery_timeout_ms,
             "partitioner": self.partitioner,
         }

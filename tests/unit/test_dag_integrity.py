@@ -58,8 +58,9 @@ def test_smoke_dag_is_small(dagbag) -> None:
 def test_version_dag_compares_two_versions(dagbag) -> None:
     dag = dagbag.dags["kafka_version_regression"]
     tasks = {t.task_id: t for t in dag.tasks}
-    assert tasks["run_version"].is_mapped and tasks["run_version"].pool == "acklab_cluster"
+    assert tasks["run_groups"].is_mapped and tasks["run_groups"].pool == "acklab_cluster"
     assert tasks["audit"].task_type == "SparkSubmitOperator" and tasks["audit"].is_mapped
+    assert tasks["teardown_cluster"].trigger_rule == "all_done" and "audit" in tasks["teardown_cluster"].upstream_task_ids
     assert {t.task_id for t in tasks["compare"].upstream_list} == {"validate"}
     versions = dag.params["kafka_versions"]
     assert len(versions) >= 2 and len(set(versions)) == len(versions)

@@ -6,10 +6,11 @@ import logging
 import time
 from dataclasses import dataclass
 
-from confluent_kafka import KafkaException
+from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient, NewTopic
 
 PROBE_TOPIC = "__acklab_probe"
+TRANSIENT = frozenset({KafkaError._DESTROY_BROKER, KafkaError._TRANSPORT, KafkaError._TIMED_OUT, KafkaError._ALL_BROKERS_DOWN})
 RDKAFKA_LOG = logging.getLogger("acklab.rdkafka")
 
 
@@ -47,19 +48,31 @@ class ClusterAdmin:
         return description.controller.id if description.controller else -1
 
     def create_topic(self, topic: str, partitions: int, replication_factor: int, config: dict[str, str] | None = None) -> None:
-        future = self._client.create_topics(
-            [NewTopic(topic, partitions, replication_factor, config=config or {})], request_timeout=self._timeout
-        )[topic]
-        future.result(timeout=self._timeout)
+        self._create([NewTopic(topic, partitions, replication_factor, config=config or {})])
 
     def create_topics(self, topics: list[str], assignment: list[list[int]], config: dict[str, str] | None = None) -> None:
         """Create `topics` with the same replica assignment (partition -> replicas, leader first)."""
-        futures = self._client.create_topics(
-            [NewTopic(topic, len(assignment), replica_assignment=assignment, config=config or {}) for topic in topics],
-            request_timeout=self._timeout,
-        )
-        for future in futures.values():
-            future.result(timeout=self._timeout)
+        self._create([NewTopic(topic, len(assignment), replica_assignment=assignment, config=config or {}) for topic in topics])
+
+    def _create(self, new_topics: list[NewTopic], attempts: int = 3) -> None:
+        """Create topics; a request lost to a transient client error (e.g. the bootstrap connection
+        replaced while it was in flight) is sent again, and then "already exists" means created."""
+        pending = {t.topic: t for t in new_topics}
+        for attempt in range(attempts):
+            futures = self._client.create_topics(list(pending.values()), request_timeout=self._timeout)
+            for topic, future in futures.items():
+                try:
+                    future.result(timeout=self._timeout)
+                    pending.pop(topic)
+                except KafkaException as exc:
+                    code = exc.args[0].code()
+                    if attempt > 0 and code == KafkaError.TOPIC_ALREADY_EXISTS:
+                        pending.pop(topic)
+                    elif code not in TRANSIENT or attempt == attempts - 1:
+                        raise
+            if not pending:
+                return
+            time.sleep(0.5)
 
     def under_replicated(self) -> list[PartitionState]:
         """Partitions of every topic without a leader or with an ISR smaller than their replicas."""

@@ -14,6 +14,7 @@ the send-log arrays in bulk every TICK_S.
 
 from __future__ import annotations
 
+import importlib.abc
 import json
 import logging
 import math
@@ -116,7 +117,7 @@ class Worker:
         )
         if job.transaction is not None:
             self.producer.init_transactions(job.flush_timeout_s)
-        pa.array([0])  # pyarrow imports pandas at its first conversion: pay for that before the load
+        pa.array([0])  # pyarrow looks for pandas at its first conversion: pay for that before the load
         self.progress = np.memmap(job.directory / PROGRESS_FILE, dtype=np.int64, mode="r+", shape=(job.producers, 3))
 
     def _wait_for_topic(self, timeout_s: float) -> int:
@@ -334,7 +335,17 @@ class Worker:
             pending.clear()
 
 
+class _WithoutPandas(importlib.abc.MetaPathFinder):
+    """Producers never need pandas, but pyarrow imports it at its first conversion when it can:
+    over a second of CPU per producer process, times the producers a scenario group starts at once."""
+
+    def find_spec(self, name: str, path: object = None, target: object = None) -> None:
+        if name.partition(".")[0] == "pandas":
+            raise ImportError("pandas is not used by acklab producer processes")
+
+
 def main() -> None:
+    sys.meta_path.insert(0, _WithoutPandas())
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     job = WorkerJob.model_validate_json(sys.stdin.readline())
     worker = Worker(job)
