@@ -9,7 +9,9 @@ task per topic partition) into the Parquet archive ``topic_records.parquet``; th
 outcome table ``outcomes.parquet`` (partitioned by scenario) is computed from the archive and the
 send logs, and the matrix (one row per scenario) from the three. Message-level data stays in
 Spark; only rows per scenario reach the driver, where the matrix's conservation identities
-(``IDENTITIES``) are checked before it is written. The evidence contract is ``docs/evidence.md``.
+(``IDENTITIES``) are checked before it is written. The evidence contract is ``docs/evidence.md``;
+the matrix's columns and identities are ``acklab.matrix_contract`` (the driver needs ``plugins/`` on its
+path: the project's venv, or PYTHONPATH as in docker-compose.yaml).
 
 Outcome of a message (exclusive), with ``copies`` = number of topic records carrying its id:
 
@@ -64,6 +66,8 @@ from pyspark.sql.types import (
     StructField,
     StructType,
 )
+
+from acklab.matrix_contract import COUNT_COLUMNS, IDENTITIES, METRIC_COLUMNS
 
 SEND_LOG_SCHEMA = StructType(
     [
@@ -152,65 +156,8 @@ META_SCHEMA = StructType(
 WINDOW_TYPE = StructType([StructField("start", DoubleType()), StructField("end", DoubleType())])
 SCENARIO_SCHEMA = StructType([*META_SCHEMA.fields, StructField("fault_windows", ArrayType(WINDOW_TYPE), False)])
 
-COUNT_COLUMNS = (
-    "sent",
-    "acked",
-    "failed",
-    "unknown",
-    "records_read",
-    "delivered",
-    "lost",
-    "duplicated",
-    "duplicates",
-    "acked_duplicated",
-    "failed_clean",
-    "indeterminate",
-    "unknown_absent",
-    "unexpected",
-    "reordered",
-    "misrouted",
-    "offset_mismatch",
-    "aborted",
-    "aborted_acked",
-    "aborted_clean",
-    "aborted_visible",
-)
-METRIC_COLUMNS = (
-    "ack_latency_p50_ms",
-    "ack_latency_p95_ms",
-    "ack_latency_p99_ms",
-    "ack_latency_max_ms",
-    "acked_per_s",
-    "longest_ack_gap_s",
-    "ack_gap_fault_overlap_s",
-)
 MATRIX_COLUMNS = tuple(META_SCHEMA.fieldNames()) + COUNT_COLUMNS + METRIC_COLUMNS
 LATENCY_PERCENTILES = (0.5, 0.95, 0.99)
-
-# total == sum(parts). Totals and parts come from separate scans (states: send logs, classes: outcome
-# table, records_read: topic records), so the identities also catch ids the audit mismatched.
-IDENTITIES: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("sent", ("acked", "failed", "unknown")),
-    ("acked", ("delivered", "lost", "acked_duplicated", "aborted_acked")),
-    (
-        "sent",
-        (
-            "delivered",
-            "lost",
-            "acked_duplicated",
-            "failed_clean",
-            "indeterminate",
-            "unknown_absent",
-            "aborted_clean",
-            "aborted_visible",
-        ),
-    ),
-    ("aborted", ("aborted_clean", "aborted_visible")),
-    (
-        "records_read",
-        ("delivered", "acked_duplicated", "indeterminate", "aborted_visible", "duplicates", "unexpected"),
-    ),
-)
 
 _VALUE_PREFIX = r"^([0-9]+):([0-9]+):"
 # Enough bytes for "<id>:<seq>:" with two 19-digit int64s; longer numbers would overflow anyway.

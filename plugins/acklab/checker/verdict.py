@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 from urllib.parse import unquote, urlparse
 
+from acklab.matrix_contract import COUNT_COLUMNS, IDENTITIES, METRIC_COLUMNS
 from acklab.model import NO_FAULT, PROMISES, RULES, Expectation, Guarantee, Kind, suite_expectations
 from acklab.model_table import default_tables, to_html
 from acklab.paths import expectations_dir
@@ -54,61 +55,6 @@ MANIFEST = "manifest.json"
 # The matrix contract (spark/delivery_matrix.py; a unit test keeps these in step with it).
 IDENTITY_COLUMNS = ("scenario", "profile", "fault", "guarantee", "fault_effective", "evidence_complete")
 DESCRIPTIVE_COLUMNS = ("partitioner", "producers", "transactional", "incomplete_reason")
-COUNT_COLUMNS = (
-    "sent",
-    "acked",
-    "failed",
-    "unknown",
-    "records_read",
-    "delivered",
-    "lost",
-    "duplicated",
-    "duplicates",
-    "acked_duplicated",
-    "failed_clean",
-    "indeterminate",
-    "unknown_absent",
-    "unexpected",
-    "reordered",
-    "misrouted",
-    "offset_mismatch",
-    "aborted",
-    "aborted_acked",
-    "aborted_clean",
-    "aborted_visible",
-)
-METRIC_COLUMNS = (
-    "ack_latency_p50_ms",
-    "ack_latency_p95_ms",
-    "ack_latency_p99_ms",
-    "ack_latency_max_ms",
-    "acked_per_s",
-    "longest_ack_gap_s",
-    "ack_gap_fault_overlap_s",
-)
-# total == sum(parts), per row.
-IDENTITIES: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("sent", ("acked", "failed", "unknown")),
-    ("acked", ("delivered", "lost", "acked_duplicated", "aborted_acked")),
-    (
-        "sent",
-        (
-            "delivered",
-            "lost",
-            "acked_duplicated",
-            "failed_clean",
-            "indeterminate",
-            "unknown_absent",
-            "aborted_clean",
-            "aborted_visible",
-        ),
-    ),
-    ("aborted", ("aborted_clean", "aborted_visible")),
-    (
-        "records_read",
-        ("delivered", "acked_duplicated", "indeterminate", "aborted_visible", "duplicates", "unexpected"),
-    ),
-)
 MATRIX_COLUMNS = IDENTITY_COLUMNS + DESCRIPTIVE_COLUMNS + COUNT_COLUMNS + METRIC_COLUMNS
 MISSING = "missing columns"  # derived: the matrix columns a row lacks
 SUMMARY_COUNTS = ("sent", "acked", "failed", "lost", "duplicates", "reordered")

@@ -119,10 +119,7 @@ class DockerCluster(LocalCluster):
     """The local backend's cluster (ports, configs, proxy, health, teardown) with containers for nodes."""
 
     def __init__(self, state: ClusterState, root: Path, client: docker.DockerClient | None = None) -> None:
-        self.state = state
-        self.root = root
-        self.topology = state.topology
-        self._libs = KAFKA_LIBS_IN_IMAGE
+        super().__init__(state, root, KAFKA_LIBS_IN_IMAGE)
         self._client = client or engine()
 
     @classmethod

@@ -86,11 +86,12 @@ def _plan_nodes(topology: Topology, root: Path) -> list[NodeState]:
 class LocalCluster:
     """A cluster of local JVM processes; every method works from any process via `attach`."""
 
-    def __init__(self, state: ClusterState, root: Path) -> None:
+    def __init__(self, state: ClusterState, root: Path, libs: Path | None = None) -> None:
+        """`libs`: the Kafka jars the nodes run from (default: the local Maven cache's)."""
         self.state = state
         self.root = root
         self.topology = state.topology
-        self._libs = kafka_libs(self.topology.kafka_version)
+        self._libs = libs or kafka_libs(self.topology.kafka_version)
 
     # ---- lifecycle -------------------------------------------------------------------------
 
