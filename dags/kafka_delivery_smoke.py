@@ -4,4 +4,4 @@ audited by Spark, validated by Great Expectations. Trigger it with params to run
 from acklab.dag_factory import delivery_matrix_dag
 from acklab.scenario import RunParams
 
-dag = delivery_matrix_dag("kafka_delivery_smoke", None, RunParams(messages=25_000), __doc__, ["smoke"])
+dag = delivery_matrix_dag("kafka_delivery_smoke", None, RunParams(messages=60_000), __doc__, ["smoke"])

@@ -24,7 +24,7 @@ def dags_test(env: dict[str, str], conf: dict, dag_id: str = "kafka_delivery_smo
 
 def test_dag_run_matrix_and_verdicts_under_leader_kill(acklab_env: dict[str, str], isolated_run_store: Path) -> None:
     before = set(isolated_run_store.iterdir())
-    conf = {"profiles": ["leader-ack", "idempotent"], "faults": ["leader-kill"], "messages": 25000, "rate": 5000}
+    conf = {"profiles": ["leader-ack", "idempotent"], "faults": ["leader-kill"], "messages": 60000, "rate": 5000}  # 12 s: the load outlasts the fault window
     result = dags_test(acklab_env, conf)
     output = result.stdout + result.stderr
     assert result.returncode == 0, output[-5000:]
@@ -35,7 +35,7 @@ def test_dag_run_matrix_and_verdicts_under_leader_kill(acklab_env: dict[str, str
     assert set(rows) == {"leader-ack__leader-kill", "idempotent__leader-kill"}
     for row in rows.values():
         assert all(isinstance(row[c], int) and row[c] >= 0 for c in COUNTS), row
-        assert row["sent"] == 25000
+        assert row["sent"] == 60000
         assert row["sent"] == row["acked"] + row["failed"] + row["unknown"]
         assert row["fault_effective"] is True and row["evidence_complete"] is True
     idempotent = rows["idempotent__leader-kill"]
@@ -59,7 +59,7 @@ def test_invalid_param_fails_before_any_cluster_starts(acklab_env: dict[str, str
 
 
 def test_version_regression_dag_compares_two_versions(acklab_env: dict[str, str], isolated_run_store: Path) -> None:
-    conf = {"kafka_versions": ["4.3.1", "3.9.2"], "profiles": ["idempotent"], "faults": ["leader-kill"], "messages": 12000, "rate": 4000}
+    conf = {"kafka_versions": ["4.3.1", "3.9.2"], "profiles": ["idempotent"], "faults": ["leader-kill"], "messages": 48000, "rate": 4000}
     result = dags_test(acklab_env, conf, "kafka_version_regression")
     output = result.stdout + result.stderr
     assert result.returncode == 0, output[-5000:]
