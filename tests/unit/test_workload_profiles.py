@@ -26,7 +26,7 @@ def test_catalog_has_every_delivery_mode() -> None:
     assert {n: (profiles[n].acks, profiles[n].enable_idempotence, profiles[n].max_in_flight, profiles[n].transaction is not None) for n in expected} == expected
     assert all(p.partitioner == "consistent_random" for p in profiles.values())
     transaction = get_profile("transactional").transaction
-    assert transaction is not None and (transaction.records_per_txn, transaction.abort_ratio) == (1000, 0.1)
+    assert transaction is not None and (transaction.records_per_txn, transaction.abort_ratio) == (4000, 0.25)
     assert all(p.partitioner == "consistent_random" for p in profiles.values())
 
 

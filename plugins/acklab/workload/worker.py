@@ -226,7 +226,8 @@ class Worker:
                 if rate is not None:
                     due = self._t0 + self.log.sent / rate
                     while (remaining := due - time.monotonic()) > 0:
-                        poll(min(remaining, TICK_S))
+                        # librdkafka waits in whole milliseconds: a shorter wait would be a busy loop
+                        poll(min(math.ceil(remaining * 1000) / 1000, TICK_S))
                         polled()
                         self._tick()
                 if time.monotonic() >= self._next_tick:
