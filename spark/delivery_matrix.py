@@ -67,7 +67,7 @@ from pyspark.sql.types import (
     StructType,
 )
 
-from acklab.matrix_contract import COUNT_COLUMNS, IDENTITIES, METRIC_COLUMNS
+from acklab.matrix_contract import COUNT_COLUMNS, IDENTITIES, METRIC_COLUMNS, SENT_OUTCOMES, STATES
 
 SEND_LOG_SCHEMA = StructType(
     [
@@ -126,18 +126,7 @@ OUTCOME_SCHEMA = StructType(
         StructField("reordered", BooleanType(), False),
     ]
 )
-STATES = ("acked", "failed", "unknown")
-OUTCOMES = (
-    "aborted_visible",
-    "aborted_clean",
-    "delivered",
-    "lost",
-    "acked_duplicated",
-    "failed_clean",
-    "indeterminate",
-    "unknown_absent",
-    "unexpected",
-)
+OUTCOMES = (*SENT_OUTCOMES, "unexpected")
 
 META_SCHEMA = StructType(
     [
@@ -454,7 +443,7 @@ def compute_matrix(
     n, outcome = F.col("copies"), F.col("outcome")
     sent_dup = (outcome != "unexpected") & (n > 1)
     by_outcome = outcomes.groupBy("scenario").agg(
-        *(F.count_if(outcome == name).alias(name) for name in OUTCOMES if name != "unexpected"),
+        *(F.count_if(outcome == name).alias(name) for name in SENT_OUTCOMES),
         F.sum(F.when(outcome == "unexpected", n)).alias("unexpected_copies"),
         F.count_if(sent_dup).alias("duplicated"),
         F.sum(F.when(sent_dup, n - 1)).alias("duplicates"),

@@ -36,24 +36,25 @@ METRIC_COLUMNS = (
     "longest_ack_gap_s",
     "ack_gap_fault_overlap_s",
 )
+# A sent message's final state in the send log, and its outcome class in the audit (ids found only
+# in the topic are "unexpected", not a class of a sent message).
+STATES = ("acked", "failed", "unknown")
+SENT_OUTCOMES = (
+    "delivered",
+    "lost",
+    "acked_duplicated",
+    "failed_clean",
+    "indeterminate",
+    "unknown_absent",
+    "aborted_clean",
+    "aborted_visible",
+)
 # total == sum(parts), per row. The Spark job checks them from separate scans (states: send logs,
 # classes: outcome table, records_read: topic records), so they also catch ids the audit mismatched.
 IDENTITIES: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("sent", ("acked", "failed", "unknown")),
+    ("sent", STATES),
     ("acked", ("delivered", "lost", "acked_duplicated", "aborted_acked")),
-    (
-        "sent",
-        (
-            "delivered",
-            "lost",
-            "acked_duplicated",
-            "failed_clean",
-            "indeterminate",
-            "unknown_absent",
-            "aborted_clean",
-            "aborted_visible",
-        ),
-    ),
+    ("sent", SENT_OUTCOMES),
     ("aborted", ("aborted_clean", "aborted_visible")),
     (
         "records_read",
