@@ -431,6 +431,20 @@ def test_send_log_defaults_and_missing_column(spark: SparkSession, tmp_path: Pat
         dm.read_send_logs(spark, manifest, tmp_path)
 
 
+def test_send_logs_scanned_together_keep_their_scenario(spark: SparkSession, tmp_path: Path) -> None:
+    """Send logs of one schema are read in one scan; each row still gets its own file's scenario,
+    also under paths Spark has to escape, and legacy logs in the same run get their defaults."""
+    logs = {"s a%1": ("s-a", "odd dir/50% #1/send_log.parquet"), "s-b": ("s-b", "b/send_log.parquet"),
+            "s-c": ("s-c", "c/send_log.parquet")}
+    expected = []
+    for name, (source, rel) in logs.items():
+        rows = [(*row[:3], f"p-{name}", *row[4:]) for row in _send_log_rows(source)]
+        _write_send_log(tmp_path / rel, rows, LEGACY_SEND_LOG if name == "s-c" else FULL_SEND_LOG)
+        expected += [(name, row[0], "p0" if name == "s-c" else f"p-{name}") for row in rows]
+    manifest = {"scenarios": [{"scenario": name, "send_log": rel} for name, (_, rel) in logs.items()]}
+    rows = dm.read_send_logs(spark, manifest, tmp_path).collect()
+    assert sorted((r.scenario, r.id, r.producer) for r in rows) == sorted(expected)
+
 def test_main_end_to_end(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     run_dir = tmp_path / "run"
     scenarios = []

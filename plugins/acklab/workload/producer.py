@@ -3,9 +3,9 @@
 `run_load` starts `spec.producers` worker processes (`acklab.workload.worker`), each with its own
 producer, id range and keys; starts them together (after calling `on_start`, e.g. the nemesis);
 reports progress once a second; and joins their send-log parts into `send_log_path` and their
-librdkafka statistics into `producer_stats.parquet` next to it. Subprocesses rather than
-`multiprocessing`, so the load also runs inside daemonic workers (Celery) and never forks a
-process that holds librdkafka threads.
+librdkafka statistics into `producer_stats.parquet` next to it. The processes are forked from a
+pre-imported server (`acklab.workload.forkserver`) rather than with `multiprocessing`, so the load
+also runs inside daemonic workers (Celery) and never forks a process that holds librdkafka threads.
 """
 
 from __future__ import annotations
@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 import logging
 import subprocess
-import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -28,6 +27,7 @@ from acklab.profiles import ProducerProfile
 from acklab.workload import stats
 from acklab.workload.records import ValueFormat
 from acklab.workload.sendlog import combine
+from acklab.workload.forkserver import ForkedProcess, ForkServer
 from acklab.workload.worker import PROGRESS_FILE, WorkerJob
 
 log = logging.getLogger(__name__)
@@ -141,19 +141,19 @@ def run_load(
     workers = [_spawn(job) for job in jobs]
     try:
         for job, worker in zip(jobs, workers, strict=True):
-            if worker.stdout.readline().strip() != "ready":  # type: ignore[union-attr]
+            if worker.stdout.readline().strip() != "ready":
                 worker.wait(START_TIMEOUT_S)
                 raise WorkloadError(f"producer {job.name} failed to start: {_tail(job)}")
         if on_start is not None:
             on_start()
         for worker in workers:
-            worker.stdin.write("go\n")  # type: ignore[union-attr]
-            worker.stdin.close()  # type: ignore[union-attr]
+            worker.stdin.write("go\n")
+            worker.stdin.close()
         _watch(workers, counters, progress)
     except BaseException:
         for worker in workers:
-            if not worker.stdin.closed:  # type: ignore[union-attr]
-                worker.stdin.close()  # type: ignore[union-attr]  # not started: exits at EOF
+            if not worker.stdin.closed:
+                worker.stdin.close()  # not started: exits at EOF
             worker.terminate()  # started: stops producing, still writes its evidence
         for worker in workers:
             try:
@@ -194,21 +194,14 @@ def run_load(
     )
 
 
-def _spawn(job: WorkerJob) -> subprocess.Popen[str]:
-    with job.file(".log").open("w") as stderr:
-        worker = subprocess.Popen(
-            [sys.executable, "-m", "acklab.workload.worker"],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=stderr,
-            text=True,
-        )
-    worker.stdin.write(job.model_dump_json() + "\n")  # type: ignore[union-attr]
-    worker.stdin.flush()  # type: ignore[union-attr]
+def _spawn(job: WorkerJob) -> ForkedProcess:
+    worker = ForkServer.shared().spawn(job.file(".log"))
+    worker.stdin.write(job.model_dump_json() + "\n")
+    worker.stdin.flush()
     return worker
 
 
-def _watch(workers: list[subprocess.Popen[str]], counters: np.ndarray, progress: Progress | None) -> None:
+def _watch(workers: list[ForkedProcess], counters: np.ndarray, progress: Progress | None) -> None:
     """Wait for every worker, reporting progress from 0 and then about once a second."""
     if progress is not None:
         progress(0, 0, 0)

@@ -1,4 +1,4 @@
-"""One producer process of a load: `python -m acklab.workload.worker`, driven by `acklab.workload.producer`.
+"""One producer process of a load, forked by `acklab.workload.forkserver`, driven by `acklab.workload.producer`.
 
 Protocol: the job arrives as one JSON line on stdin; the worker connects, fetches the topic's
 metadata (and initialises transactions), prints `ready`, waits for `go` on stdin, produces, then
@@ -117,7 +117,6 @@ class Worker:
         )
         if job.transaction is not None:
             self.producer.init_transactions(job.flush_timeout_s)
-        pa.array([0])  # pyarrow looks for pandas at its first conversion: pay for that before the load
         self.progress = np.memmap(job.directory / PROGRESS_FILE, dtype=np.int64, mode="r+", shape=(job.producers, 3))
 
     def _wait_for_topic(self, timeout_s: float) -> int:
@@ -345,8 +344,16 @@ class _WithoutPandas(importlib.abc.MetaPathFinder):
             raise ImportError("pandas is not used by acklab producer processes")
 
 
+def preload() -> None:
+    """What every producer process needs before its job: no pandas, and pyarrow's first conversion
+    done (it looks for pandas then). The fork server calls it once for all its children."""
+    if not any(isinstance(finder, _WithoutPandas) for finder in sys.meta_path):
+        sys.meta_path.insert(0, _WithoutPandas())
+    pa.array([0])
+
+
 def main() -> None:
-    sys.meta_path.insert(0, _WithoutPandas())
+    preload()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     job = WorkerJob.model_validate_json(sys.stdin.readline())
     worker = Worker(job)
@@ -365,6 +372,3 @@ def main() -> None:
     tmp.write_text(json.dumps(result))
     os.replace(tmp, out)
 
-
-if __name__ == "__main__":
-    main()
