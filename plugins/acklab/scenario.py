@@ -19,10 +19,11 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from acklab.cluster.base import Cluster
 from acklab.model import Expected, expect
-from acklab.nemesis.catalog import FAULT_NAMES, FaultContext
+from acklab.nemesis.catalog import FAULT_NAMES, FAULTS, FaultContext
 from acklab.nemesis.events import FaultOutcome
 from acklab.nemesis.runner import Nemesis
 from acklab.nemesis.schedule import FaultStep, schedule_for
+from acklab.nemesis.watch import LeaderWatch
 from acklab.paths import runs_dir
 from acklab.profiles import Partitioner, ProducerProfile, catalog, get_profile
 from acklab.topology import SpecError, Topology, load_topology, parse_model
@@ -210,12 +211,16 @@ def run_group(cluster: Cluster, plan: RunPlan, index: int, run_dir: Path, progre
         for p in range(topology.partitions)
     ]
     nemesis = Nemesis(FaultContext(cluster, topics[0], topology.min_insync_replicas), group[0].schedule)
+    moves_leaders = any(FAULTS[step.fault].moves_leaders for step in group[0].schedule)
+    watch = None if moves_leaders else LeaderWatch(cluster, topics)
     log.info("group %d (%s): %d scenario(s), %d messages each", index, group[0].fault, len(group), plan.load.messages)
     topics_ready = threading.Event()
 
     def start_faults() -> None:  # once every producer is connected and every topic fully in sync
         if not topics_ready.wait(START_TIMEOUT_S):
             raise TimeoutError("topics of the group not ready")
+        if watch is not None:
+            watch.start()
         nemesis.start()
 
     ready = threading.Barrier(len(group), action=start_faults, timeout=START_TIMEOUT_S + 30)
@@ -243,6 +248,7 @@ def run_group(cluster: Cluster, plan: RunPlan, index: int, run_dir: Path, progre
             raise
         finally:
             wait(futures)
+            unplanned = watch.stop() if watch is not None else None
     failed = [f.exception() for f in futures if f.exception() is not None]
     if failed:
         if nemesis.started:
@@ -252,7 +258,7 @@ def run_group(cluster: Cluster, plan: RunPlan, index: int, run_dir: Path, progre
     cluster.wait_healthy(120)
     timing = {"index": index, "started": group_started, "ended": time.time(), "scenarios": len(group)}
     entries = [
-        {**_entry(plan, scenario, topic, future.result(), outcome), "group": timing}
+        {**_entry(plan, scenario, topic, future.result(), outcome, unplanned), "group": timing}
         for scenario, topic, future in zip(group, topics, futures, strict=True)
     ]
     for scenario, entry in zip(group, entries, strict=True):
@@ -284,12 +290,17 @@ class _GroupProgress:
         return report
 
 
-def _entry(plan: RunPlan, scenario: ScenarioPlan, topic: str, result: LoadResult, outcome: FaultOutcome) -> dict[str, Any]:
+def _entry(
+    plan: RunPlan, scenario: ScenarioPlan, topic: str, result: LoadResult, outcome: FaultOutcome, unplanned: str | None
+) -> dict[str, Any]:
     """The scenario's manifest entry: what was planned, what the load saw, what the fault did.
 
-    Evidence is incomplete when a fault started, or first showed its effect, after the load ended."""
+    Evidence is incomplete when a fault started, or first showed its effect, after the load ended,
+    or when a leader changed during a load whose schedule moves no leader (`unplanned`)."""
     late = [e for e in outcome.timeline if max(e.started, e.effective_at or 0.0) > result.ended]
     incomplete_reason = f"fault {late[0].fault} started or took effect after the load ended" if late else None
+    if unplanned is not None:
+        incomplete_reason = f"unplanned leader change during the load ({unplanned}); no fault of the schedule moves leaders"
     log.info(
         "scenario %s: sent=%d acked=%d failed=%d unknown=%d errors=%s; fault: %s",
         scenario.name, result.sent, result.acked, result.failed, result.unknown, result.errors, outcome.effect,

@@ -1,6 +1,7 @@
 """The full-speed workload on a real 3-broker cluster: keyed messages land in the partition the
 profile's partitioner assigns; aborted transactions are recorded and invisible to read_committed
-readers; under a leader SIGKILL every message sent still has exactly one row with a final state."""
+readers; under a leader SIGKILL every message sent still has exactly one row with a final state; a
+leader change during a baseline group makes its evidence incomplete."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from confluent_kafka import Consumer, TopicPartition
 from acklab.cluster.local import LocalCluster
 from acklab.paths import runs_dir
 from acklab.profiles import ProducerProfile, get_profile
+from acklab.scenario import make_plan, new_run_dir, run_group
 from acklab.topology import load_topology
 from acklab.workload.partitioners import partition_for
 from acklab.workload.producer import STATS_FILE, LoadSpec, run_load
@@ -123,3 +125,36 @@ def test_every_message_has_one_final_state_under_a_leader_kill(cluster: LocalClu
     assert (result.acked, result.failed, result.unknown) == tuple(int((log.state == s).sum()) for s in ("acked", "failed", "unknown"))
     stats = pq.read_table(tmp_path / STATS_FILE)
     assert stats.num_rows >= 4 and result.stats["req_timeouts"] + result.stats["txretries"] + result.stats["disconnects"] > 0
+
+
+def test_a_leader_change_in_a_baseline_group_makes_its_evidence_incomplete(cluster: LocalCluster) -> None:
+    """A leader that moves while a group whose schedule moves none runs its loads (killed here by the
+    test, as a broker fenced on a saturated machine loses its leaderships) is reported as unplanned,
+    not blamed on the baseline; the same group undisturbed is complete."""
+    plan = make_plan({"profiles": ["leader-ack"], "faults": ["none"], "messages": 10_000, "rate": 2000})
+    calm = run_group(cluster, plan, 0, new_run_dir())
+    assert calm[0]["evidence_complete"] and calm[0]["incomplete_reason"] is None
+
+    run_dir = new_run_dir()
+    name = f"acklab-{run_dir.name}-{plan.scenarios[0].name}"
+    killed: list[int] = []
+
+    def kill_a_leader_mid_load() -> None:
+        deadline = time.monotonic() + 60
+        while name not in cluster.admin().topics() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        time.sleep(2.5)  # producers started (~1 s), then part of the load
+        killed.append(cluster.admin().partition(name, 0).leader)
+        cluster.kill(killed[0])
+        time.sleep(3)
+        cluster.start(killed[0])
+
+    outsider = threading.Thread(target=kill_a_leader_mid_load)
+    outsider.start()
+    try:
+        entry = run_group(cluster, plan, 0, run_dir)[0]
+    finally:
+        outsider.join()
+    assert not entry["evidence_complete"], entry
+    assert entry["incomplete_reason"].startswith(f"unplanned leader change during the load ({name}[")
+    assert f"leader {killed[0]} -> " in entry["incomplete_reason"]

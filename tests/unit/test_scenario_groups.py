@@ -39,9 +39,11 @@ def test_a_fault_that_took_effect_after_the_load_ended_makes_the_evidence_incomp
     (scenario,) = plan.scenarios
     now = time.time()
     event = FaultEvent("replicas-down", "followers", "stop", started=now + 1, effective=True, effective_at=now + 9)
-    late = _entry(plan, scenario, "t", _result(now, now + 5), FaultOutcome([event]))
+    late = _entry(plan, scenario, "t", _result(now, now + 5), FaultOutcome([event]), None)
     assert (late["evidence_complete"], late["fault_effective"]) == (False, False)
     assert "after the load ended" in late["incomplete_reason"]
     event.effective_at = now + 2
-    in_time = _entry(plan, scenario, "t", _result(now, now + 5), FaultOutcome([event]))
+    in_time = _entry(plan, scenario, "t", _result(now, now + 5), FaultOutcome([event]), None)
     assert (in_time["evidence_complete"], in_time["fault_effective"]) == (True, True)
+    unplanned = _entry(plan, scenario, "t", _result(now, now + 5), FaultOutcome([event]), "t[0] leader 1 -> 2")
+    assert not unplanned["evidence_complete"] and "unplanned leader change during the load (t[0] leader 1 -> 2)" in unplanned["incomplete_reason"]

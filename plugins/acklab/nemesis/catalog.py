@@ -68,6 +68,9 @@ class Fault:
     default_target: str | None
     options_model: type[BaseModel]
     apply: Apply | None
+    # Stops or pauses brokers, so leaders move (a follower of the target partition leads others).
+    # In a schedule without such a fault, a leader change during the load is unplanned.
+    moves_leaders: bool = False
 
 
 # ---- target resolution --------------------------------------------------------------------
@@ -226,13 +229,13 @@ FAULTS: dict[str, Fault] = {
     f.name: f
     for f in [
         Fault("none", "no fault: the baseline", None, NoOptions, None),
-        Fault("leader-kill", "SIGKILL the partition leader, restart after the duration", "leader:0", NoOptions, _process_fault("kill")),
-        Fault("leader-restart", "SIGTERM (controlled shutdown) of the leader, start after the duration", "leader:0", NoOptions, _process_fault("stop")),
-        Fault("leader-pause", "SIGSTOP the leader (it keeps its sockets), SIGCONT after the duration", "leader:0", NoOptions, _process_fault("pause")),
-        Fault("follower-kill", "SIGKILL an in-sync follower, restart after the duration", "follower:0", NoOptions, _process_fault("kill")),
-        Fault("controller-kill", "SIGKILL the active KRaft controller, restart after the duration", "controller", NoOptions, _process_fault("kill")),
-        Fault("rolling-restart", "clean restart of every broker in turn", None, NoOptions, _rolling_restart),
-        Fault("replicas-down", "stop followers until the ISR is below min.insync.replicas", "leader:0", ReplicasDownOptions, _replicas_down),
+        Fault("leader-kill", "SIGKILL the partition leader, restart after the duration", "leader:0", NoOptions, _process_fault("kill"), moves_leaders=True),
+        Fault("leader-restart", "SIGTERM (controlled shutdown) of the leader, start after the duration", "leader:0", NoOptions, _process_fault("stop"), moves_leaders=True),
+        Fault("leader-pause", "SIGSTOP the leader (it keeps its sockets), SIGCONT after the duration", "leader:0", NoOptions, _process_fault("pause"), moves_leaders=True),
+        Fault("follower-kill", "SIGKILL an in-sync follower, restart after the duration", "follower:0", NoOptions, _process_fault("kill"), moves_leaders=True),
+        Fault("controller-kill", "SIGKILL the active KRaft controller, restart after the duration", "controller", NoOptions, _process_fault("kill"), moves_leaders=True),
+        Fault("rolling-restart", "clean restart of every broker in turn", None, NoOptions, _rolling_restart, moves_leaders=True),
+        Fault("replicas-down", "stop followers until the ISR is below min.insync.replicas", "leader:0", ReplicasDownOptions, _replicas_down, moves_leaders=True),
         Fault("ack-loss", "drop produce responses after the broker appended, then close the connection", "leader:0", AckLossOptions, _proxy_fault("drop_response", "dropped_responses")),
         Fault("request-loss", "drop produce requests before they reach the broker", "leader:0", RequestLossOptions, _proxy_fault("drop_request", "dropped_requests")),
         Fault("latency", "delay every response of the broker by delay_s (default 30 s)", "leader:0", LatencyOptions, _proxy_fault("delay_response", "delayed_responses")),
