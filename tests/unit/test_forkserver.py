@@ -58,6 +58,15 @@ def test_signals_reach_a_running_child_and_its_exit_is_reported(tmp_path: Path) 
     assert ForkServer.shared() is server
 
 
+def test_close_ends_the_server_at_once(tmp_path: Path) -> None:
+    server = ForkServer()
+    child = server.spawn(tmp_path / "p0.log")
+    child.stdin.close()  # no job: exits
+    child.wait(30)
+    server.close()  # the reader thread is blocked in recv: the server must still see the end
+    assert server._process.returncode == 0, "the server had to be killed"
+
+
 CLIENT = """
 import sys, time
 from pathlib import Path

@@ -131,10 +131,7 @@ class ForkServer:
             os.close(stdin_w)
             os.close(stdout_r)
             raise ForkServerError(f"fork server: {detail}")
-        pid = int(detail)
-        with self._changed:
-            self._children.add(pid)
-        return ForkedProcess(self, pid, os.fdopen(stdin_w, "w"), os.fdopen(stdout_r, "r"))
+        return ForkedProcess(self, int(detail), os.fdopen(stdin_w, "w"), os.fdopen(stdout_r, "r"))
 
     def returncode(self, pid: int) -> int | None:
         with self._changed:
@@ -153,6 +150,10 @@ class ForkServer:
 
     def close(self) -> None:
         """Close the control socket: the server exits (running children stop by themselves)."""
+        try:  # shutdown, not just close: the reader thread's recv holds the socket open
+            self._control.shutdown(socket.SHUT_RDWR)
+        except OSError:  # already shut down
+            pass
         self._control.close()
         try:
             self._process.wait(10)
@@ -174,8 +175,12 @@ class ForkServer:
                 with self._changed:
                     self._exits[pid] = code
                     self._changed.notify_all()
-            else:
-                self._replies.put(message)
+                continue
+            if kind == "pid":  # in message order: an earlier child's exit under a recycled pid is forgotten
+                with self._changed:
+                    self._exits.pop(int(detail), None)
+                    self._children.add(int(detail))
+            self._replies.put(message)
         with self._changed:  # the server is gone: so is any news of its children
             self._gone = True
             for pid in self._children - set(self._exits):
