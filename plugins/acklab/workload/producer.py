@@ -25,9 +25,9 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from acklab.profiles import ProducerProfile
 from acklab.workload import stats
+from acklab.workload.forkserver import ForkedProcess, ForkServer
 from acklab.workload.records import ValueFormat
 from acklab.workload.sendlog import combine
-from acklab.workload.forkserver import ForkedProcess, ForkServer
 from acklab.workload.worker import PROGRESS_FILE, WorkerJob
 
 log = logging.getLogger(__name__)
