@@ -18,7 +18,6 @@ see their parent change and stop, writing their evidence as they do when their p
 from __future__ import annotations
 
 import atexit
-import logging
 import os
 import queue
 import select
@@ -31,7 +30,8 @@ import traceback
 from pathlib import Path
 from typing import ClassVar, TextIO
 
-log = logging.getLogger(__name__)
+from acklab.workload import worker
+
 SERVER_GONE = -255  # returncode of children whose server died before reporting their exit
 SPAWN_TIMEOUT_S = 30.0
 
@@ -119,18 +119,16 @@ class ForkServer:
                     self._gone = True
                     self._control.shutdown(socket.SHUT_RDWR)
                     reply = f"error no reply from the fork server in {SPAWN_TIMEOUT_S:.0f}s"
+            kind, _, detail = reply.partition(" ")
+            if kind != "pid":
+                raise ForkServerError(f"fork server: {detail}")
         except BaseException:
-            for fd in (stdin_w, stdout_r):
-                os.close(fd)
-            raise
-        finally:
-            os.close(stdin_r)
-            os.close(stdout_w)
-        kind, _, detail = reply.partition(" ")
-        if kind != "pid":
             os.close(stdin_w)
             os.close(stdout_r)
-            raise ForkServerError(f"fork server: {detail}")
+            raise
+        finally:  # the child's ends: the server passed them on
+            os.close(stdin_r)
+            os.close(stdout_w)
         return ForkedProcess(self, int(detail), os.fdopen(stdin_w, "w"), os.fdopen(stdout_r, "r"))
 
     def returncode(self, pid: int) -> int | None:
@@ -231,9 +229,6 @@ def _fork(control: socket.socket, fds: list[int]) -> int:
             os.dup2(fd, target)
             os.close(fd)
         sys.stdin, sys.stdout, sys.stderr = (open(n, mode, closefd=False) for n, mode in ((0, "r"), (1, "w"), (2, "w")))
-        signal.signal(signal.SIGINT, signal.SIG_DFL)
-        from acklab.workload import worker
-
         worker.main()
         code = 0
     except SystemExit as exit_:
@@ -248,8 +243,6 @@ def _fork(control: socket.socket, fds: list[int]) -> int:
 
 def main() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the whole group: the client decides
-    from acklab.workload import worker
-
     worker.preload()
     with socket.socket(fileno=int(sys.argv[1])) as control:
         serve(control)
