@@ -27,7 +27,12 @@ unknown_absent            unknown, copies == 0
 unexpected                id in the topic, not in the send log
 ========================  =========================================
 
-Only the first two rows apply to messages of aborted transactions. Flags and other counts:
+Only the first two rows apply to messages of aborted transactions. A planned message never handed
+to ``produce()`` (send-log state ``unsent``) is in no class: it counts in ``unsent`` and
+``planned = sent + unsent``. Flags and other counts:
+
+- ``refused`` / ``fatal``: send-log flags: failed at ``produce()`` itself / failed by the producer's
+  fatal error (sent or not).
 
 - ``duplicated`` / ``duplicates``: sent messages with copies > 1 / their extra copies.
 - ``unexpected`` (matrix): records whose id is unparseable or not in the send log.
@@ -69,7 +74,7 @@ from pyspark.sql.types import (
     StructType,
 )
 
-from acklab.matrix_contract import COUNT_COLUMNS, IDENTITIES, METRIC_COLUMNS, SENT_OUTCOMES, STATES
+from acklab.matrix_contract import COUNT_COLUMNS, IDENTITIES, METRIC_COLUMNS, SENT_OUTCOMES, STATES, UNSENT
 
 SEND_LOG_SCHEMA = StructType(
     [
@@ -88,15 +93,19 @@ SEND_LOG_SCHEMA = StructType(
         StructField("offset", LongType()),
         StructField("error", StringType()),
         StructField("state", StringType()),
+        StructField("refused", BooleanType()),
+        StructField("fatal", BooleanType()),
     ]
 )
-# Columns the full-speed workload adds; a send log without one reads as this default.
+# Columns later workloads added; a send log without one reads as this default.
 SEND_LOG_DEFAULTS: Mapping[str, Any] = {
     "producer": "p0",
     "expected_partition": None,
     "txn": None,
     "aborted": False,
     "retriable": None,
+    "refused": False,
+    "fatal": False,
 }
 
 RECORD_SCHEMA = StructType(
@@ -142,6 +151,7 @@ META_SCHEMA = StructType(
         StructField("fault_effective", BooleanType()),
         StructField("evidence_complete", BooleanType()),
         StructField("incomplete_reason", StringType()),
+        StructField("fatal_error", StringType()),
     ]
 )
 WINDOW_TYPE = StructType([StructField("start", DoubleType()), StructField("end", DoubleType())])
@@ -239,7 +249,7 @@ def _read_same_schema(spark: SparkSession, files: Mapping[Path, str], present: S
     columns = [scenario[F.input_file_name()].alias("scenario")]
     for field in SEND_LOG_SCHEMA.fields[1:]:
         column = F.col(field.name) if field.name in present else F.lit(SEND_LOG_DEFAULTS[field.name])
-        if field.name == "aborted":
+        if field.name in ("aborted", "refused", "fatal"):
             column = F.coalesce(column, F.lit(False))
         columns.append(column.cast(field.dataType).alias(field.name))
     return raw.select(*columns)
@@ -323,7 +333,7 @@ def compute_outcomes(send_logs: DataFrame, records: DataFrame, scenarios: Sequen
     message's acked location meets its copies there, then by message.
     """
     state_code = F.coalesce(*(F.when(F.col("state") == name, code) for code, name in enumerate(STATES)), F.lit(-1))
-    sent = _by_index(send_logs, scenarios).select(
+    sent = _by_index(send_logs.where(F.col("state") != UNSENT), scenarios).select(
         "scenario",
         "id",
         F.col("partition").alias("loc_partition"),
@@ -451,8 +461,11 @@ def compute_matrix(
     state, aborted = F.col("state"), F.col("aborted")
     acked = state == "acked"
     by_send = send_logs.groupBy("scenario").agg(
-        F.count(F.lit(1)).alias("sent"),
-        *(F.count_if(state == name).alias(name) for name in STATES),
+        F.count(F.lit(1)).alias("planned"),
+        F.count_if(state != UNSENT).alias("sent"),
+        *(F.count_if(state == name).alias(name) for name in (*STATES, UNSENT)),
+        F.count_if("refused").alias("refused"),
+        F.count_if("fatal").alias("fatal"),
         F.count_if(aborted).alias("aborted"),
         F.count_if(acked & aborted).alias("aborted_acked"),
         F.min("send_ts").alias("first_send"),
@@ -521,10 +534,14 @@ def compute_matrix(
     ).orderBy("scenario")
 
 
-def check_conservation(rows: Iterable[Mapping[str, Any]]) -> None:
-    """Raise ``ConservationError`` naming every scenario and identity of ``IDENTITIES`` that fails."""
+def check_conservation(rows: Iterable[Mapping[str, Any]], planned: Mapping[str, int] | None = None) -> None:
+    """Raise ``ConservationError`` naming every scenario and identity of ``IDENTITIES`` that fails,
+    and every scenario whose send log does not have the ``planned`` rows its manifest entry records."""
     broken = []
     for row in rows:
+        expected = (planned or {}).get(row["scenario"])
+        if expected is not None and row["planned"] != expected:
+            broken.append(f"{row['scenario']}: the send log has {row['planned']} rows, the manifest planned {expected}")
         for total, parts in IDENTITIES:
             summed = sum(row[p] for p in parts)
             if row[total] != summed:
@@ -573,7 +590,7 @@ def main(argv: Sequence[str] | None = None) -> None:
 
     matrix = compute_matrix(outcomes, records, send_logs, build_scenarios_meta(spark, manifest))
     rows = matrix.collect()
-    check_conservation(row.asDict() for row in rows)
+    check_conservation((row.asDict() for row in rows), {s["scenario"]: s["planned"] for s in manifest["scenarios"] if "planned" in s})
 
     spark.createDataFrame(rows, matrix.schema).write.mode("overwrite").parquet(str(out / "matrix.parquet"))
     matrix_json = out / "matrix.json"

@@ -25,7 +25,7 @@ from acklab.topology import SpecError, load_topology
 app = typer.Typer(help="acklab: prove or refute Kafka delivery guarantees on real clusters.", no_args_is_help=True)
 console = Console(stderr=True, soft_wrap=True)
 DEFAULTS = RunParams()
-MATRIX_COLUMNS = ("scenario", "guarantee", "sent", "acked", "failed", "unknown", "lost", "duplicates", "reordered")
+MATRIX_COLUMNS = ("scenario", "guarantee", "planned", "sent", "acked", "failed", "unknown", "lost", "duplicates", "reordered")
 
 
 @app.command()

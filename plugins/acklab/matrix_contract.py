@@ -5,7 +5,11 @@ imports it without the rest of acklab."""
 from __future__ import annotations
 
 COUNT_COLUMNS = (
+    "planned",
     "sent",
+    "unsent",
+    "refused",
+    "fatal",
     "acked",
     "failed",
     "unknown",
@@ -39,6 +43,7 @@ METRIC_COLUMNS = (
 # A sent message's final state in the send log, and its outcome class in the audit (ids found only
 # in the topic are "unexpected", not a class of a sent message).
 STATES = ("acked", "failed", "unknown")
+UNSENT = "unsent"  # a planned message never handed to produce(): the load stopped early
 SENT_OUTCOMES = (
     "delivered",
     "lost",
@@ -52,6 +57,7 @@ SENT_OUTCOMES = (
 # total == sum(parts), per row. The Spark job checks them from separate scans (states: send logs,
 # classes: outcome table, records_read: topic records), so they also catch ids the audit mismatched.
 IDENTITIES: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("planned", ("sent", UNSENT)),
     ("sent", STATES),
     ("acked", ("delivered", "lost", "acked_duplicated", "aborted_acked")),
     ("sent", SENT_OUTCOMES),

@@ -7,7 +7,9 @@ the availability and efficacy rules that match the setting (``RULES``). Each exp
 Great Expectations suite that checks it (see ``acklab.checker.verdict``); ``docs/guarantees.md`` is
 generated from these tables (``acklab model-table``).
 
-Kinds: a violated *guarantee* expectation fails the scenario; so does a violated *availability*
+Kinds: a violated *evidence* expectation means the load did not happen as planned (messages never
+sent, refused by the client, or of unknown outcome), so the scenario is incomplete, never a pass;
+a violated *guarantee* expectation fails the scenario; so does a violated *availability*
 expectation once the fault took effect; a violated *efficacy* expectation means the fault did not
 do what the experiment needs ("fault ineffective"), so the scenario is incomplete, never a pass.
 """
@@ -71,6 +73,7 @@ class Guarantee(StrEnum):
 class Kind(StrEnum):
     """What a violated expectation means: see the module docstring."""
 
+    EVIDENCE = "evidence"
     GUARANTEE = "guarantee"
     AVAILABILITY = "availability"
     EFFICACY = "efficacy"
@@ -274,13 +277,35 @@ class Rule:
 
 RULES: tuple[Rule, ...] = (
     Rule(
+        "load-as-planned",
+        Kind.EVIDENCE,
+        "always",
+        lambda s: True,
+        (("unsent", 0, 0), ("refused", 0, 0), ("unknown", 0, 0)),
+        "Every planned message was handed to the producer and has a known outcome; messages never sent "
+        "(the load stopped early), refused by produce() itself or of unknown outcome leave the experiment "
+        "short of its plan. Messages a fatal producer error failed are not a gap: they count in `fatal`.",
+    ),
+    Rule(
         "healthy-cluster",
         Kind.AVAILABILITY,
         "fault none",
         lambda s: not s.faults,
-        (("failed_clean", 0, 0), ("indeterminate", 0, 0), ("unknown_absent", 0, 0)),
+        (("failed_clean", 0, 0), ("indeterminate", 0, 0), ("fatal", 0, 0)),
         "A healthy cluster acknowledges every write and the producer reports it (records of aborted "
         "transactions are counted apart).",
+    ),
+    Rule(
+        "idempotence-recovers",
+        Kind.AVAILABILITY,
+        "enable.idempotence, min.insync.replicas >= 2, clean election",
+        lambda s: s.idempotent and s.min_insync_replicas >= 2 and not s.unclean_leader_election,
+        (("fatal", 0, 0),),
+        "librdkafka's idempotent producer recovers from retriable errors, request timeouts and lost "
+        "connections by itself; it raises a fatal error only when it can no longer keep its guarantee "
+        "(INTRODUCTION.md, 'Idempotent Producer'), e.g. when acknowledged data was lost, which a "
+        "replicated topic with clean election does not do. A fatal error here fails every message it "
+        "had not delivered.",
     ),
     Rule(
         "outage-outlasted",

@@ -130,6 +130,32 @@ def _check_with_librdkafka(config: dict[str, str | int | float | bool]) -> None:
         raise ValueError(f"librdkafka rejects the configuration: {exc.args[0].str()}") from None
 
 
+def largest_accepted_value(config: dict[str, str | int | float | bool], key: bytes, value_bytes: int) -> int | None:
+    """None if librdkafka, configured with `config`, accepts a `value_bytes` value under `key`;
+    otherwise the largest value size it accepts (it refuses larger ones at `produce()`, e.g.
+    MSG_SIZE_TOO_LARGE above message.max.bytes). Nothing is sent: no broker is configured."""
+    producer = Producer({**config, "log_level": 0})
+
+    def accepted(size: int) -> bool:
+        try:
+            producer.produce("acklab-size-probe", b"x" * size, key)
+            return True
+        except KafkaException:
+            return False
+
+    try:
+        if accepted(value_bytes):
+            return None
+        low, high = 0, value_bytes  # accepted(low), not accepted(high)
+        while high - low > 1:
+            middle = (low + high) // 2
+            low, high = (middle, high) if accepted(middle) else (low, middle)
+        return low
+    finally:
+        producer.purge()
+        producer.flush(0)
+
+
 @cache
 def catalog() -> dict[str, ProducerProfile]:
     """The built-in profiles, by name."""

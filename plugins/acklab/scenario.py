@@ -25,9 +25,10 @@ from acklab.nemesis.runner import Nemesis
 from acklab.nemesis.schedule import FaultStep, schedule_for
 from acklab.nemesis.watch import LeaderWatch
 from acklab.paths import runs_dir
-from acklab.profiles import Partitioner, ProducerProfile, catalog, get_profile
+from acklab.profiles import Partitioner, ProducerProfile, catalog, get_profile, largest_accepted_value
 from acklab.topology import SpecError, Topology, load_topology, parse_model
 from acklab.workload.producer import START_TIMEOUT_S, STATS_FILE, LoadResult, LoadSpec, Progress, run_load
+from acklab.workload.records import key
 
 log = logging.getLogger(__name__)
 MANIFEST = "manifest.json"
@@ -118,10 +119,16 @@ def make_plan(params: RunParams | dict[str, object]) -> RunPlan:
                     f"(after {load_s:.1f}s: {params.messages} messages at {params.rate or 'max'}/s, duration_s={params.duration_s})"
                 )
     scenarios = []
+    longest_key = key(params.producers - 1, params.keys - 1).encode()
     for name in params.profiles:
         profile = get_profile(name)
         if params.partitioner is not None:
             profile = parse_model(ProducerProfile, {**profile.model_dump(), "partitioner": params.partitioner}, "params.partitioner")
+        if (largest := largest_accepted_value(profile.producer_config(), longest_key, params.message_bytes)) is not None:
+            raise SpecError(
+                f"params.message_bytes: {params.message_bytes}-byte messages are refused by the producer of profile "
+                f"{name} (librdkafka: MSG_SIZE_TOO_LARGE, above its message.max.bytes); at most {largest} bytes fit"
+            )
         for fault, steps in schedules.items():
             scenarios.append(
                 ScenarioPlan(
@@ -295,10 +302,13 @@ def _entry(
 ) -> dict[str, Any]:
     """The scenario's manifest entry: what was planned, what the load saw, what the fault did.
 
-    Evidence is incomplete when a fault started, or first showed its effect, after the load ended,
-    or when a leader changed during a load whose schedule moves no leader (`unplanned`)."""
+    Evidence is incomplete when the load did not send what it planned (`load_shortfall`), when a
+    fault started, or first showed its effect, after the load ended, or when a leader changed during
+    a load whose schedule moves no leader (`unplanned`)."""
     late = [e for e in outcome.timeline if max(e.started, e.effective_at or 0.0) > result.ended]
-    incomplete_reason = f"fault {late[0].fault} started or took effect after the load ended" if late else None
+    incomplete_reason = load_shortfall(result)
+    if late:
+        incomplete_reason = f"fault {late[0].fault} started or took effect after the load ended"
     if unplanned is not None:
         incomplete_reason = f"unplanned leader change during the load ({unplanned}); no fault of the schedule moves leaders"
     log.info(
@@ -318,12 +328,14 @@ def _entry(
         "send_log": str(send_log),
         "load_started": result.started,
         "load_ended": result.ended,
+        "planned": result.planned,
         "delivery_errors": result.errors,
         "partitioner": scenario.profile.partitioner,
         "producers": plan.load.producers,
         "transactional": scenario.profile.transaction is not None,
         "aborted": result.aborted,
-        "producer_errors": result.producer_errors,
+        "stop_reasons": result.stop_reasons,
+        "fatal_error": "; ".join(f"{p}: {e}" for p, e in sorted(result.fatal_errors.items())) or None,
         "producer_stats": {"path": str(send_log.parent / STATS_FILE), **result.stats},
         "fault_timeline": outcome.timeline_dicts(),
         "fault_effective": outcome.effective and not late,
@@ -331,6 +343,22 @@ def _entry(
         "evidence_complete": incomplete_reason is None,
         "incomplete_reason": incomplete_reason,
     }
+
+
+def load_shortfall(result: LoadResult) -> str | None:
+    """Why a load's evidence falls short of its plan, or None: messages never sent (other than
+    those a fatal error failed, which are a verdict, not a gap), refused by `produce()`, or
+    without a delivery report."""
+    gaps = []
+    if result.unsent:
+        why = "; ".join(f"{p}: {r}" for p, r in sorted(result.stop_reasons.items())) or "no reason recorded"
+        gaps.append(f"sent {result.sent} of {result.planned} planned messages ({why})")
+    if result.refused:
+        errors = ", ".join(f"{name} x{count}" for name, count in sorted(result.errors.items()))
+        gaps.append(f"produce() refused {result.refused} messages ({errors})")
+    if result.unknown:
+        gaps.append(f"{result.unknown} messages of unknown outcome (no delivery report, or a transaction whose outcome was never learned)")
+    return "; ".join(gaps) or None
 
 
 def _write_json(path: Path, data: object) -> None:

@@ -92,28 +92,41 @@ RECORDS = [
     ("s-e", 1, 5, "p1-k0", b"8:1:"),  # the copy of id 8 at its acked offset
     ("s-e", 1, 7, "p1-k0", b"12:5:"),
     ("s-e", 1, 8, "p1-k0", b"500:9:"),  # never sent
+    ("s-f", 0, 0, "p0-k0", b"0:0:"),
+    ("s-f", 0, 1, "p0-k0", b"5:5:"),  # planned, never handed to produce(): unexpected
 ]
 
 # s-e send log in SEND_LOG_SCHEMA order after "scenario". Times are exact binary fractions, so the
 # two longest ack gaps (0.75 s: 1000.25-1001.0 across a bucket boundary and 1002.0-1002.75 inside
 # one) tie exactly and the earlier one must win. Failed reports (1002.5, 1004.5) are not acks.
 S_E = [
-    # id key seq producer expected_partition txn aborted retriable send_ts ack_ts partition offset error state
-    (0, "p0-k0", 0, "p0", 0, 0, False, None, 1000.0, 1000.25, 0, 0, None, "acked"),  # delivered
-    (1, "p0-k0", 1, "p0", 0, 0, False, None, 1000.125, 1001.0, 1, 0, None, "acked"),  # misrouted
-    (2, "p0-k0", 2, "p0", 0, 0, False, None, 1000.25, 1001.25, 0, 5, None, "acked"),  # offset mismatch
-    (3, "p0-k0", 3, "p0", 0, 1, True, None, 1000.375, 1001.5, 0, 3, None, "acked"),  # aborted visible
-    (4, "p0-k0", 4, "p0", 0, 1, True, None, 1000.5, 1002.0, 0, 4, None, "acked"),  # aborted clean, not lost
-    (5, "p0-k0", 5, "p0", 0, 1, True, False, 1000.625, 1002.0, None, None, "_PURGE_QUEUE", "failed"),
-    (6, "p0-k0", 6, "p0", 0, 1, True, False, 1000.75, 1002.5, None, None, "_PURGE_QUEUE", "failed"),
-    (7, "p1-k0", 0, "p1", 1, 0, False, None, 1000.875, 1002.75, 1, 1, None, "acked"),  # 2 copies, neither at 1
-    (8, "p1-k0", 1, "p1", 1, 0, False, None, 1001.0, 1003.0, 1, 5, None, "acked"),  # 2 copies, one at 5
-    (9, "p1-k0", 2, "p1", 1, 0, False, None, 1001.125, 1003.25, 1, -1, None, "acked"),  # offset unknown
-    (10, "p1-k0", 3, "p1", 1, 0, False, None, 1001.25, 1003.5, 1, 6, None, "acked"),  # lost, not a mismatch
-    (11, "p1-k0", 4, "p1", None, 0, False, None, 1001.375, 1003.75, 0, 8, None, "acked"),  # partition unknown
-    (12, "p1-k0", 5, "p1", 1, 0, False, None, 1001.5, None, None, None, None, "unknown"),  # indeterminate
-    (13, "p1-k0", 6, "p1", 1, 0, False, True, 1001.625, 1004.5, None, None, "NOT_ENOUGH_REPLICAS", "failed"),
+    # id key seq producer expected_partition txn aborted retriable send_ts ack_ts partition offset error state refused fatal
+    (0, "p0-k0", 0, "p0", 0, 0, False, None, 1000.0, 1000.25, 0, 0, None, "acked", False, False),  # delivered
+    (1, "p0-k0", 1, "p0", 0, 0, False, None, 1000.125, 1001.0, 1, 0, None, "acked", False, False),  # misrouted
+    (2, "p0-k0", 2, "p0", 0, 0, False, None, 1000.25, 1001.25, 0, 5, None, "acked", False, False),  # offset mismatch
+    (3, "p0-k0", 3, "p0", 0, 1, True, None, 1000.375, 1001.5, 0, 3, None, "acked", False, False),  # aborted visible
+    (4, "p0-k0", 4, "p0", 0, 1, True, None, 1000.5, 1002.0, 0, 4, None, "acked", False, False),  # aborted clean, not lost
+    (5, "p0-k0", 5, "p0", 0, 1, True, False, 1000.625, 1002.0, None, None, "_PURGE_QUEUE", "failed", False, False),
+    (6, "p0-k0", 6, "p0", 0, 1, True, False, 1000.75, 1002.5, None, None, "_PURGE_QUEUE", "failed", False, False),
+    (7, "p1-k0", 0, "p1", 1, 0, False, None, 1000.875, 1002.75, 1, 1, None, "acked", False, False),  # 2 copies, neither at 1
+    (8, "p1-k0", 1, "p1", 1, 0, False, None, 1001.0, 1003.0, 1, 5, None, "acked", False, False),  # 2 copies, one at 5
+    (9, "p1-k0", 2, "p1", 1, 0, False, None, 1001.125, 1003.25, 1, -1, None, "acked", False, False),  # offset unknown
+    (10, "p1-k0", 3, "p1", 1, 0, False, None, 1001.25, 1003.5, 1, 6, None, "acked", False, False),  # lost, not a mismatch
+    (11, "p1-k0", 4, "p1", None, 0, False, None, 1001.375, 1003.75, 0, 8, None, "acked", False, False),  # partition unknown
+    (12, "p1-k0", 5, "p1", 1, 0, False, None, 1001.5, None, None, None, None, "unknown", False, False),  # indeterminate
+    (13, "p1-k0", 6, "p1", 1, 0, False, True, 1001.625, 1004.5, None, None, "NOT_ENOUGH_REPLICAS", "failed", False, False),
 ]
+# s-f: a load that fell short of its plan. Refused by produce(), failed by a fatal producer error (sent
+# or never handed to produce()), and planned but never sent (one of which the topic holds anyway).
+S_F = [
+    (0, "p0-k0", 0, "p0", 0, None, False, None, 10.0, 10.5, 0, 0, None, "acked", False, False),
+    (1, "p0-k0", 1, "p0", 0, None, False, False, 10.1, None, None, None, "MSG_SIZE_TOO_LARGE", "failed", True, False),
+    (2, "p0-k0", 2, "p0", 0, None, False, False, 10.2, 11.0, None, None, "OUT_OF_ORDER_SEQUENCE_NUMBER", "failed", False, True),
+    (3, "p0-k0", 3, "p0", 0, None, False, False, None, None, None, None, "OUT_OF_ORDER_SEQUENCE_NUMBER", "failed", False, True),
+    (4, "p0-k0", 4, "p0", 0, None, False, None, None, None, None, None, None, "unsent", False, False),
+    (5, "p0-k0", 5, "p0", 0, None, False, None, None, None, None, None, None, "unsent", False, False),
+]
+SEND_LOG_ROWS = {"s-e": S_E, "s-f": S_F}
 S_E_OUTCOMES = {  # id: (outcome, copies, misrouted, offset_mismatch, reordered)
     0: ("delivered", 1, False, False, False),
     1: ("delivered", 1, True, False, False),
@@ -151,6 +164,9 @@ SCENARIOS = [
          evidence_complete=True, incomplete_reason=None,
          fault_timeline=[{"started": 1000.5, "ended": 1000.625}, {"started": 1002.0, "ended": 1003.0},
                          {"started": None, "ended": None}]),
+    dict(scenario="s-f", profile="idempotent", fault="none", guarantee="exactly-once", fault_effective=True,
+         evidence_complete=True, incomplete_reason=None, fatal_error="p0: OUT_OF_ORDER_SEQUENCE_NUMBER: ...",
+         fault_timeline=[]),
 ]
 NAMES = [s["scenario"] for s in SCENARIOS]
 
@@ -174,22 +190,23 @@ def _first_copy(scenario: str, id_: int) -> tuple[int, int]:
 
 def _send_log_rows(scenario: str) -> list[tuple]:
     """Rows in SEND_LOG_SCHEMA order (after "scenario")."""
-    if scenario == "s-e":
-        return S_E
+    if scenario in SEND_LOG_ROWS:
+        return SEND_LOG_ROWS[scenario]
     rows = []
     for id_, key, seq, state, latency in SEND_LOGS[scenario]:
         send_ts = T0 + id_
         ack_ts = send_ts + latency / 1000 if state == "acked" else (send_ts + 9.0 if state == "failed" else None)
         partition, offset = _first_copy(scenario, id_) if state == "acked" else (None, None)
         error = "_MSG_TIMED_OUT" if state == "failed" else None
-        rows.append((id_, key, seq, "p0", None, None, False, None, send_ts, ack_ts, partition, offset, error, state))
+        rows.append((id_, key, seq, "p0", None, None, False, None, send_ts, ack_ts, partition, offset, error, state, False, False))
     return rows
 
 
-ZERO_NEW = dict(misrouted=0, offset_mismatch=0, aborted=0, aborted_acked=0, aborted_clean=0, aborted_visible=0)
+ZERO_NEW = dict(misrouted=0, offset_mismatch=0, aborted=0, aborted_acked=0, aborted_clean=0, aborted_visible=0,
+                unsent=0, refused=0, fatal=0)
 EXPECTED = {
     "s-a": dict(
-        _meta("s-a"), sent=11, acked=7, failed=2, unknown=2, records_read=14, delivered=4, lost=1,
+        _meta("s-a"), planned=11, sent=11, acked=7, failed=2, unknown=2, records_read=14, delivered=4, lost=1,
         duplicated=3, duplicates=4, acked_duplicated=2, failed_clean=1, indeterminate=2,
         unknown_absent=1, unexpected=2, reordered=1, **ZERO_NEW,
         ack_latency_p50_ms=pytest.approx(40.0), ack_latency_p95_ms=pytest.approx(67.0),
@@ -199,7 +216,7 @@ EXPECTED = {
         longest_ack_gap_s=pytest.approx(5.01), ack_gap_fault_overlap_s=pytest.approx(2.0 + 0.06),
     ),
     "s-b": dict(
-        _meta("s-b"), sent=7, acked=5, failed=1, unknown=1, records_read=9, delivered=5, lost=0,
+        _meta("s-b"), planned=7, sent=7, acked=5, failed=1, unknown=1, records_read=9, delivered=5, lost=0,
         duplicated=1, duplicates=2, acked_duplicated=0, failed_clean=0, indeterminate=1,
         unknown_absent=1, unexpected=1, reordered=2, **ZERO_NEW,
         ack_latency_p50_ms=pytest.approx(5.0), ack_latency_p95_ms=pytest.approx(5.0),
@@ -208,7 +225,7 @@ EXPECTED = {
         longest_ack_gap_s=pytest.approx(1.0), ack_gap_fault_overlap_s=0.0,  # no fault window
     ),
     "s-c": dict(
-        _meta("s-c"), sent=2, acked=2, failed=0, unknown=0, records_read=0, delivered=0, lost=2,
+        _meta("s-c"), planned=2, sent=2, acked=2, failed=0, unknown=0, records_read=0, delivered=0, lost=2,
         duplicated=0, duplicates=0, acked_duplicated=0, failed_clean=0, indeterminate=0,
         unknown_absent=0, unexpected=0, reordered=0, **ZERO_NEW,
         ack_latency_p50_ms=pytest.approx(2.0), ack_latency_p95_ms=pytest.approx(2.9),
@@ -221,14 +238,22 @@ EXPECTED = {
         _meta("s-d"), **{c: 0 for c in dm.COUNT_COLUMNS}, **{c: None for c in dm.METRIC_COLUMNS},
     ),
     "s-e": dict(
-        _meta("s-e"), sent=14, acked=10, failed=3, unknown=1, records_read=14, delivered=5, lost=1,
+        _meta("s-e"), planned=14, sent=14, acked=10, failed=3, unknown=1, records_read=14, delivered=5, lost=1,
         duplicated=3, duplicates=3, acked_duplicated=2, failed_clean=1, indeterminate=1,
         unknown_absent=0, unexpected=1, reordered=1, misrouted=1, offset_mismatch=2, aborted=4,
-        aborted_acked=2, aborted_clean=2, aborted_visible=2,
+        aborted_acked=2, aborted_clean=2, aborted_visible=2, unsent=0, refused=0, fatal=0,
         # latencies 250 875 1000 1125 1500 1875 2000 2125 2250 2375 ms
         ack_latency_p50_ms=1687.5, ack_latency_p95_ms=pytest.approx(2318.75),
         ack_latency_p99_ms=pytest.approx(2363.75), ack_latency_max_ms=2375.0, acked_per_s=10 / 3.75,
         longest_ack_gap_s=0.75, ack_gap_fault_overlap_s=0.125,
+    ),
+    "s-f": dict(
+        _meta("s-f"), planned=6, sent=4, unsent=2, refused=1, fatal=2, acked=1, failed=3, unknown=0,
+        records_read=2, delivered=1, lost=0, duplicated=0, duplicates=0, acked_duplicated=0, failed_clean=3,
+        indeterminate=0, unknown_absent=0, unexpected=1, reordered=0, misrouted=0, offset_mismatch=0,
+        aborted=0, aborted_acked=0, aborted_clean=0, aborted_visible=0,
+        ack_latency_p50_ms=500.0, ack_latency_p95_ms=500.0, ack_latency_p99_ms=500.0, ack_latency_max_ms=500.0,
+        acked_per_s=1 / 0.5, longest_ack_gap_s=0.5, ack_gap_fault_overlap_s=0.0,
     ),
 }
 
@@ -255,7 +280,7 @@ def _records(spark: SparkSession) -> DataFrame:
 
 @pytest.fixture(scope="module")
 def send_logs(spark: SparkSession) -> DataFrame:
-    rows = [(name, *row) for name in (*SEND_LOGS, "s-e") for row in _send_log_rows(name)]
+    rows = [(name, *row) for name in (*SEND_LOGS, *SEND_LOG_ROWS) for row in _send_log_rows(name)]
     return spark.createDataFrame(rows, dm.SEND_LOG_SCHEMA)
 
 
@@ -381,6 +406,14 @@ def test_broken_identity_raises(matrix_rows: dict[str, dict]) -> None:
     assert "s-b" not in message
 
 
+def test_send_log_shorter_than_planned_does_not_balance(matrix_rows: dict[str, dict]) -> None:
+    """A send log that lost rows (or a producer that miscounted) disagrees with the plan the manifest
+    recorded: the audit refuses it rather than judge fewer messages than were planned."""
+    dm.check_conservation(matrix_rows.values(), {"s-f": 6, "s-a": 11})
+    with pytest.raises(dm.ConservationError, match="s-f: the send log has 6 rows, the manifest planned 8"):
+        dm.check_conservation(matrix_rows.values(), {"s-f": 8})
+
+
 def test_corrupt_send_log_does_not_balance(spark: SparkSession, send_logs: DataFrame) -> None:
     """An id listed twice is merged into one message and a state outside the contract has no
     outcome; the job must refuse both rather than report a matrix."""
@@ -407,7 +440,7 @@ FULL_SEND_LOG = pa.schema(
     [("id", pa.int64()), ("key", pa.string()), ("seq", pa.int64()), ("producer", pa.string()),
      ("expected_partition", pa.int32()), ("txn", pa.int64()), ("aborted", pa.bool_()), ("retriable", pa.bool_()),
      ("send_ts", pa.float64()), ("ack_ts", pa.float64()), ("partition", pa.int32()), ("offset", pa.int64()),
-     ("error", pa.string()), ("state", pa.string())]
+     ("error", pa.string()), ("state", pa.string()), ("refused", pa.bool_()), ("fatal", pa.bool_())]
 )
 
 
@@ -453,9 +486,9 @@ def test_main_end_to_end(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> 
         if name == "s-c":
             continue
         send_log = None
-        if name in (*SEND_LOGS, "s-e"):
+        if name in (*SEND_LOGS, *SEND_LOG_ROWS):
             send_log = f"scenarios/{name}/send_log.parquet"
-            schema = FULL_SEND_LOG if name == "s-e" else LEGACY_SEND_LOG
+            schema = FULL_SEND_LOG if name in SEND_LOG_ROWS else LEGACY_SEND_LOG
             _write_send_log(run_dir / send_log, _send_log_rows(name), schema)
         scenarios.append(dict(meta, topic=f"acklab-test-{name}", partitions=2, send_log=send_log))
     manifest = run_dir / "manifest.json"
@@ -480,14 +513,14 @@ def test_main_end_to_end(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> 
     assert (out / "matrix.parquet").is_dir()
     assert not (out / "topic_records.parquet").exists()
     rows = json.loads((out / "matrix.json").read_text())
-    assert [r["scenario"] for r in rows] == ["s-a", "s-b", "s-d", "s-e"]
+    assert [r["scenario"] for r in rows] == ["s-a", "s-b", "s-d", "s-e", "s-f"]
     for row in rows:
         assert list(row) == list(dm.MATRIX_COLUMNS)
         assert all(type(row[c]) is int for c in dm.COUNT_COLUMNS)
         assert row == EXPECTED[row["scenario"]]
 
     partitions = sorted(p.name for p in (out / "outcomes.parquet").iterdir() if p.is_dir())
-    assert partitions == ["scenario=s-a", "scenario=s-b", "scenario=s-e"]
+    assert partitions == ["scenario=s-a", "scenario=s-b", "scenario=s-e", "scenario=s-f"]
     table = pq.read_table(out / "outcomes.parquet" / "scenario=s-e")
     got = {
         r["id"]: (r["outcome"], r["copies"], r["misrouted"], r["offset_mismatch"], r["reordered"])

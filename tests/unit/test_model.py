@@ -107,17 +107,25 @@ def test_exact_rows() -> None:
     def exact(result: Expected) -> list[tuple[str, str, str]]:
         return [(e.suite, e.kind, e.text()) for e in result.expectations]
 
+    as_planned = [
+        ("evidence_load-as-planned", "evidence", "unsent == 0"),
+        ("evidence_load-as-planned", "evidence", "refused == 0"),
+        ("evidence_load-as-planned", "evidence", "unknown == 0"),
+    ]
     assert exact(expected("idempotent", "leader-kill")) == [
         ("guarantee_exactly-once", "guarantee", "lost == 0"),
         ("guarantee_exactly-once", "guarantee", "duplicates == 0"),
         ("guarantee_exactly-once", "guarantee", "reordered == 0"),
         ("guarantee_exactly-once", "guarantee", "offset_mismatch == 0"),
         ("guarantee_exactly-once", "guarantee", "misrouted == 0"),
+        *as_planned,
+        ("availability_idempotence-recovers", "availability", "fatal == 0"),
         ("availability_outage-outlasted", "availability", "failed_clean == 0"),
         ("availability_outage-outlasted", "availability", "indeterminate == 0"),
     ]
     assert exact(expected("leader-ack", "leader-kill")) == [
         ("guarantee_leader-durable", "guarantee", "misrouted == 0"),
+        *as_planned,
         ("availability_outage-outlasted", "availability", "failed_clean == 0"),
         ("availability_outage-outlasted", "availability", "indeterminate == 0"),
     ]
@@ -125,11 +133,14 @@ def test_exact_rows() -> None:
         ("guarantee_at-least-once", "guarantee", "lost == 0"),
         ("guarantee_at-least-once", "guarantee", "offset_mismatch == 0"),
         ("guarantee_at-least-once", "guarantee", "misrouted == 0"),
+        *as_planned,
         ("availability_outage-outlasted", "availability", "failed_clean == 0"),
         ("availability_outage-outlasted", "availability", "indeterminate == 0"),
         ("efficacy_ack-loss-duplicates", "efficacy", "duplicates >= 1"),
     ]
-    assert expected("idempotent", "leader-kill").suites == ("guarantee_exactly-once", "availability_outage-outlasted")
+    assert expected("idempotent", "leader-kill").suites == (
+        "guarantee_exactly-once", "evidence_load-as-planned", "availability_idempotence-recovers", "availability_outage-outlasted"
+    )
 
 
 @pytest.mark.parametrize("name", sorted(catalog()) + ["transactional-aborts", "ordered-idempotent"])
@@ -140,7 +151,8 @@ def test_no_fault_means_nothing_lost_or_duplicated(name: str) -> None:
     }.get(name) or get_profile(name)
     result = expected(p, "none")
     assert {"lost == 0", "duplicates == 0", "offset_mismatch == 0"} <= texts(result, Kind.GUARANTEE)
-    assert texts(result, Kind.AVAILABILITY) == ALL_ACKED | {"unknown_absent == 0"}
+    assert texts(result, Kind.AVAILABILITY) == ALL_ACKED | {"fatal == 0"}
+    assert texts(result, Kind.EVIDENCE) == {"unsent == 0", "refused == 0", "unknown == 0"}
     assert texts(result, Kind.EFFICACY) == ({"aborted >= 1"} if p.transaction else set())
 
 

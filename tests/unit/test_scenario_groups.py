@@ -31,7 +31,10 @@ def test_standard_matrix_is_every_profile_by_every_fault() -> None:
 
 
 def _result(started: float, ended: float) -> LoadResult:
-    return LoadResult(started=started, ended=ended, sent=10, acked=10, failed=0, unknown=0, aborted=0, errors={})
+    return LoadResult(
+        started=started, ended=ended, planned=10, sent=10, acked=10, failed=0, unknown=0, unsent=0, aborted=0, refused=0,
+        fatal=0, errors={},
+    )
 
 
 def test_a_fault_that_took_effect_after_the_load_ended_makes_the_evidence_incomplete() -> None:
@@ -47,3 +50,18 @@ def test_a_fault_that_took_effect_after_the_load_ended_makes_the_evidence_incomp
     assert (in_time["evidence_complete"], in_time["fault_effective"]) == (True, True)
     unplanned = _entry(plan, scenario, "t", _result(now, now + 5), FaultOutcome([event]), "t[0] leader 1 -> 2")
     assert not unplanned["evidence_complete"] and "unplanned leader change during the load (t[0] leader 1 -> 2)" in unplanned["incomplete_reason"]
+
+
+def test_a_load_short_of_its_plan_makes_the_evidence_incomplete() -> None:
+    plan = make_plan({"profiles": ["idempotent"], "faults": ["none"]})
+    (scenario,) = plan.scenarios
+    now = time.time()
+    short = LoadResult(
+        started=now, ended=now + 1, planned=10, sent=6, acked=5, failed=1, unknown=0, unsent=4, aborted=0, refused=1,
+        fatal=0, errors={"MSG_SIZE_TOO_LARGE": 1}, stop_reasons={"p0": "stopped by SIGTERM"},
+    )
+    entry = _entry(plan, scenario, "t", short, FaultOutcome([]), None)
+    assert not entry["evidence_complete"] and entry["planned"] == 10
+    assert entry["incomplete_reason"] == (
+        "sent 6 of 10 planned messages (p0: stopped by SIGTERM); produce() refused 1 messages (MSG_SIZE_TOO_LARGE x1)"
+    )

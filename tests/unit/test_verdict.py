@@ -43,6 +43,7 @@ def counts(
     aborted_clean: int = 0,
     aborted_visible: int = 0,
     unexpected: int = 0,
+    unsent: int = 0,
     **flags: int,
 ) -> dict[str, int]:
     """Matrix counts from message outcomes, balanced as the Spark job's identities require.
@@ -53,8 +54,13 @@ def counts(
     aborted = aborted_clean + aborted_visible
     acked = delivered + lost + acked_duplicated
     failed = failed_clean + indeterminate + aborted
+    sent = acked + failed + unknown_absent
     return {
-        "sent": acked + failed + unknown_absent,
+        "planned": sent + unsent,
+        "sent": sent,
+        "unsent": unsent,
+        "refused": 0,
+        "fatal": 0,
         "acked": acked,
         "failed": failed,
         "unknown": unknown_absent,
@@ -88,7 +94,7 @@ class Run:
     def add(self, name: str, profile: str | ProducerProfile, fault: str = "leader-kill", duration_s: float = 10.0, **outcomes: Any) -> None:
         profile = get_profile(profile) if isinstance(profile, str) else profile
         expected = expect(profile, THREE, schedule_for(fault, 2.0, duration_s))
-        flags = {k: outcomes.pop(k) for k in ("fault_effective", "evidence_complete", "incomplete_reason") if k in outcomes}
+        flags = {k: outcomes.pop(k) for k in ("fault_effective", "evidence_complete", "incomplete_reason", "fatal_error") if k in outcomes}
         self.entries.append(
             {
                 "scenario": name,
@@ -109,6 +115,7 @@ class Run:
                 "fault_effective": True,
                 "evidence_complete": True,
                 "incomplete_reason": None,
+                "fatal_error": None,
                 **flags,
                 **counts(**outcomes),
                 "ack_latency_p50_ms": 3.1,
@@ -167,7 +174,7 @@ def test_every_class_holds_and_data_docs_show_it(root: Path, run: Run) -> None:
     ]
     verdict.raise_for_status()
     assert verdict.summary_lines()[4] == (
-        "PASS eos [exactly-once] (sent=1000, acked=1000, failed=0, lost=0, duplicates=0, reordered=0)"
+        "PASS eos [exactly-once] (planned=1000, sent=1000, acked=1000, failed=0, lost=0, duplicates=0, reordered=0)"
     )
 
     assert verdict.data_docs_index is not None and verdict.data_docs_index.is_file()
@@ -206,7 +213,7 @@ def test_a_planted_violation_in_each_class_fails_exactly_that_expectation(root: 
     assert {s.status for s in scenarios.values()} == {"fail"}
     assert scenarios["eos-dup"].summary_line() == (
         "FAIL eos-dup [exactly-once] guarantee_exactly-once: duplicates == 0, observed 2 "
-        "(sent=1000, acked=1000, failed=0, lost=0, duplicates=2, reordered=0)"
+        "(planned=1000, sent=1000, acked=1000, failed=0, lost=0, duplicates=2, reordered=0)"
     )
     with pytest.raises(GuaranteeViolation) as raised:
         verdict.raise_for_status()
@@ -288,6 +295,53 @@ def test_incomplete_evidence_never_passes(root: Path, run: Run) -> None:
         verdict.raise_for_status()
 
 
+def test_a_load_short_of_its_plan_never_passes(root: Path, run: Run) -> None:
+    """The false green of a load that sent nothing: every way a row can fall short of its plan is
+    incomplete (with what fell short), even when what was sent balances and breaks no promise."""
+    run.add("sent-nothing", "leader-ack", "none", delivered=0, unsent=20000)
+    run.add("stopped-early", "idempotent", delivered=600, unsent=400)
+    run.add("refused", "leader-ack", failed_clean=20000, delivered=0, refused=20000)
+    run.add("unreported", "at-least-once", unknown_absent=5, delivered=995)
+    run.add("short-and-lossy", "idempotent", lost=3, delivered=597, unsent=400)
+    run.add("full", "idempotent")
+    scenarios = by_scenario(run.judge(root, "short"))
+
+    assert {name: s.status for name, s in scenarios.items()} == {
+        "sent-nothing": "incomplete", "stopped-early": "incomplete", "refused": "incomplete",
+        "unreported": "incomplete", "short-and-lossy": "incomplete", "full": "pass",
+    }
+    assert scenarios["sent-nothing"].reason == (
+        "the load did not happen as planned (evidence_load-as-planned: unsent == 0, observed 20000)"
+    )
+    assert "refused == 0, observed 20000" in scenarios["refused"].reason
+    assert "unknown == 0, observed 5" in scenarios["unreported"].reason
+    assert scenarios["sent-nothing"].summary_line().endswith("(planned=20000, sent=0, acked=0, failed=0, lost=0, duplicates=0, reordered=0)")
+
+
+def test_a_fatal_producer_error_fails_an_idempotent_scenario_and_is_named(root: Path, run: Run) -> None:
+    """Messages a fatal error failed are not a gap in the evidence but a verdict: the idempotent
+    producer must recover from every catalog fault on a replicated, clean-election topic."""
+    error = "p0: OUT_OF_ORDER_SEQUENCE_NUMBER: Broker: Broker received an out of order sequence number"
+    run.add("desync", "idempotent", "ack-loss", delivered=700, failed_clean=300, fatal=300, fatal_error=error)
+    scenarios = by_scenario(run.judge(root, "fatal"))
+
+    desync = scenarios["desync"]
+    assert desync.status == "fail"
+    assert failures(desync) == [
+        ("availability_idempotence-recovers", "fatal == 0", 300),
+        ("availability_outage-outlasted", "failed_clean == 0", 300),
+    ]
+    assert f"fatal producer error ({error})" in desync.summary_line()
+
+
+def test_every_manifest_scenario_needs_a_matrix_row(root: Path, run: Run) -> None:
+    run.add("judged", "leader-ack")
+    run.add("dropped", "idempotent")
+    del run.rows[1]
+    with pytest.raises(ValueError, match="no matrix row for scenario.s. dropped"):
+        run.judge(root, "dropped-row")
+
+
 def test_integrity(root: Path, run: Run) -> None:
     run.add("negative", "leader-ack", unexpected=-1)
     run.add("unbalanced", "leader-ack")
@@ -300,6 +354,7 @@ def test_integrity(root: Path, run: Run) -> None:
     assert {s.status for s in scenarios.values()} == {"fail"}
     assert failures(scenarios["negative"]) == [(INTEGRITY_SUITE, "unexpected >= 0", -1)]
     assert failures(scenarios["unbalanced"]) == [
+        (INTEGRITY_SUITE, "planned == sent + unsent", "1000 vs 999"),
         (INTEGRITY_SUITE, "sent == acked + failed + unknown", "999 vs 1000"),
         (INTEGRITY_SUITE, "sent == delivered + lost + acked_duplicated + failed_clean + indeterminate + unknown_absent + aborted_clean + aborted_visible", "999 vs 1000"),
     ]

@@ -80,7 +80,7 @@ def test_every_sent_message_has_exactly_one_row_with_a_final_state(tmp_path: Pat
     log = make_log(tmp_path, sent=6)
     report(log, [100, 101, 103], {101: KafkaError(KafkaError.NOT_ENOUGH_REPLICAS)})
     report(log, [104], {104: KafkaError(KafkaError._PURGE_QUEUE)})
-    log.write()
+    log.write(6)
     rows = pq.read_table(log.path).to_pylist()
     assert pq.read_schema(log.path) == SCHEMA
     assert [r["id"] for r in rows] == [100, 101, 102, 103, 104, 105]
@@ -95,10 +95,51 @@ def test_every_sent_message_has_exactly_one_row_with_a_final_state(tmp_path: Pat
     assert [r["partition"] for r in rows] == [1, None, None, 1, None, None]
     assert [r["ack_ts"] for r in rows] == [2000.0, 2000.0, None, 2000.0, 2000.0, None]
     assert [r["send_ts"] for r in rows] == [1000.0 + i for i in range(6)]
-    assert {(r["txn"], r["aborted"]) for r in rows} == {(None, False)}
-    assert log.summary() == {
-        "sent": 6, "acked": 2, "failed": 2, "unknown": 2, "aborted": 0, "errors": {"NOT_ENOUGH_REPLICAS": 1, "_PURGE_QUEUE": 1},
+    assert {(r["txn"], r["aborted"], r["refused"], r["fatal"]) for r in rows} == {(None, False, False, False)}
+    assert log.summary(6) == {
+        "planned": 6, "sent": 6, "acked": 2, "failed": 2, "unknown": 2, "unsent": 0, "aborted": 0, "refused": 0,
+        "fatal": 0, "errors": {"NOT_ENOUGH_REPLICAS": 1, "_PURGE_QUEUE": 1},
     }
+
+
+def test_planned_messages_never_sent_or_refused_have_rows_too(tmp_path: Path) -> None:
+    """A load that stopped early still writes a row for every planned message: the ones never handed
+    to produce() are `unsent`; one produce() refused is a failed write of its own."""
+    log = make_log(tmp_path, sent=3)
+    log.refuse(1, KafkaError(KafkaError.MSG_SIZE_TOO_LARGE), 1001.5)
+    report(log, [100, 102])
+    log.write(10)
+    rows = pq.read_table(log.path).to_pylist()
+    assert [r["id"] for r in rows] == list(range(100, 110))
+    assert [r["state"] for r in rows] == ["acked", "failed", "acked"] + ["unsent"] * 7
+    assert [r["refused"] for r in rows] == [False, True] + [False] * 8
+    assert rows[1]["error"] == "MSG_SIZE_TOO_LARGE" and rows[1]["send_ts"] == 1001.5 and rows[1]["ack_ts"] is None
+    assert {(r["send_ts"], r["error"]) for r in rows[3:]} == {(None, None)}
+    assert log.summary(10) == {
+        "planned": 10, "sent": 3, "acked": 2, "failed": 1, "unknown": 0, "unsent": 7, "aborted": 0, "refused": 1,
+        "fatal": 0, "errors": {"MSG_SIZE_TOO_LARGE": 1},
+    }
+    with pytest.raises(EvidenceError, match="a report for a refused message"):
+        report(log, [101])
+    with pytest.raises(EvidenceError, match="2 planned messages, but 3 sent"):
+        log.write(2)
+
+
+def test_a_fatal_error_fails_every_message_it_left_undelivered(tmp_path: Path) -> None:
+    """Acked before the fatal error: acked. Failed before it: its own error. Failed after it, never
+    reported, or never sent: failed by the fatal error."""
+    log = make_log(tmp_path, sent=5)
+    report(log, [100])  # acked at 2000.0
+    log.record_deliveries(np.array([101]), np.array([1500.0]), [None], [None], [(0, KafkaError(KafkaError.NOT_ENOUGH_REPLICAS))])
+    log.fail_fatally(KafkaError(KafkaError.OUT_OF_ORDER_SEQUENCE_NUMBER), 1900.0)
+    log.record_deliveries(np.array([102]), np.array([1950.0]), [None], [None], [(0, KafkaError(KafkaError._PURGE_QUEUE))])
+    log.write(8)  # 103, 104 never reported; 105-107 never sent
+    rows = pq.read_table(log.path).to_pylist()
+    assert [r["state"] for r in rows] == ["acked"] + ["failed"] * 7
+    assert [r["fatal"] for r in rows] == [False, False] + [True] * 6
+    assert [r["error"] for r in rows] == [None, "NOT_ENOUGH_REPLICAS", "_PURGE_QUEUE"] + ["OUT_OF_ORDER_SEQUENCE_NUMBER"] * 5
+    summary = log.summary(8)
+    assert (summary["sent"], summary["unsent"], summary["failed"], summary["fatal"]) == (8, 0, 7, 6)
 
 
 @pytest.mark.parametrize(
@@ -121,13 +162,13 @@ def test_transactions_record_index_abort_and_unknown_outcome(tmp_path: Path) -> 
             log.end_transaction(outcome)
     report(log, [100, 101, 102, 104, 105])
     report(log, [103], {103: KafkaError(KafkaError._PURGE_INFLIGHT)})
-    log.write()
+    log.write(6)
     rows = pq.read_table(log.path).to_pylist()
     assert [r["txn"] for r in rows] == [0, 0, 1, 1, 2, 3]
     assert [r["aborted"] for r in rows] == [False, False, True, True, False, False]
     # acked in a transaction whose outcome is unknown (or never ended): the write may or may not count
     assert [r["state"] for r in rows] == ["acked", "acked", "acked", "failed", "unknown", "unknown"]
-    assert log.summary()["aborted"] == 2
+    assert log.summary(6)["aborted"] == 2
 
 
 def test_combine_joins_parts_in_order_atomically(tmp_path: Path) -> None:
@@ -135,7 +176,7 @@ def test_combine_joins_parts_in_order_atomically(tmp_path: Path) -> None:
     for producer, first_id in ((0, 0), (1, 3)):
         log = ProducerLog(tmp_path / f"p{producer}.parquet", producer, first_id, 3, 1, [0])
         log.sent = 3
-        log.write()
+        log.write(3)
         parts.append(log.path)
     assert combine(parts, tmp_path / "send_log.parquet") == 6
     table = pq.read_table(tmp_path / "send_log.parquet")

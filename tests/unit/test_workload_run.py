@@ -5,12 +5,16 @@ in tests/integration/test_workload.py."""
 
 from __future__ import annotations
 
+import signal
+import threading
 from pathlib import Path
 
+import psutil
 import pyarrow.parquet as pq
 import pytest
 
 from acklab.profiles import Partitioner, ProducerProfile
+from acklab.workload.forkserver import ForkServer
 from acklab.workload.producer import PRODUCERS_DIR, STATS_FILE, LoadSpec, run_load
 
 
@@ -54,3 +58,34 @@ def test_every_message_is_logged_once_with_its_producer_key_and_partition(
     assert result.stats["txmsgs"] == result.sent  # a sample after the load has the totals
     leftovers = sorted(p.name for p in (send_log.parent / PRODUCERS_DIR).iterdir())
     assert leftovers == sorted(f"p{n}{suffix}" for n in range(spec.producers) for suffix in (".json", ".log"))
+
+
+def test_messages_produce_refuses_are_failed_writes_and_the_load_goes_on(tmp_path: Path) -> None:
+    """librdkafka refuses values above message.max.bytes at produce(): each is a failed, refused row."""
+    profile = ProducerProfile(name="mock", acks="1", overrides={"test.mock.num.brokers": 3, "message.max.bytes": 1000})
+    send_log = tmp_path / "send_log.parquet"
+    result = run_load("", "t", profile, LoadSpec(messages=300, message_bytes=2000), send_log)
+
+    assert (result.planned, result.sent, result.failed, result.refused, result.acked, result.unsent) == (300, 300, 300, 300, 0, 0)
+    assert result.errors == {"MSG_SIZE_TOO_LARGE": 300}
+    rows = pq.read_table(send_log).to_pylist()
+    assert {(r["state"], r["refused"], r["error"], r["ack_ts"]) for r in rows} == {("failed", True, "MSG_SIZE_TOO_LARGE", None)}
+
+
+def test_a_load_stopped_early_logs_its_unsent_messages_and_why(tmp_path: Path) -> None:
+    """SIGTERM to the producer processes mid-load: every planned message still has a row."""
+
+    def terminate_producers() -> None:
+        for child in psutil.Process(ForkServer.shared().pid).children():
+            child.send_signal(signal.SIGTERM)
+
+    send_log = tmp_path / "send_log.parquet"
+    spec = LoadSpec(messages=20_000, rate=2000, producers=2)
+    result = run_load("", "t", mock_profile("consistent_random"), spec, send_log, None, lambda: threading.Timer(1.0, terminate_producers).start())
+
+    rows = pq.read_table(send_log).to_pylist()
+    assert len(rows) == result.planned == 20_000
+    assert 0 < result.sent < 10_000 and result.unsent == 20_000 - result.sent
+    assert result.stop_reasons == {"p0": "stopped by SIGTERM", "p1": "stopped by SIGTERM"}
+    assert sum(r["state"] == "unsent" for r in rows) == result.unsent
+    assert {r["send_ts"] for r in rows if r["state"] == "unsent"} == {None}

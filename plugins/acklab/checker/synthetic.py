@@ -82,7 +82,7 @@ def generate(
             send_log.write_table(_send_log_table(sent, key_names))
             records.write_table(_records_table(topic, key_names, messages, index, expected))
     _write_manifest(run_dir, messages, partitions, producers, fault, send_log_path)
-    expected["sent"] = messages
+    expected["sent"] = expected["planned"] = messages
     expected["records_read"] += int(sum(next_offset))
     # At this rate normal ack gaps are milliseconds, so the longest one spans the fault.
     gap = {"longest_ack_gap_s": around_fault[1] - around_fault[0],
@@ -203,6 +203,8 @@ def _send_log_table(c: dict[str, np.ndarray], key_names: list[str]) -> pa.Table:
             "offset": pa.array(c["offset"], mask=c["offset"] < 0),
             "error": _dictionary(np.zeros(n, dtype=np.int32), ["_MSG_TIMED_OUT"], mask=~failed),
             "state": _dictionary(c["state"], ["acked", "failed", "unknown"]),
+            "refused": np.zeros(n, dtype=bool),
+            "fatal": np.zeros(n, dtype=bool),
         },
         schema=SEND_LOG,
     )
@@ -250,7 +252,7 @@ def _write_manifest(
         "fault_effective": True,
         "evidence_complete": True,
         "incomplete_reason": None,
-        "messages": messages,
+        "planned": messages,
     }
     manifest = {"run_id": run_dir.name, "bootstrap_servers": None, "scenarios": [scenario]}
     (run_dir / "manifest.json").write_text(json.dumps(manifest, indent=2))

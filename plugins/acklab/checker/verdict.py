@@ -10,9 +10,11 @@ apply. Suites, validation definitions and checkpoints live in a File Data Contex
 committed; validation results and Data Docs go to its ``uncommitted/`` directory, next to a page
 with the model's tables (``guarantees.html``).
 
-Status of a row: incomplete if its evidence is; fail if an integrity or guarantee expectation
+Status of a row: incomplete if its evidence is (the manifest says so, or an evidence expectation
+failed: the load did not send what it planned); fail if an integrity or guarantee expectation
 failed; incomplete if its fault took no effect (the manifest says so); fail if an availability
 expectation failed; incomplete ("fault ineffective") if an efficacy expectation failed; else pass.
+Every scenario of the manifest must have a matrix row.
 
 Great Expectations is imported inside functions: importing it takes seconds, importing this
 module should not.
@@ -54,10 +56,10 @@ MANIFEST = "manifest.json"
 
 # The matrix contract (spark/delivery_matrix.py; a unit test keeps these in step with it).
 IDENTITY_COLUMNS = ("scenario", "profile", "fault", "guarantee", "fault_effective", "evidence_complete")
-DESCRIPTIVE_COLUMNS = ("partitioner", "producers", "transactional", "incomplete_reason")
+DESCRIPTIVE_COLUMNS = ("partitioner", "producers", "transactional", "incomplete_reason", "fatal_error")
 MATRIX_COLUMNS = IDENTITY_COLUMNS + DESCRIPTIVE_COLUMNS + COUNT_COLUMNS + METRIC_COLUMNS
 MISSING = "missing columns"  # derived: the matrix columns a row lacks
-SUMMARY_COUNTS = ("sent", "acked", "failed", "lost", "duplicates", "reordered")
+SUMMARY_COUNTS = ("planned", "sent", "acked", "failed", "lost", "duplicates", "reordered")
 REQUIRED_COLUMNS = ("scenario", "guarantee", "fault", "evidence_complete", "fault_effective")
 
 
@@ -90,12 +92,15 @@ class ScenarioVerdict:
     failed: tuple[FailedExpectation, ...]
     counts: Mapping[str, Any]
     reason: str | None = None
+    fatal_error: str | None = None  # the producer's fatal error, named whenever there was one
 
     def summary_line(self) -> str:
         """One line: status, scenario, class, why it is not a pass, and the key counts."""
         parts = [f"{self.status.upper()} {self.scenario} [{self.guarantee}]"]
         why = [self.reason] if self.reason else []
         why += [failure.describe() for failure in self.failed]
+        if self.fatal_error:
+            why.append(f"fatal producer error ({self.fatal_error})")
         if why:
             parts.append("; ".join(why))
         counts = ", ".join(f"{name}={_show(self.counts.get(name))}" for name in SUMMARY_COUNTS)
@@ -394,6 +399,8 @@ def _rows(records: list[dict[str, Any]], manifest: Path, source: str) -> list[_R
     if not manifest.is_file():
         raise ValueError(f"{source}: no manifest at {manifest}, so the expected guarantees are unknown")
     entries = {entry["scenario"]: entry for entry in json.loads(manifest.read_text())["scenarios"]}
+    if unjudged := sorted(set(entries) - {record.get("scenario") for record in records}):
+        raise ValueError(f"{source}: no matrix row for scenario(s) {', '.join(unjudged)} of {manifest}")
     rows = []
     for number, record in enumerate(records):
         missing = [column for column in REQUIRED_COLUMNS if column not in record]
@@ -457,6 +464,10 @@ def _judge(row: _Row, failed: list[FailedExpectation]) -> ScenarioVerdict:
     reason = None
     if not record["evidence_complete"]:
         reason = record.get("incomplete_reason") or "evidence incomplete"
+    elif Kind.EVIDENCE in kinds:
+        shortfall = "; ".join(f.describe() for f in failed if f.kind == Kind.EVIDENCE)
+        reason = f"the load did not happen as planned ({shortfall})"
+        failed = [f for f in failed if f.kind != Kind.EVIDENCE]
     elif kinds & {INTEGRITY, Kind.GUARANTEE}:
         pass  # a broken promise (or a broken row) fails whatever the fault did
     elif not record["fault_effective"]:
@@ -474,6 +485,7 @@ def _judge(row: _Row, failed: list[FailedExpectation]) -> ScenarioVerdict:
         failed=tuple(failed),
         counts={name: record.get(name) for name in COUNT_COLUMNS},
         reason=reason,
+        fatal_error=record.get("fatal_error"),
     )
 
 

@@ -13,7 +13,7 @@ from acklab.report.history import Regression
 
 REPORT_DIR = "report"
 COLUMNS = (
-    "scenario", "guarantee", "sent", "acked", "failed", "unknown", "lost", "duplicates", "reordered",
+    "scenario", "guarantee", "planned", "sent", "acked", "failed", "unknown", "lost", "duplicates", "reordered",
     "indeterminate", "ack_latency_p99_ms",
 )
 

@@ -103,6 +103,11 @@ class ForkServer:
         atexit.register(self.close)
 
     @property
+    def pid(self) -> int:
+        """The server process's pid (its children are the producer processes)."""
+        return self._process.pid
+
+    @property
     def alive(self) -> bool:
         return not self._gone and self._process.poll() is None
 

@@ -28,7 +28,7 @@ from acklab.workload import stats
 from acklab.workload.forkserver import ForkedProcess, ForkServer
 from acklab.workload.records import ValueFormat
 from acklab.workload.sendlog import combine
-from acklab.workload.worker import PROGRESS_FILE, WorkerJob
+from acklab.workload.worker import DEADLINE, PROGRESS_FILE, WorkerJob
 
 log = logging.getLogger(__name__)
 STATS_FILE = "producer_stats.parquet"
@@ -66,14 +66,19 @@ class LoadResult:
 
     started: float
     ended: float
-    sent: int
+    planned: int  # rows of the send log: every message the load planned
+    sent: int  # handed to produce(): acked + failed + unknown
     acked: int
     failed: int
     unknown: int
+    unsent: int  # planned, never handed to produce() (the load stopped early)
     aborted: int
+    refused: int  # failed at produce() itself
+    fatal: int  # failed by a producer's fatal error
     errors: dict[str, int]
     stats: dict[str, int] = field(default_factory=dict)
-    producer_errors: dict[str, str] = field(default_factory=dict)
+    stop_reasons: dict[str, str] = field(default_factory=dict)  # producer -> why it stopped before its plan
+    fatal_errors: dict[str, str] = field(default_factory=dict)  # producer -> its fatal error
 
 
 Progress = Callable[[int, int, int], None]
@@ -166,31 +171,31 @@ def run_load(
             raise WorkloadError(f"producer {job.name} exited with {worker.returncode}: {_tail(job)}")
     results = [json.loads(job.file(".json").read_text()) for job in jobs]
     for result in results:
-        if result["fatal_error"]:
-            log.warning("producer %s stopped early: %s", result["producer"], result["fatal_error"])
+        if result["stop_reason"]:
+            log.warning("producer %s stopped early: %s", result["producer"], result["stop_reason"])
     rows = combine([job.file(".parquet") for job in jobs], send_log_path)
     stats_table = pa.concat_tables(pq.read_table(job.file(".stats.parquet")) for job in jobs)
     pq.write_table(stats_table, send_log_path.parent / STATS_FILE)
     for part in [directory / PROGRESS_FILE, *(job.file(suffix) for job in jobs for suffix in (".parquet", ".stats.parquet"))]:
         part.unlink()
-    sent = sum(r["sent"] for r in results)
-    if rows != sent:
-        raise WorkloadError(f"send log has {rows} rows for {sent} messages sent")
+    planned = sum(r["planned"] for r in results)
+    if rows != planned:
+        raise WorkloadError(f"send log has {rows} rows for {planned} planned messages")
+    if spec.duration_s is None and planned != spec.messages:
+        raise WorkloadError(f"producers planned {planned} messages, the load {spec.messages}")
     errors: dict[str, int] = {}
     for result in results:
         for name, count in result["errors"].items():
             errors[name] = errors.get(name, 0) + count
+    total = {name: sum(r[name] for r in results) for name in ("planned", "sent", "acked", "failed", "unknown", "unsent", "aborted", "refused", "fatal")}
     return LoadResult(
         started=min(r["started"] for r in results),
         ended=max(r["ended"] for r in results),
-        sent=sent,
-        acked=sum(r["acked"] for r in results),
-        failed=sum(r["failed"] for r in results),
-        unknown=sum(r["unknown"] for r in results),
-        aborted=sum(r["aborted"] for r in results),
+        **total,
         errors=errors,
         stats=stats.summarize(stats_table),
-        producer_errors={r["producer"]: r["fatal_error"] for r in results if r["fatal_error"]},
+        stop_reasons={r["producer"]: r["stop_reason"] for r in results if r["stop_reason"] and r["stop_reason"] != DEADLINE},
+        fatal_errors={r["producer"]: r["fatal_error"] for r in results if r["fatal_error"]},
     )
 
 

@@ -1,9 +1,9 @@
-"""The send log: per-message fate, columnar, written in batches and renamed into place (docs/evidence.md).
+"""The send log: every planned message's fate, columnar, written once and renamed into place (docs/evidence.md).
 
-Each producer process keeps numpy arrays for its id range and fills them from delivery reports in
-bulk; when its load is over it writes its own part in row groups of BATCH_ROWS (nothing is
-written during the load: an unfinished Parquet file is unreadable anyway, and every write would
-take CPU from the producer). `combine` joins the parts into the scenario's send log with one
+Each producer process keeps numpy arrays for its whole planned id range and fills them from
+delivery reports in bulk; when its load is over it writes its own part in row groups of
+BATCH_ROWS, one row per planned message, so a message the producer never got to send is a row
+(`unsent`) rather than a gap. `combine` joins the parts into the scenario's send log with one
 atomic rename.
 """
 
@@ -18,6 +18,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from confluent_kafka import KafkaError
 
+from acklab.matrix_contract import STATES, UNSENT
 from acklab.workload.records import key
 
 SCHEMA = pa.schema(
@@ -36,6 +37,8 @@ SCHEMA = pa.schema(
         ("offset", pa.int64()),
         ("error", pa.string()),
         ("state", pa.string()),
+        ("refused", pa.bool_()),
+        ("fatal", pa.bool_()),
     ]
 )
 NO_ERROR = 0
@@ -44,6 +47,7 @@ BATCH_ROWS = 1 << 18
 # Dictionary-encode only the string columns: trying it on ids and times costs 3x the write time.
 WRITE_OPTIONS = {"use_dictionary": ["key", "producer", "error", "state"]}
 TXN_OUTCOMES = ("committed", "aborted", "unknown")
+LOG_STATES = (*STATES, UNSENT)  # the `state` column's values, by code
 
 # Kafka protocol errors whose exception is a RetriableException (org.apache.kafka.common.protocol.Errors
 # of kafka-clients 4.3.1, share-session errors omitted) and librdkafka's transient local errors (Java
@@ -62,7 +66,11 @@ class EvidenceError(RuntimeError):
 
 
 class ProducerLog:
-    """The fate of one producer's messages, ids `first_id .. first_id + capacity - 1`."""
+    """The fate of one producer's planned messages, ids `first_id .. first_id + capacity - 1`.
+
+    `sent` counts the messages handed to `produce()` so far (in id order); `refuse` records one that
+    `produce()` rejected, `record_deliveries` the delivery reports, `fail_fatally` the producer's
+    fatal error. `write(planned)` writes one row per planned message."""
 
     def __init__(
         self,
@@ -75,6 +83,7 @@ class ProducerLog:
         transactional: bool = False,
     ) -> None:
         self.path, self.producer, self.first_id, self.keys = path, producer, first_id, keys
+        self.capacity = capacity
         self.key_partitions = np.asarray(key_partitions, dtype=np.int32)
         self.transactional = transactional
         self.send_ts = np.full(capacity, np.nan)
@@ -82,9 +91,12 @@ class ProducerLog:
         self.partition = np.full(capacity, -1, dtype=np.int32)
         self.offset = np.full(capacity, -1, dtype=np.int64)
         self.error = np.full(capacity, UNREPORTED, dtype=np.int32)
+        self.refused = np.zeros(capacity, dtype=bool)
         self._txn_starts: list[int] = []  # local index of each transaction's first message
         self._txn_outcomes: list[int] = []  # TXN_OUTCOMES index, one per finished transaction
         self.error_names: dict[int, str] = {}
+        self.fatal_code: int | None = None  # the fatal error's code, once the producer had one
+        self.fatal_ts = np.inf  # when it happened
         self.sent = self.acked = self.failed = 0
 
     def begin_transaction(self) -> None:
@@ -94,6 +106,22 @@ class ProducerLog:
     def end_transaction(self, outcome: str) -> None:
         """The open transaction was committed or aborted, or its outcome is unknown (TXN_OUTCOMES)."""
         self._txn_outcomes.append(TXN_OUTCOMES.index(outcome))
+
+    def refuse(self, index: int, error: KafkaError, ts: float) -> None:
+        """`produce()` rejected local message `index` (handed to it, so counted as sent): it failed
+        without reaching the wire."""
+        self.error[index] = error.code()
+        self.error_names.setdefault(error.code(), error.name())
+        self.refused[index] = True
+        self.send_ts[index] = ts
+        self.failed += 1
+
+    def fail_fatally(self, error: KafkaError, ts: float) -> None:
+        """The producer raised a fatal error at `ts`: every message not acknowledged by then, or never
+        sent, failed by it (the instance can deliver nothing more)."""
+        if self.fatal_code is None:
+            self.fatal_code, self.fatal_ts = error.code(), ts
+            self.error_names.setdefault(error.code(), error.name())
 
     def record_deliveries(
         self, ids: np.ndarray, ack_ts: np.ndarray, partitions: list[int | None], offsets: list[int | None], errors: list[tuple[int, KafkaError]]
@@ -106,7 +134,7 @@ class ProducerLog:
         if local.min() < 0 or local.max() >= self.sent:
             raise EvidenceError(f"p{self.producer}: delivery report for an id this producer never sent")
         if (self.error[local] != UNREPORTED).any() or np.bincount(local - local.min()).max() > 1:
-            raise EvidenceError(f"p{self.producer}: more than one delivery report for a message")
+            raise EvidenceError(f"p{self.producer}: more than one delivery report (or a report for a refused message)")
         codes = np.full(len(local), NO_ERROR, dtype=np.int32)
         for position, error in errors:
             codes[position] = error.code()
@@ -119,62 +147,82 @@ class ProducerLog:
         self.failed += len(errors)
         self.acked += len(local) - len(errors)
 
-    def write(self) -> None:
-        """Write every sent message (unreported ones as `unknown`) in row groups, then rename into place."""
+    def write(self, planned: int) -> None:
+        """Write the first `planned` messages (every sent one at least) in row groups, then rename into place."""
+        if not self.sent <= planned <= self.capacity:
+            raise EvidenceError(f"p{self.producer}: {planned} planned messages, but {self.sent} sent of {self.capacity}")
         tmp = self.path.with_name(self.path.name + ".tmp")
         with pq.ParquetWriter(tmp, SCHEMA, **WRITE_OPTIONS) as writer:
-            for lo in range(0, self.sent, BATCH_ROWS):
-                writer.write_table(self._table(lo, min(self.sent, lo + BATCH_ROWS)), row_group_size=BATCH_ROWS)
+            for lo in range(0, planned, BATCH_ROWS):
+                writer.write_table(self._table(lo, min(planned, lo + BATCH_ROWS)), row_group_size=BATCH_ROWS)
         os.replace(tmp, self.path)
 
-    def summary(self) -> dict[str, object]:
-        """Counts of the final states of every sent message, as written to the send log."""
-        acked, failed, aborted = self._states(0, self.sent)[:3]
-        errors = self.error[: self.sent][failed]
+    def summary(self, planned: int) -> dict[str, object]:
+        """Counts of the final states of the first `planned` messages, as `write(planned)` writes them."""
+        states, aborted, fatal, error = self._states(0, planned)[:4]
+        failed = states == LOG_STATES.index("failed")
         return {
-            "sent": self.sent,
-            "acked": int(acked.sum()),
-            "failed": int(failed.sum()),
-            "unknown": int(self.sent - acked.sum() - failed.sum()),
+            "planned": planned,
+            **{name: int((states == code).sum()) for code, name in enumerate(LOG_STATES)},
+            "sent": int((states != LOG_STATES.index(UNSENT)).sum()),
             "aborted": int(aborted.sum()),
-            "errors": {self.error_names[int(c)]: int(n) for c, n in zip(*np.unique(errors, return_counts=True), strict=True)},
+            "refused": int(self.refused[:planned].sum()),
+            "fatal": int(fatal.sum()),
+            "errors": {self.error_names[int(c)]: int(n) for c, n in zip(*np.unique(error[failed], return_counts=True), strict=True)},
         }
 
-    def _states(self, lo: int, hi: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray | None]:
-        """acked, failed and aborted masks and transaction indices (None unless transactional) of rows lo..hi-1."""
-        error = self.error[lo:hi]
-        failed = (error != NO_ERROR) & (error != UNREPORTED)
+    def _states(self, lo: int, hi: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray | None]:
+        """State codes (LOG_STATES), aborted and fatal masks, error codes (a fatal producer's error for
+        the messages it failed) and transaction indices (None unless transactional) of rows lo..hi-1."""
+        index = np.arange(lo, hi)
+        error = self.error[lo:hi].copy()
+        sent = index < self.sent
         acked = error == NO_ERROR
-        if not self.transactional:
-            return acked, failed, np.zeros(hi - lo, dtype=bool), None
-        txn = np.searchsorted(self._txn_starts, np.arange(lo, hi), side="right").astype(np.int64) - 1
-        outcome = np.array(self._txn_outcomes + [TXN_OUTCOMES.index("unknown")], dtype=np.int8)[txn]
-        acked &= outcome != TXN_OUTCOMES.index("unknown")  # acked in a transaction of unknown outcome: unknown
-        return acked, failed, outcome == TXN_OUTCOMES.index("aborted"), txn
+        failed = (error != NO_ERROR) & (error != UNREPORTED)
+        aborted = np.zeros(hi - lo, dtype=bool)
+        txn = None
+        if self.transactional:
+            txn = np.searchsorted(self._txn_starts, index, side="right").astype(np.int64) - 1
+            outcome = np.array(self._txn_outcomes + [TXN_OUTCOMES.index("unknown")], dtype=np.int8)[np.maximum(txn, 0)]
+            acked &= outcome != TXN_OUTCOMES.index("unknown")  # acked in a transaction of unknown outcome: unknown
+            aborted = sent & (outcome == TXN_OUTCOMES.index("aborted"))
+            txn = np.where(sent, txn, -1)
+        fatal = np.zeros(hi - lo, dtype=bool)
+        if self.fatal_code is not None:
+            # not acked before the fatal error: reported failed after it, never reported, or never sent
+            failed_at = np.where(self.refused[lo:hi], self.send_ts[lo:hi], self.ack_ts[lo:hi])
+            late = ~sent | (error == UNREPORTED) | (failed & ~(failed_at < self.fatal_ts))
+            fatal = ~acked & late
+            error[fatal & (error == UNREPORTED)] = self.fatal_code
+            failed |= fatal
+        state = np.where(acked, 0, np.where(failed, 1, np.where(sent, 2, 3))).astype(np.int32)
+        return state, aborted, fatal, error, txn
 
     def _table(self, lo: int, hi: int) -> pa.Table:
         local = np.arange(lo, hi, dtype=np.int64)
         key_index = (local % self.keys).astype(np.int32)
-        error = self.error[lo:hi]
-        acked, failed, aborted, txn = self._states(lo, hi)
-        state = np.where(acked, 0, np.where(failed, 1, 2)).astype(np.int32)
+        state, aborted, fatal, error, txn = self._states(lo, hi)
+        failed = state == LOG_STATES.index("failed")
         codes = sorted(self.error_names) or [NO_ERROR]
         error_index = np.minimum(np.searchsorted(codes, error), len(codes) - 1).astype(np.int32)
+        sent = local < self.sent
         columns = {
             "id": pa.array(local + self.first_id),
             "key": _strings(key_index, [key(self.producer, k) for k in range(self.keys)]),
             "seq": pa.array(local // self.keys),
             "producer": _strings(np.zeros(hi - lo, dtype=np.int32), [f"p{self.producer}"]),
             "expected_partition": pa.array(self.key_partitions[key_index]),
-            "txn": pa.array(txn) if txn is not None else pa.nulls(hi - lo, pa.int64()),
+            "txn": pa.array(txn, mask=txn < 0) if txn is not None else pa.nulls(hi - lo, pa.int64()),
             "aborted": pa.array(aborted),
             "retriable": pa.array(np.isin(error, RETRIABLE_CODES), mask=~failed),
-            "send_ts": pa.array(self.send_ts[lo:hi]),
+            "send_ts": pa.array(self.send_ts[lo:hi], mask=~sent),
             "ack_ts": pa.array(self.ack_ts[lo:hi], mask=np.isnan(self.ack_ts[lo:hi])),
             "partition": pa.array(self.partition[lo:hi], mask=self.partition[lo:hi] < 0),
             "offset": pa.array(self.offset[lo:hi], mask=(error != NO_ERROR) | (self.offset[lo:hi] < 0)),
             "error": _strings(error_index, [self.error_names.get(c, "") for c in codes], mask=~failed),
-            "state": _strings(state, ["acked", "failed", "unknown"]),
+            "state": _strings(state, list(LOG_STATES)),
+            "refused": pa.array(self.refused[lo:hi]),
+            "fatal": pa.array(fatal),
         }
         return pa.table(columns, schema=SCHEMA)
 

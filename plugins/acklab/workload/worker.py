@@ -3,8 +3,13 @@
 Protocol: the job arrives as one JSON line on stdin; the worker connects, fetches the topic's
 metadata (and initialises transactions), prints `ready`, waits for `go` on stdin, produces, then
 writes its send-log part, its statistics part and `p<n>.json` (counts). SIGTERM, or the parent
-going away, stops producing early; the evidence of what was sent is still written. SIGINT is
-ignored: a Ctrl-C reaches the whole process group, and the parent then sends SIGTERM.
+going away, stops producing early; the send-log part still has a row for every planned message
+(`unsent` for those never handed to `produce()`), and `stop_reason` says why. SIGINT is ignored:
+a Ctrl-C reaches the whole process group, and the parent then sends SIGTERM.
+
+A message `produce()` rejects (e.g. MSG_SIZE_TOO_LARGE) is a failed write (`refused`), and the
+load goes on. A fatal error (librdkafka's idempotent producer giving up) ends the load: every
+message it did not acknowledge, sent or not, failed by it (`fatal`).
 
 The hot loop does as little per message as Python allows: values are built BLOCK at a time with
 numpy, each message costs one `produce` call and one delivery callback that only appends to
@@ -42,7 +47,9 @@ BLOCK = 4096  # values built at once
 TOPIC_WAIT_S = 60.0  # for the topic to appear in the metadata
 WHOLE_VALUE_MAX = 1024  # larger values: the delivery callback keeps only the id prefix
 TICK_S = 0.25  # delivery reports folded into the arrays, progress published
-STOP_FLUSH_S = 5.0  # flush budget once stopped by a signal
+STOP_FLUSH_S = 5.0  # flush budget once interrupted
+DEADLINE = "duration_s reached"  # the stop reason of a load ended by its clock, as planned
+SIGTERM_STOP, PARENT_GONE = "stopped by SIGTERM", "the parent process went away"  # interrupted: flush briefly
 
 
 class WorkerJob(BaseModel):
@@ -81,6 +88,7 @@ class Worker:
     def __init__(self, job: WorkerJob) -> None:
         self.job = job
         self.stopping = False
+        self.stop_reason: str | None = None  # why the load ended before its plan, if it did
         self.fatal_error: str | None = None
         self.parent = os.getppid()
         self.format = ValueFormat.for_ids(job.max_id, job.message_bytes)
@@ -173,24 +181,51 @@ class Worker:
             else:
                 self._transactions(self.job.transaction)
         except KafkaException as exc:
-            self.fatal_error = exc.args[0].str()
-            log.error("%s stopped producing: %s", self.job.name, self.fatal_error)
+            error: KafkaError = exc.args[0]
+            if error.fatal() or error.code() == KafkaError._FATAL:
+                self._fatal(error)
+            else:
+                self._stop(f"error {error.name()}: {error.str()}")
+            log.error("%s stopped producing: %s", self.job.name, self.stop_reason)
         finally:
             self._flush()
             self.ended = time.time()
             self._final_stats()
             self._fold()
             self.progress[self.job.producer] = (self.log.sent, self.log.acked, self.log.failed)
-            self.log.write()
+            # A load stopped by its clock planned only what it sent; any other early stop leaves the rest unsent.
+            planned = self.log.sent if self.stop_reason == DEADLINE else self.job.count
+            self.log.write(planned)
             pq.write_table(pa.Table.from_pylist(self.stats_rows, schema=stats.SCHEMA), self.job.file(".stats.parquet"))
         return {
             "producer": self.job.name,
             "started": self.started,
             "ended": self.ended,
             "partitions": self.partitions,
+            "stop_reason": self.stop_reason,
             "fatal_error": self.fatal_error,
-            **self.log.summary(),
+            **self.log.summary(planned),
         }
+
+    def _stop(self, reason: str) -> None:
+        """Stop producing; the first reason given is the one recorded."""
+        self.stopping = True
+        self.stop_reason = self.stop_reason or reason
+
+    def _fatal(self, error: KafkaError) -> None:
+        """The producer instance is dead: record the error (its cause, when known) and stop."""
+        self.log.fail_fatally(error, time.time())
+        if self.fatal_error is None or error.code() != KafkaError._FATAL:
+            self.fatal_error = f"{error.name()}: {error.str()}"
+        self._stop(f"fatal error {self.fatal_error}")
+
+    def _refuse(self, index: int, error: KafkaError) -> bool:
+        """Record a message `produce()` rejected as a failed write; False when the error must end the
+        load instead (fatal, or a transaction that must abort)."""
+        if error.fatal() or error.code() == KafkaError._FATAL or error.txn_requires_abort():
+            return False
+        self.log.refuse(index, error, time.time())
+        return True
 
     def _produce(self, end: int) -> None:
         """Send local messages `log.sent .. end - 1`, CHUNK at a time, paced to the job's rate."""
@@ -213,7 +248,10 @@ class Worker:
                         except BufferError:  # queue full: record what was accepted, then wait
                             send_ts[lo + stamped : lo + j] = now()
                             stamped, self.log.sent = j, lo + j
-                            self._produce_blocking(values[j], keys[j])
+                            self._produce_blocking(lo + j, values[j], keys[j])
+                        except KafkaException as exc:
+                            if not self._refuse(lo + j, exc.args[0]):
+                                raise
                 except KafkaException:
                     send_ts[lo + stamped : lo + j] = now()
                     self.log.sent = lo + j
@@ -234,7 +272,8 @@ class Worker:
                     if self.stopping:
                         return
 
-    def _produce_blocking(self, value: bytes, message_key: bytes) -> None:
+    def _produce_blocking(self, index: int, value: bytes, message_key: bytes) -> None:
+        """Hand local message `index` to a full queue, serving delivery reports until it is taken."""
         while True:
             self.producer.poll(0.01)
             self._polled()
@@ -244,6 +283,10 @@ class Worker:
                 return
             except BufferError:
                 continue
+            except KafkaException as exc:
+                if self._refuse(index, exc.args[0]):
+                    return
+                raise
 
     def _transactions(self, spec: TransactionSpec) -> None:
         """Transactions of `records_per_txn` messages, each committed or (per the abort ratio) aborted.
@@ -289,7 +332,8 @@ class Worker:
 
     def _flush(self) -> None:
         """Serve delivery reports until none is outstanding or the flush budget is spent."""
-        budget = STOP_FLUSH_S if self.stopping else self.job.flush_timeout_s
+        interrupted = self.stop_reason in (SIGTERM_STOP, PARENT_GONE)
+        budget = STOP_FLUSH_S if interrupted else self.job.flush_timeout_s
         self._drain(budget)
         if len(self.producer):
             log.warning("%s: %d messages unreported after %.0fs: recorded as unknown", self.job.name, len(self.producer), budget)
@@ -311,8 +355,7 @@ class Worker:
     def _on_error(self, error: KafkaError) -> None:
         """Client-level errors are logged by librdkafka; a fatal one ends the load (the evidence stays)."""
         if error.fatal():
-            self.fatal_error = self.fatal_error or error.str()
-            self.stopping = True
+            self._fatal(error)
 
     def _tick(self) -> None:
         """Fold delivery reports into the arrays, publish progress, check stop conditions."""
@@ -322,8 +365,10 @@ class Worker:
         self._next_tick = now + TICK_S
         self._fold()
         self.progress[self.job.producer] = (self.log.sent, self.log.acked, self.log.failed)
-        if now >= self._deadline or os.getppid() != self.parent:
-            self.stopping = True
+        if now >= self._deadline:
+            self._stop(DEADLINE)
+        elif os.getppid() != self.parent:
+            self._stop(PARENT_GONE)
 
     def _fold(self) -> None:
         """Move the delivery reports served so far into the send-log arrays."""
@@ -359,7 +404,7 @@ def main() -> None:
     worker = Worker(job)
 
     def stop(_signum: int, _frame: object) -> None:
-        worker.stopping = True
+        worker._stop(SIGTERM_STOP)
 
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the whole group: the parent decides
