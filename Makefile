@@ -52,6 +52,7 @@ run: setup
 	$(BIN)/acklab report --require-pass
 
 test: setup
+	$(BIN)/ruff check .
 	$(BIN)/python -m pytest tests -q
 
 test-unit: setup
@@ -71,13 +72,19 @@ bench-proxy: setup
 .PHONY: bench-matrix
 bench-matrix: setup
 	$(BIN)/acklab reap
-	$(BIN)/python -m acklab.bench_matrix --conf '$(or $(BENCH_MATRIX_CONF),{})'
+	$(BIN)/python -m acklab.orchestration.bench_matrix --conf '$(or $(BENCH_MATRIX_CONF),{})'
+
+# Importing the three DAG files in a fresh interpreter after `import airflow.sdk` (median of 5):
+# the last line is `dag parse seconds: X`.
+.PHONY: bench-dag-parse
+bench-dag-parse: setup
+	$(BIN)/python -m acklab.orchestration.bench_dag_parse
 
 # Spark audit at 5M/10M/20M synthetic messages (one spark-submit each, checked against the planted
 # counts) vs the workload's load rate; the last lines are the per-million times and the ratios.
 .PHONY: bench-audit
 bench-audit: setup
-	$(BIN)/python spark/bench_audit.py $(BENCH_AUDIT_ARGS)
+	$(BIN)/python -m acklab.checker.bench $(BENCH_AUDIT_ARGS)
 
 # The Docker backend (README "Docker"): Debian's engine, started with vfs storage, no iptables and no
 # default bridge when none answers; the local Kafka image built from host files (cached by a content
@@ -87,10 +94,10 @@ docker-deps:
 	command -v dockerd >/dev/null || { apt-get update -qq && apt-get install -y -qq docker.io; }
 
 docker-engine: setup docker-deps
-	$(BIN)/python docker/engine.py
+	$(BIN)/acklab docker engine
 
 docker-image: setup
-	$(BIN)/python docker/kafka/build_image.py --kafka-version $(firstword $(KAFKA_VERSIONS))
+	$(BIN)/acklab docker image --kafka-version $(firstword $(KAFKA_VERSIONS))
 
 test-docker: setup docker-deps
 	$(BIN)/python -m pytest tests/integration/test_docker_backend.py -q

@@ -6,6 +6,7 @@ Maven resolves and downloads; we only render a throw-away POM and copy the resul
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 import tempfile
@@ -16,7 +17,8 @@ from acklab.paths import cache_dir
 
 DEPENDENCY_PLUGIN = "org.apache.maven.plugins:maven-dependency-plugin:3.8.1"
 DEFAULT_KAFKA_VERSION = "4.3.1"
-SUPPORTED_KAFKA_SERIES = ("3.9", "4.")
+KAFKA_VERSION_PATTERN = r"^(3\.9|4\.\d+)\.\d+$"  # the KRaft releases acklab runs
+KAFKA_VERSIONS_TEXT = "3.9.x or 4.x"
 
 
 class SetupError(RuntimeError):
@@ -38,8 +40,8 @@ class Artifact:
 
 def kafka_artifacts(version: str) -> list[Artifact]:
     """Broker, storage tool and perf tools for one Kafka version, plus a logging backend."""
-    if not version.startswith(SUPPORTED_KAFKA_SERIES):
-        raise SetupError(f"kafka_version {version!r}: supported series are 3.9.x and 4.x")
+    if not re.match(KAFKA_VERSION_PATTERN, version):
+        raise SetupError(f"kafka_version {version!r}: supported versions are {KAFKA_VERSIONS_TEXT}")
     kafka = [Artifact("org.apache.kafka", "kafka_2.13", version), Artifact("org.apache.kafka", "kafka-tools", version)]
     if version.startswith("3."):
         return kafka + [

@@ -21,42 +21,26 @@ from dataclasses import asdict, dataclass
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
+from acklab.nemesis.faults import FAULTS, NO_FAULT
 from acklab.profiles import ProducerProfile
 from acklab.topology import Topology
 
 if TYPE_CHECKING:
     from acklab.nemesis.schedule import FaultStep
 
-NO_FAULT = "none"
 RECOVERY_S = 30.0  # after a fault ends: restart, catch up, rejoin the ISR, elect (seconds, generous)
 REFUSAL_S = 0.5  # one attempt the leader refuses at once (NOT_ENOUGH_REPLICAS), round trip (generous)
 # librdkafka defaults of the retry settings a profile may set in `overrides`.
 LIBRDKAFKA_DEFAULTS: Mapping[str, float] = {"retry.backoff.ms": 100, "retry.backoff.max.ms": 1000}
 
-# Faults whose effect on a producer ends when the step's duration ends: the leader or followers
-# come back, the proxy stops dropping. `latency` (a response sent at the end of the window is
-# still delayed by delay_s) and `rolling-restart` (takes as long as it takes) have no such bound.
-BOUNDED_FAULTS = frozenset(
-    {
-        "leader-kill",
-        "leader-restart",
-        "leader-pause",
-        "follower-kill",
-        "controller-kill",
-        "replicas-down",
-        "ack-loss",
-        "request-loss",
-        "client-partition",
-    }
-)
-UNBOUNDED_FAULTS = frozenset({"latency", "rolling-restart"})
-# Faults that swallow requests without an answer or a closed connection: a request lost in flight
-# is retried only after it times out in the client. librdkafka enforces request.timeout.ms on the
-# broker only and times requests out after socket.timeout.ms (default 60 s = the default delivery
-# timeout: measured, 10 s of request-loss then failed every write in flight, at 60 s); profiles set
-# socket.timeout.ms = request_timeout_ms, the client-side timeout of Java's request.timeout.ms.
-SILENT_FAULTS = frozenset({"request-loss", "client-partition"})
-MODELED_FAULTS = frozenset({NO_FAULT}) | BOUNDED_FAULTS | UNBOUNDED_FAULTS
+# Faults whose effect on a producer ends when their window ends (`FaultSpec.bounded`), and those that
+# swallow requests silently (`FaultSpec.silent`): a request lost in flight is retried only after it
+# times out in the client. librdkafka enforces request.timeout.ms on the broker only and times
+# requests out after socket.timeout.ms (default 60 s = the default delivery timeout: measured, 10 s
+# of request-loss then failed every write in flight, at 60 s); profiles set socket.timeout.ms =
+# request_timeout_ms, the client-side timeout of Java's request.timeout.ms.
+BOUNDED_FAULTS = frozenset(name for name, spec in FAULTS.items() if spec.bounded and name != NO_FAULT)
+SILENT_FAULTS = frozenset(name for name, spec in FAULTS.items() if spec.silent)
 
 
 class Guarantee(StrEnum):

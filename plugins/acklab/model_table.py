@@ -87,7 +87,7 @@ def model_tables(profiles: Sequence[ProducerProfile], topology: Topology, faults
 
 def default_tables() -> list[Table]:
     """The tables for the shipped profile catalog, fault catalog and standard topology."""
-    from acklab.nemesis.catalog import FAULT_NAMES
+    from acklab.nemesis.faults import FAULT_NAMES
 
     return model_tables(list(catalog().values()), load_topology(TOPOLOGY), FAULT_NAMES)
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-RESULT_FILE = "result.json"  # per run: status and the paths of its matrix and report
 PROJECT_ROOT = Path(os.environ.get("ACKLAB_HOME", Path(__file__).resolve().parents[2]))
 
 

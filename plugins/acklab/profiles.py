@@ -1,4 +1,6 @@
-"""Producer profiles: named, validated librdkafka settings that define a delivery guarantee."""
+"""Producer profiles: named, validated librdkafka settings that define a delivery guarantee.
+
+librdkafka (confluent_kafka) is imported only when a profile is validated, never at import."""
 
 from __future__ import annotations
 
@@ -8,10 +10,11 @@ from importlib import resources
 from typing import Literal
 
 import yaml
-from confluent_kafka import KafkaException, Producer
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from acklab.topology import SpecError, parse_model
+from acklab.spec import SpecError, parse_model
+
+CATALOG = "catalog/profiles.yaml"
 
 Partitioner = Literal["consistent_random", "murmur2_random"]
 """librdkafka partitioners for keyed messages: CRC32 of the key, or Java-compatible murmur2."""
@@ -124,6 +127,8 @@ class ProducerProfile(BaseModel):
 
 def _check_with_librdkafka(config: dict[str, str | int | float | bool]) -> None:
     """librdkafka itself rejects unknown properties, bad values and contradictions it knows of."""
+    from confluent_kafka import KafkaException, Producer
+
     try:
         Producer({**config, "log_level": 0})
     except KafkaException as exc:
@@ -134,6 +139,8 @@ def largest_accepted_value(config: dict[str, str | int | float | bool], key: byt
     """None if librdkafka, configured with `config`, accepts a `value_bytes` value under `key`;
     otherwise the largest value size it accepts (it refuses larger ones at `produce()`, e.g.
     MSG_SIZE_TOO_LARGE above message.max.bytes). Nothing is sent: no broker is configured."""
+    from confluent_kafka import KafkaException, Producer
+
     producer = Producer({**config, "log_level": 0})
 
     def accepted(size: int) -> bool:
@@ -157,10 +164,19 @@ def largest_accepted_value(config: dict[str, str | int | float | bool], key: byt
 
 
 @cache
+def _catalog_specs() -> dict[str, dict[str, object]]:
+    return yaml.safe_load(resources.files("acklab").joinpath(CATALOG).read_text())
+
+
+def profile_names() -> list[str]:
+    """The built-in profiles' names, without validating them (cheap: no librdkafka)."""
+    return sorted(_catalog_specs())
+
+
+@cache
 def catalog() -> dict[str, ProducerProfile]:
-    """The built-in profiles, by name."""
-    raw = yaml.safe_load(resources.files("acklab").joinpath("catalog/profiles.yaml").read_text())
-    return {name: parse_model(ProducerProfile, {"name": name, **spec}, f"profile {name}") for name, spec in raw.items()}
+    """The built-in profiles, by name, validated (librdkafka checks each configuration)."""
+    return {name: parse_model(ProducerProfile, {"name": name, **spec}, f"profile {name}") for name, spec in _catalog_specs().items()}
 
 
 def get_profile(name: str) -> ProducerProfile:

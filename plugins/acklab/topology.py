@@ -3,20 +3,13 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal, TypeVar
+from typing import Literal
 
-import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from acklab.maven import DEFAULT_KAFKA_VERSION
+from acklab.maven import DEFAULT_KAFKA_VERSION, KAFKA_VERSION_PATTERN
 from acklab.paths import clusters_dir
-
-
-M = TypeVar("M", bound=BaseModel)
-
-
-class SpecError(ValueError):
-    """A spec (topology, profile, fault, param) is invalid; the message names the field."""
+from acklab.spec import SpecError, load_yaml, parse_model
 
 
 class Controllers(BaseModel):
@@ -33,7 +26,7 @@ class Topology(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
     name: str = Field(pattern=r"^[a-z0-9][a-z0-9-]*$")
-    kafka_version: str = Field(DEFAULT_KAFKA_VERSION, pattern=r"^(3\.9|4\.\d+)\.\d+$")
+    kafka_version: str = Field(DEFAULT_KAFKA_VERSION, pattern=KAFKA_VERSION_PATTERN, description="Apache Kafka version (jars fetched by `acklab setup`)")
     brokers: int = Field(ge=1, le=9)
     controllers: Controllers = Controllers()
     partitions: int = Field(3, ge=1, le=1000)
@@ -68,25 +61,19 @@ class Topology(BaseModel):
         return list(range(101, 101 + self.controllers.count))
 
 
-def parse_model(model: type[M], data: object, source: str) -> M:
-    """Validate `data` as `model`; on failure raise one SpecError line naming the field."""
-    try:
-        return model.model_validate(data)
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(p) for p in first["loc"]) or "(top level)"
-        raise SpecError(f"{source}: {where}: {first['msg']}") from None
-
-
 def load_topology(name_or_path: str) -> Topology:
     """Load a topology by name (`clusters/<name>.yaml`) or by path."""
     path = Path(name_or_path)
     if not path.suffix:
         path = clusters_dir() / f"{name_or_path}.yaml"
     if not path.exists():
-        known = ", ".join(sorted(p.stem for p in clusters_dir().glob("*.yaml")))
-        raise SpecError(f"topology {name_or_path!r} not found (known: {known})")
-    data = yaml.safe_load(path.read_text())
+        raise SpecError(f"topology {name_or_path!r} not found (known: {', '.join(topology_names())})")
+    data = load_yaml(path, "topology")
     if not isinstance(data, dict):
         raise SpecError(f"{path}: expected a mapping at the top level")
     return parse_model(Topology, data, str(path))
+
+
+def topology_names() -> list[str]:
+    """The shipped topologies (`clusters/*.yaml`)."""
+    return sorted(p.stem for p in clusters_dir().glob("*.yaml"))

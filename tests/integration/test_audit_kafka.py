@@ -6,16 +6,17 @@ from __future__ import annotations
 
 import json
 import os
-from pathlib import Path
 
 import pytest
 
-from acklab.checker.audit import AuditJob, audit_job, submit
-from acklab.cluster.local import LocalCluster
+from acklab.checker.submit import audit_job, submit
+from acklab.cluster.cluster import Cluster
 from acklab.paths import runs_dir
 from acklab.profiles import ProducerProfile, get_profile
+from acklab.store import AuditDir, Manifest, RunDir, ScenarioEntry
 from acklab.topology import load_topology
-from acklab.workload.producer import LoadSpec, run_load
+from acklab.workload.producer import run_load
+from acklab.workload.spec import LoadSpec
 
 from .helpers import assert_nothing_left
 
@@ -37,8 +38,8 @@ def _profile(name: str) -> ProducerProfile:
 
 
 def test_audit_reads_committed_records_and_reaudits_from_the_archive() -> None:
-    run_dir = runs_dir() / "audit-kafka"
-    cluster = LocalCluster.provision(load_topology("three-brokers"), run_dir / "cluster", owner_pid=os.getpid())
+    run = RunDir(runs_dir() / "audit-kafka")
+    cluster = Cluster.provision(load_topology("three-brokers"), run.cluster, owner_pid=os.getpid())
     try:
         scenarios = []
         for index, (name, (profile_name, messages)) in enumerate(SCENARIOS.items()):
@@ -46,21 +47,19 @@ def test_audit_reads_committed_records_and_reaudits_from_the_archive() -> None:
             cluster.admin().create_topic(topic, 3, 3)
             cluster.admin().wait_in_sync(topic, 60)
             profile = _profile(profile_name)
-            send_log = Path("scenarios") / name / "send_log.parquet"
-            run_load(cluster.bootstrap_servers, topic, profile, LoadSpec(messages=messages, producers=2), run_dir / send_log)
+            result = run_load(cluster.bootstrap_servers, topic, profile, LoadSpec(messages=messages, producers=2), run.scenario(name))
             scenarios.append(
-                {"scenario": name, "profile": profile_name, "fault": "none", "guarantee": "exactly-once",
-                 "partitioner": profile.partitioner, "producers": 2, "transactional": profile.transaction is not None,
-                 "topic": topic, "partitions": 3, "send_log": str(send_log), "fault_timeline": [],
-                 "fault_effective": True, "evidence_complete": True, "incomplete_reason": None}
+                ScenarioEntry(
+                    scenario=name, profile=profile_name, fault="none", guarantee="exactly-once", partitioner=profile.partitioner,
+                    producers=2, transactional=profile.transaction is not None, topic=topic, partitions=3,
+                    send_log=run.relative(run.scenario(name).send_log), fault_effective=True, planned=result.planned,
+                )
             )
-        manifest = run_dir / "manifest.json"
-        manifest.write_text(json.dumps({"run_id": run_dir.name, "bootstrap_servers": cluster.direct_bootstrap_servers,
-                                        "scenarios": scenarios}))
-        rows = {row["scenario"]: row for row in json.loads(submit(audit_job(manifest)).read_text())}
+        run.write_manifest(Manifest(run_id=run.run_id, bootstrap_servers=cluster.direct_bootstrap_servers, scenarios=scenarios))
+        rows = {row["scenario"]: row for row in json.loads(submit(audit_job(run)).read_text())}
     finally:
         cluster.teardown()
-    assert_nothing_left(run_dir / "cluster")
+    assert_nothing_left(run.cluster)
 
     clean = dict(lost=0, duplicates=0, failed=0, unknown=0, indeterminate=0, unexpected=0, reordered=0,
                  misrouted=0, offset_mismatch=0, aborted_visible=0)
@@ -71,12 +70,9 @@ def test_audit_reads_committed_records_and_reaudits_from_the_archive() -> None:
     plain = rows["leader-ack__none"]
     assert {name: plain[name] for name in clean} == clean
     assert (plain["sent"], plain["delivered"], plain["records_read"], plain["aborted"]) == (6000, 6000, 6000, 0)
-    outcomes = run_dir / "audit" / "outcomes.parquet"
+    outcomes = run.audit.outcomes
     assert sorted(p.name for p in outcomes.iterdir() if p.is_dir()) == [f"scenario={name}" for name in sorted(SCENARIOS)]
 
     # The archive alone gives the same matrix.
-    base = audit_job(manifest)
-    archive = run_dir / "audit" / "topic_records.parquet"
-    reaudit = AuditJob(base.application, ["--manifest", str(manifest), "--out", str(run_dir / "reaudit"),
-                                          "--topic-records", str(archive)], base.jars)
-    assert json.loads(submit(reaudit).read_text()) == json.loads((run_dir / "audit" / "matrix.json").read_text())
+    reaudit = audit_job(run, out=AuditDir(run.root / "reaudit"), topic_records=run.audit.topic_records)
+    assert json.loads(submit(reaudit).read_text()) == run.read_matrix()

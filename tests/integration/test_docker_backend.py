@@ -8,38 +8,29 @@ and requires the same verdicts, all passing.
 
 from __future__ import annotations
 
-import importlib.util
+import os
 import shutil
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
-from types import ModuleType
 
 import docker
 import pytest
 
-from acklab.cluster.docker import IMAGE_ENV, LABEL_CLUSTER, LABEL_RUN, DockerCluster, reap_containers
-from acklab.cluster.state import ClusterState, process_matches
-from acklab.paths import PROJECT_ROOT
-from acklab.pipeline import attach, matrix_rows, run_pipeline
-from acklab.scenario import new_run_dir
+from acklab.cluster import docker_engine as engine
+from acklab.cluster import docker_image
+from acklab.cluster.backends import reap_orphans
+from acklab.cluster.cluster import Cluster
+from acklab.cluster.docker import IMAGE_ENV, LABEL_CLUSTER, LABEL_RUN, DockerRunner, reap_containers
+from acklab.cluster.state import STATE_FILE, ClusterState, process_matches
+from acklab.orchestration.pipeline import run_pipeline
+from acklab.paths import PROJECT_ROOT, runs_dir
+from acklab.store import RunDir
 from acklab.topology import load_topology
 
 pytestmark = pytest.mark.integration
 
-DOCKER_DIR = PROJECT_ROOT / "docker"
 SCENARIO = {"profiles": ["leader-ack", "idempotent"], "faults": ["leader-kill"], "messages": 15000, "rate": 5000, "fault_at_s": 1.0}
-
-
-def _load_script(path: Path) -> ModuleType:
-    """Import a script of docker/ by path (the folder is no package, and `docker` is the SDK's name)."""
-    spec = importlib.util.spec_from_file_location(f"acklab_{path.stem}", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
 
 
 def _containers(root: Path) -> list[docker.models.containers.Container]:
@@ -49,7 +40,6 @@ def _containers(root: Path) -> list[docker.models.containers.Container]:
 @pytest.fixture(scope="session")
 def docker_engine(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
     """An answering engine: the running one, or a `dockerd` started (and stopped) by this fixture."""
-    engine = _load_script(DOCKER_DIR / "engine.py")
     try:
         started = engine.start(tmp_path_factory.mktemp("dockerd") / "dockerd.log")
     except engine.EngineUnavailable as exc:
@@ -62,8 +52,7 @@ def docker_engine(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
 @pytest.fixture(scope="module")
 def docker_env(docker_engine: None, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """The local Kafka image (built unless cached) selected for the backend, and a private GX project."""
-    builder = _load_script(DOCKER_DIR / "kafka" / "build_image.py")
-    image = builder.build(load_topology("three-brokers").kafka_version)
+    image = docker_image.build(load_topology("three-brokers").kafka_version)
     expectations = tmp_path_factory.mktemp("expectations")
     shutil.copytree(PROJECT_ROOT / "expectations" / "gx", expectations / "gx", ignore=shutil.ignore_patterns("uncommitted"))
     with pytest.MonkeyPatch.context() as patch:
@@ -80,13 +69,13 @@ def test_same_verdicts_as_local_backend(docker_env: str) -> None:
     assert set(verdicts["docker"].values()) == {"pass"}, summaries
     assert len(verdicts["docker"]) == 2
 
-    docker_root = runs["docker"].run_dir / "cluster"
+    docker_root = runs["docker"].run.cluster
     assert ClusterState.load(docker_root).backend == "docker"
     assert _containers(docker_root) == [], "teardown left containers"
     for node in ClusterState.load(docker_root).nodes:  # formatted and started in their containers
         assert "Formatting metadata directory" in (node.dir / "stdout.log").read_text(errors="replace")
         assert "Kafka Server started" in (node.dir / "server.log").read_text(errors="replace")
-    rows = {backend: {row["scenario"]: row for row in matrix_rows(run.matrix_json)} for backend, run in runs.items()}
+    rows = {backend: {row["scenario"]: row for row in run.run.read_matrix()} for backend, run in runs.items()}
     for scenario, row in rows["docker"].items():
         assert row["guarantee"] == rows["local"][scenario]["guarantee"]
         assert row["sent"] == SCENARIO["messages"]
@@ -94,17 +83,18 @@ def test_same_verdicts_as_local_backend(docker_env: str) -> None:
 
 
 def test_container_faults_attach_and_reaper(docker_env: str) -> None:
-    """Faults map to container states; any process can attach; an orphan is reaped by its labels."""
+    """Faults map to container states; any process can attach; an orphan is reaped with its containers,
+    and containers whose cluster folder is gone are removed by their labels."""
     owner = subprocess.Popen(["sleep", "600"])
-    run_dir = new_run_dir()
-    root = run_dir / "cluster"
+    run_dir = RunDir.create()
+    root = run_dir.cluster
     try:
-        DockerCluster.provision(load_topology("single-broker"), root, owner_pid=owner.pid)
-        cluster = attach(run_dir)
-        assert isinstance(cluster, DockerCluster)
+        Cluster.provision(load_topology("single-broker"), root, "docker", owner_pid=owner.pid)
+        cluster = Cluster.attach(root)
+        assert isinstance(cluster.runner, DockerRunner)
         (node,) = cluster.state.nodes
         (container,) = _containers(root)
-        assert container.labels[LABEL_RUN] == run_dir.name
+        assert container.labels[LABEL_RUN] == run_dir.run_id
         assert container.attrs["HostConfig"]["NetworkMode"] == "host"
         assert container.attrs["Config"]["Image"] == docker_env
 
@@ -128,8 +118,16 @@ def test_container_faults_attach_and_reaper(docker_env: str) -> None:
         owner.wait()
     proxy = cluster.state.proxy
     assert process_matches(proxy.pid, proxy.create_time)
-    assert root in reap_containers(docker.from_env())
+    assert root in reap_orphans(runs_dir())
     assert _containers(root) == []
     assert ClusterState.load(root).status == "torn-down"
     assert not node.data_dir.exists()
     assert not process_matches(proxy.pid, proxy.create_time)
+
+    # A container whose cluster folder lost its state file is a stray: removed by its labels.
+    stray = Cluster.provision(load_topology("single-broker"), RunDir.create().cluster, "docker", owner_pid=os.getpid())
+    try:
+        (stray.root / STATE_FILE).unlink()
+        assert stray.root in reap_containers(docker.from_env()) and _containers(stray.root) == []
+    finally:
+        stray.teardown()

@@ -5,15 +5,15 @@ acks=all writes into NOT_ENOUGH_REPLICAS failures without loss while acks=1 keep
 
 from __future__ import annotations
 
-import json
 import os
-from pathlib import Path
 
 import pytest
 
-from acklab.checker.audit import audit_job, submit
-from acklab.cluster.local import LocalCluster
-from acklab.scenario import make_plan, new_run_dir, run_scenarios
+from acklab.checker.submit import audit_job, submit
+from acklab.cluster.cluster import Cluster
+from acklab.execution import run_scenarios
+from acklab.plan import make_plan
+from acklab.store import RunDir
 
 from .helpers import assert_nothing_left
 
@@ -29,18 +29,18 @@ PLANS = [
 @pytest.fixture(scope="module")
 def audited() -> tuple[dict, dict[str, dict]]:
     """Run every plan on one cluster into one run folder, then one Spark audit."""
-    run_dir = new_run_dir()
+    run = RunDir.create()
     plans = [make_plan({**p, "messages": 20000, "rate": 2500, "fault_at_s": 1.5, "fault_duration_s": 8}) for p in PLANS]
-    cluster = LocalCluster.provision(plans[0].topology, run_dir / "cluster", owner_pid=os.getpid())
+    cluster = Cluster.provision(plans[0].topology, run.cluster, owner_pid=os.getpid())
     try:
         for plan in plans:
-            manifest_path = run_scenarios(cluster, plan, run_dir)
-        matrix = submit(audit_job(manifest_path))
+            run_scenarios(cluster, plan, run)
+        submit(audit_job(run))
     finally:
         cluster.teardown()
-    assert_nothing_left(run_dir / "cluster")
-    manifest = {s["scenario"]: s for s in json.loads(manifest_path.read_text())["scenarios"]}
-    return manifest, {row["scenario"]: row for row in json.loads(Path(matrix).read_text())}
+    assert_nothing_left(run.cluster)
+    manifest = {s.scenario: s.model_dump() for s in run.read_manifest().scenarios}
+    return manifest, {row["scenario"]: row for row in run.read_matrix()}
 
 
 def test_ack_loss_duplicates_at_least_once_but_not_idempotent(audited: tuple[dict, dict[str, dict]]) -> None:

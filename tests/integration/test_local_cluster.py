@@ -13,8 +13,9 @@ import psutil
 import pytest
 from confluent_kafka import Consumer, Producer
 
-from acklab.cluster.local import LocalCluster
-from acklab.cluster.state import ClusterState, reap_orphans
+from acklab.cluster.backends import reap_orphans
+from acklab.cluster.cluster import Cluster
+from acklab.cluster.state import ClusterState
 from acklab.maven import kafka_libs
 from acklab.paths import runs_dir
 from acklab.topology import load_topology
@@ -26,14 +27,14 @@ pytestmark = pytest.mark.integration
 
 def test_leader_kill_elects_new_leader_and_teardown_leaves_nothing() -> None:
     root = runs_dir() / "cluster-test" / "cluster"
-    cluster = LocalCluster.provision(load_topology("three-brokers"), root, owner_pid=os.getpid())
+    cluster = Cluster.provision(load_topology("three-brokers"), root, owner_pid=os.getpid())
     try:
         admin = cluster.admin()
         assert admin.broker_ids() == {1, 2, 3}
         admin.create_topic("failover", 3, 3)
         before = admin.wait_in_sync("failover", 30)[0]
         assert len(before.isr) == 3
-        killed_pid = cluster.pid(before.leader)
+        killed_pid = cluster.state.node(before.leader).pid
         cluster.kill(before.leader)
         assert not psutil.pid_exists(killed_pid) or psutil.Process(killed_pid).status() == psutil.STATUS_ZOMBIE
         deadline, after = time.monotonic() + 30, before
@@ -41,7 +42,7 @@ def test_leader_kill_elects_new_leader_and_teardown_leaves_nothing() -> None:
             time.sleep(0.2)
             try:
                 after = cluster.admin(timeout_s=2).partition("failover", 0)
-            except Exception:  # noqa: BLE001 - metadata briefly unavailable
+            except Exception:
                 continue
         assert after.leader not in (-1, before.leader), f"no new leader after killing {before.leader}: {after}"
         assert before.leader not in after.isr
@@ -63,7 +64,7 @@ def test_leader_kill_elects_new_leader_and_teardown_leaves_nothing() -> None:
     assert_nothing_left(root)
 
 
-def kafka_quorum_leader(cluster: LocalCluster) -> int:
+def kafka_quorum_leader(cluster: Cluster) -> int:
     """The quorum leader according to Kafka's own MetadataQuorumCommand (checks active_controller)."""
     command = [
         "java", "-cp", f"{kafka_libs(cluster.topology.kafka_version)}/*", "org.apache.kafka.tools.MetadataQuorumCommand",
@@ -76,7 +77,7 @@ def kafka_quorum_leader(cluster: LocalCluster) -> int:
 def test_kafka_39_single_broker_round_trip() -> None:
     root = runs_dir() / "kafka39" / "cluster"
     topology = load_topology("single-broker").model_copy(update={"kafka_version": "3.9.2"})
-    cluster = LocalCluster.provision(topology, root, owner_pid=os.getpid())
+    cluster = Cluster.provision(topology, root, owner_pid=os.getpid())
     try:
         cluster.admin().create_topic("rt", 1, 1)
         producer = Producer({"bootstrap.servers": cluster.bootstrap_servers, "acks": "all"})
@@ -99,9 +100,9 @@ def test_kafka_39_single_broker_round_trip() -> None:
 OWNER = """
 import os, sys, time
 from pathlib import Path
-from acklab.cluster.local import LocalCluster
+from acklab.cluster.cluster import Cluster
 from acklab.topology import load_topology
-LocalCluster.provision(load_topology("single-broker"), Path(sys.argv[1]), owner_pid=os.getpid())
+Cluster.provision(load_topology("single-broker"), Path(sys.argv[1]), owner_pid=os.getpid())
 print("up", flush=True)
 time.sleep(600)
 """

@@ -15,13 +15,16 @@ import pyarrow.parquet as pq
 import pytest
 from confluent_kafka import Consumer, TopicPartition
 
-from acklab.cluster.local import LocalCluster
+from acklab.cluster.cluster import Cluster
+from acklab.execution import run_group
 from acklab.paths import runs_dir
+from acklab.plan import make_plan
 from acklab.profiles import ProducerProfile, get_profile
-from acklab.scenario import make_plan, new_run_dir, run_group
+from acklab.store import RunDir, ScenarioDir
 from acklab.topology import load_topology
 from acklab.workload.partitioners import partition_for
-from acklab.workload.producer import STATS_FILE, LoadSpec, run_load
+from acklab.workload.producer import run_load
+from acklab.workload.spec import LoadSpec
 
 from .helpers import assert_nothing_left
 
@@ -29,9 +32,9 @@ pytestmark = pytest.mark.integration
 
 
 @pytest.fixture(scope="module")
-def cluster() -> Iterator[LocalCluster]:
+def cluster() -> Iterator[Cluster]:
     root = runs_dir() / "workload" / "cluster"
-    cluster = LocalCluster.provision(load_topology("three-brokers"), root, owner_pid=os.getpid())
+    cluster = Cluster.provision(load_topology("three-brokers"), root, owner_pid=os.getpid())
     try:
         yield cluster
     finally:
@@ -39,13 +42,13 @@ def cluster() -> Iterator[LocalCluster]:
     assert_nothing_left(root)
 
 
-def topic(cluster: LocalCluster, name: str) -> str:
+def topic(cluster: Cluster, name: str) -> str:
     cluster.admin().create_topic(name, 3, 3)
     cluster.admin().wait_in_sync(name, 60)
     return name
 
 
-def read_topic(cluster: LocalCluster, name: str, isolation: str) -> list[tuple[int, int, str]]:
+def read_topic(cluster: Cluster, name: str, isolation: str) -> list[tuple[int, int, str]]:
     """(id, partition, key) of every record, read from the beginning to the end of each partition."""
     consumer = Consumer(
         {"bootstrap.servers": cluster.bootstrap_servers, "group.id": f"check-{isolation}", "isolation.level": isolation,
@@ -65,11 +68,11 @@ def read_topic(cluster: LocalCluster, name: str, isolation: str) -> list[tuple[i
 
 
 @pytest.mark.parametrize("partitioner", ["consistent_random", "murmur2_random"])
-def test_acked_partition_is_the_partition_of_the_key(cluster: LocalCluster, tmp_path: Path, partitioner: str) -> None:
+def test_acked_partition_is_the_partition_of_the_key(cluster: Cluster, tmp_path: Path, partitioner: str) -> None:
     profile = get_profile("leader-ack").model_copy(update={"partitioner": partitioner})
     name = topic(cluster, f"partitioner-{partitioner}")
-    result = run_load(cluster.bootstrap_servers, name, profile, LoadSpec(messages=20000, producers=2, keys=8), tmp_path / "send_log.parquet")
-    log = pq.read_table(tmp_path / "send_log.parquet").to_pylist()
+    result = run_load(cluster.bootstrap_servers, name, profile, LoadSpec(messages=20000, producers=2, keys=8), ScenarioDir(tmp_path))
+    log = pq.read_table(ScenarioDir(tmp_path).send_log).to_pylist()
     assert result.acked == result.sent == len(log) == 20000
     assert all(row["partition"] == row["expected_partition"] for row in log)
     records = read_topic(cluster, name, "read_committed")
@@ -78,12 +81,12 @@ def test_acked_partition_is_the_partition_of_the_key(cluster: LocalCluster, tmp_
     assert {row["producer"] for row in log} == {"p0", "p1"}
 
 
-def test_aborted_transactions_are_recorded_and_invisible_to_read_committed(cluster: LocalCluster, tmp_path: Path) -> None:
+def test_aborted_transactions_are_recorded_and_invisible_to_read_committed(cluster: Cluster, tmp_path: Path) -> None:
     base = get_profile("transactional")
     profile = ProducerProfile.model_validate({**base.model_dump(), "transaction": {"records_per_txn": 250, "abort_ratio": 0.25}})
     name = topic(cluster, "transactions")
-    result = run_load(cluster.bootstrap_servers, name, profile, LoadSpec(messages=8000, producers=2), tmp_path / "send_log.parquet")
-    log = pq.read_table(tmp_path / "send_log.parquet").to_pylist()
+    result = run_load(cluster.bootstrap_servers, name, profile, LoadSpec(messages=8000, producers=2), ScenarioDir(tmp_path))
+    log = pq.read_table(ScenarioDir(tmp_path).send_log).to_pylist()
     assert result.acked == result.sent == 8000 and result.aborted == 2000
     for producer in ("p0", "p1"):  # 16 transactions of 250 each; every fourth one aborted
         own = [row for row in log if row["producer"] == producer]
@@ -95,7 +98,7 @@ def test_aborted_transactions_are_recorded_and_invisible_to_read_committed(clust
     assert aborted <= {r[0] for r in read_topic(cluster, name, "read_uncommitted")}  # written, then aborted
 
 
-def test_every_message_has_one_final_state_under_a_leader_kill(cluster: LocalCluster, tmp_path: Path) -> None:
+def test_every_message_has_one_final_state_under_a_leader_kill(cluster: Cluster, tmp_path: Path) -> None:
     base = get_profile("leader-ack")
     profile = base.model_copy(update={"request_timeout_ms": 1000, "delivery_timeout_ms": 2500, "linger_ms": 5})
     name = topic(cluster, "leader-kill")
@@ -109,12 +112,12 @@ def test_every_message_has_one_final_state_under_a_leader_kill(cluster: LocalClu
 
     nemesis = threading.Thread(target=kill_then_restart)
     result = run_load(
-        cluster.bootstrap_servers, name, profile, LoadSpec(messages=200_000, rate=20000, producers=2), tmp_path / "send_log.parquet",
+        cluster.bootstrap_servers, name, profile, LoadSpec(messages=200_000, rate=20000, producers=2), ScenarioDir(tmp_path),
         on_start=nemesis.start,
     )
     nemesis.join()
     cluster.wait_healthy(120)
-    log = pq.read_table(tmp_path / "send_log.parquet").to_pandas()
+    log = pq.read_table(ScenarioDir(tmp_path).send_log).to_pandas()
     assert sorted(log["id"]) == list(range(result.sent)) and result.sent == 200_000
     assert set(log["state"]) <= {"acked", "failed", "unknown"}
     assert result.failed > 0, "the kill should fail deliveries to the dead leader (delivery timeout 2.5 s)"
@@ -123,20 +126,20 @@ def test_every_message_has_one_final_state_under_a_leader_kill(cluster: LocalClu
     assert failed["error"].notna().all() and failed["retriable"].notna().all() and failed["offset"].isna().all()
     assert (failed["error"] == "_MSG_TIMED_OUT").any() and failed.loc[failed.error == "_MSG_TIMED_OUT", "retriable"].all()
     assert (result.acked, result.failed, result.unknown) == tuple(int((log.state == s).sum()) for s in ("acked", "failed", "unknown"))
-    stats = pq.read_table(tmp_path / STATS_FILE)
+    stats = pq.read_table(ScenarioDir(tmp_path).stats)
     assert stats.num_rows >= 4 and result.stats["req_timeouts"] + result.stats["txretries"] + result.stats["disconnects"] > 0
 
 
-def test_a_leader_change_in_a_baseline_group_makes_its_evidence_incomplete(cluster: LocalCluster) -> None:
+def test_a_leader_change_in_a_baseline_group_makes_its_evidence_incomplete(cluster: Cluster) -> None:
     """A leader that moves while a group whose schedule moves none runs its loads (killed here by the
     test, as a broker fenced on a saturated machine loses its leaderships) is reported as unplanned,
     not blamed on the baseline; the same group undisturbed is complete."""
     plan = make_plan({"profiles": ["leader-ack"], "faults": ["none"], "messages": 10_000, "rate": 2000})
-    calm = run_group(cluster, plan, 0, new_run_dir())
-    assert calm[0]["evidence_complete"] and calm[0]["incomplete_reason"] is None
+    calm = run_group(cluster, plan, 0, RunDir.create())
+    assert calm[0].evidence_complete and calm[0].incomplete_reason is None
 
-    run_dir = new_run_dir()
-    name = f"acklab-{run_dir.name}-{plan.scenarios[0].name}"
+    run_dir = RunDir.create()
+    name = f"acklab-{run_dir.run_id}-{plan.scenarios[0].name}"
     killed: list[int] = []
 
     def kill_a_leader_mid_load() -> None:
@@ -155,6 +158,6 @@ def test_a_leader_change_in_a_baseline_group_makes_its_evidence_incomplete(clust
         entry = run_group(cluster, plan, 0, run_dir)[0]
     finally:
         outsider.join()
-    assert not entry["evidence_complete"], entry
-    assert entry["incomplete_reason"].startswith(f"unplanned leader change during the load ({name}[")
-    assert f"leader {killed[0]} -> " in entry["incomplete_reason"]
+    assert not entry.evidence_complete, entry
+    assert entry.incomplete_reason.startswith(f"unplanned leader change during the load ({name}[")
+    assert f"leader {killed[0]} -> " in entry.incomplete_reason

@@ -7,21 +7,21 @@ from pathlib import Path
 
 import pytest
 
-from acklab.paths import RESULT_FILE
 from acklab.report.compare import build_comparison
+from acklab.store import RunDir
 
 
 def _run(root: Path, name: str, version: str, statuses: dict[str, str]) -> Path:
-    run = root / name
-    (run / "audit").mkdir(parents=True)
-    (run / "report").mkdir()
-    (run / "report" / "heatmap.png").write_bytes(b"\x89PNG")
+    run = RunDir(root / name)
+    run.audit.root.mkdir(parents=True)
+    run.report.root.mkdir()
+    run.report.heatmap.write_bytes(b"\x89PNG")
     rows = [{"scenario": s, "lost": 0 if v == "pass" else 7, "duplicates": 0, "failed": 0, "reordered": 0} for s, v in statuses.items()]
-    (run / "audit" / "matrix.json").write_text(json.dumps(rows))
-    (run / "manifest.json").write_text(json.dumps({"topology": {"kafka_version": version}}))
+    run.matrix_json.write_text(json.dumps(rows))
+    run.manifest.write_text(json.dumps({"run_id": name, "topology": {"kafka_version": version}}))
     status = "fail" if "fail" in statuses.values() else "pass"
-    (run / RESULT_FILE).write_text(json.dumps({"status": status, "scenarios": statuses, "matrix": str(run / "audit" / "matrix.json")}))
-    return run
+    run.write_result({"status": status, "scenarios": statuses, "matrix": str(run.matrix_json)})
+    return run.root
 
 
 def test_differing_verdicts_are_called_out(isolated_run_store: Path) -> None:

@@ -1,8 +1,7 @@
-"""Exactness tests for spark/delivery_matrix.py on synthetic evidence with planted anomalies."""
+"""Exactness tests for the Spark audit (`acklab.checker.audit`) on evidence with planted anomalies."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from collections.abc import Iterator
 from pathlib import Path
@@ -13,12 +12,10 @@ import pytest
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from acklab.checker import synthetic
-
-JOB_PATH = Path(__file__).resolve().parents[2] / "spark" / "delivery_matrix.py"
-_spec = importlib.util.spec_from_file_location("delivery_matrix", JOB_PATH)
-dm = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(dm)
+from acklab.checker import audit as dm
+from acklab.evidence.contract import COUNT_COLUMNS, METRIC_COLUMNS, OUTCOMES
+from acklab.store import FaultRecord, Manifest, RunDir, ScenarioEntry
+from acklab.testing import synthetic
 
 T0 = 100.0  # send_ts of id i is T0 + i in s-a, s-b, s-c
 # Send log rows: (id, key, seq, state, ack latency ms or None). Failed messages get a (late)
@@ -150,20 +147,20 @@ SCENARIOS = [
     dict(scenario="s-a", profile="leader-ack", fault="leader-kill", guarantee="leader-durable",
          fault_effective=True, evidence_complete=True, incomplete_reason=None,
          # union [105, 107] + [109, 120]
-         fault_timeline=[{"started": 105.0, "ended": 106.0}, {"started": 105.5, "ended": 107.0},
-                         {"started": 109.0, "ended": 120.0}]),
+         fault_timeline=[{"fault": "f", "started": 105.0, "ended": 106.0}, {"fault": "f", "started": 105.5, "ended": 107.0},
+                         {"fault": "f", "started": 109.0, "ended": 120.0}]),
     dict(scenario="s-b", profile="idempotent", fault="partition", guarantee="exactly-once",
          fault_effective=False, evidence_complete=True, incomplete_reason=None, fault_timeline=[]),
     dict(scenario="s-c", profile="fire-and-forget", fault="none", guarantee="none", fault_effective=None,
          evidence_complete=True, incomplete_reason=None,
-         fault_timeline=[{"started": 100.5, "ended": None}]),  # never ended
+         fault_timeline=[{"fault": "f", "started": 100.5, "ended": None}]),  # never ended
     dict(scenario="s-d", profile="all-ack", fault="broker-pause", guarantee="durable", fault_effective=None,
          evidence_complete=False, incomplete_reason="producer crashed"),  # no evidence
     dict(scenario="s-e", profile="transactional", fault="leader-kill", guarantee="exactly-once",
          partitioner="murmur2_random", producers=2, transactional=True, fault_effective=True,
          evidence_complete=True, incomplete_reason=None,
-         fault_timeline=[{"started": 1000.5, "ended": 1000.625}, {"started": 1002.0, "ended": 1003.0},
-                         {"started": None, "ended": None}]),
+         fault_timeline=[{"fault": "f", "started": 1000.5, "ended": 1000.625}, {"fault": "f", "started": 1002.0, "ended": 1003.0},
+                         {"fault": "f", "started": None, "ended": None}]),
     dict(scenario="s-f", profile="idempotent", fault="none", guarantee="exactly-once", fault_effective=True,
          evidence_complete=True, incomplete_reason=None, fatal_error="p0: OUT_OF_ORDER_SEQUENCE_NUMBER: ...",
          fault_timeline=[]),
@@ -171,9 +168,13 @@ SCENARIOS = [
 NAMES = [s["scenario"] for s in SCENARIOS]
 
 
+def manifest_of(scenarios: list[dict]) -> Manifest:
+    return Manifest(run_id="t", scenarios=[ScenarioEntry.model_validate(s) for s in scenarios])
+
+
 def _meta(name: str) -> dict:
-    scenario = next(s for s in SCENARIOS if s["scenario"] == name)
-    return {column: scenario.get(column) for column in dm.META_SCHEMA.fieldNames()}
+    scenario = ScenarioEntry.model_validate(next(s for s in SCENARIOS if s["scenario"] == name))
+    return {column: getattr(scenario, column) for column in dm.META_SCHEMA.fieldNames()}
 
 
 def _parse(value: bytes) -> tuple[int | None, int | None]:
@@ -235,7 +236,7 @@ EXPECTED = {
         longest_ack_gap_s=pytest.approx(1.002), ack_gap_fault_overlap_s=pytest.approx(0.503),
     ),
     "s-d": dict(
-        _meta("s-d"), **{c: 0 for c in dm.COUNT_COLUMNS}, **{c: None for c in dm.METRIC_COLUMNS},
+        _meta("s-d"), **{c: 0 for c in COUNT_COLUMNS}, **{c: None for c in METRIC_COLUMNS},
     ),
     "s-e": dict(
         _meta("s-e"), planned=14, sent=14, acked=10, failed=3, unknown=1, records_read=14, delivered=5, lost=1,
@@ -291,7 +292,7 @@ def outcomes(spark: SparkSession, send_logs: DataFrame) -> DataFrame:
 
 @pytest.fixture(scope="module")
 def matrix(spark: SparkSession, send_logs: DataFrame, outcomes: DataFrame) -> DataFrame:
-    scenarios = dm.build_scenarios_meta(spark, {"scenarios": SCENARIOS})
+    scenarios = dm.build_scenarios_meta(spark, manifest_of(SCENARIOS))
     return dm.compute_matrix(outcomes, _records(spark), send_logs, scenarios)
 
 
@@ -330,15 +331,16 @@ def test_fault_windows_union() -> None:
         {"started": None, "ended": None},  # never started
         {"started": 7.0},  # never ended
     ]
-    assert dm.fault_windows(timeline) == [(1.0, 4.0), (5.0, 6.0), (7.0, float("inf"))]
+    records = [FaultRecord(fault="f", **window) for window in timeline]
+    assert dm.fault_windows(records) == [(1.0, 4.0), (5.0, 6.0), (7.0, float("inf"))]
     assert dm.fault_windows([]) == []
 
 
 def test_matrix_schema(matrix: DataFrame) -> None:
     assert tuple(matrix.columns) == dm.MATRIX_COLUMNS
     types = dict(matrix.dtypes)
-    assert all(types[c] == "bigint" for c in dm.COUNT_COLUMNS)
-    assert all(types[c] == "double" for c in dm.METRIC_COLUMNS)
+    assert all(types[c] == "bigint" for c in COUNT_COLUMNS)
+    assert all(types[c] == "double" for c in METRIC_COLUMNS)
 
 
 @pytest.mark.parametrize("scenario", sorted(EXPECTED))
@@ -361,10 +363,10 @@ def test_outcomes_per_message(outcomes: DataFrame) -> None:
 
 def test_every_class_planted(matrix_rows: dict[str, dict]) -> None:
     """The fixtures plant every class at least once, so an always-zero count would fail a test."""
-    totals = {c: sum(row[c] for row in matrix_rows.values()) for c in dm.COUNT_COLUMNS}
+    totals = {c: sum(row[c] for row in matrix_rows.values()) for c in COUNT_COLUMNS}
     assert [c for c, total in totals.items() if total == 0] == []
     planted = {outcome for outcome, *_ in S_E_OUTCOMES.values()} | {"failed_clean", "unknown_absent"}
-    assert planted >= set(dm.OUTCOMES)
+    assert planted >= set(OUTCOMES)
 
 
 TICK = 1 / 8192  # about 0.12 ms, exact in binary
@@ -421,7 +423,7 @@ def test_corrupt_send_log_does_not_balance(spark: SparkSession, send_logs: DataF
         "state", F.when((F.col("scenario") == "s-b") & (F.col("id") == 5), "lost-in-space").otherwise(F.col("state"))
     )
     outcomes = dm.compute_outcomes(corrupt, _records(spark), NAMES)
-    scenarios = dm.build_scenarios_meta(spark, {"scenarios": SCENARIOS})
+    scenarios = dm.build_scenarios_meta(spark, manifest_of(SCENARIOS))
     rows = [r.asDict() for r in dm.compute_matrix(outcomes, _records(spark), corrupt, scenarios).collect()]
     with pytest.raises(dm.ConservationError) as err:
         dm.check_conservation(rows)
@@ -445,7 +447,7 @@ FULL_SEND_LOG = pa.schema(
 
 
 def _write_send_log(path: Path, rows: list[tuple], schema: pa.Schema) -> None:
-    columns = dict(zip(FULL_SEND_LOG.names, map(list, zip(*rows))))
+    columns = dict(zip(FULL_SEND_LOG.names, map(list, zip(*rows, strict=False)), strict=False))
     path.parent.mkdir(parents=True, exist_ok=True)
     pq.write_table(pa.table({name: columns[name] for name in schema.names}, schema=schema), path)
 
@@ -454,14 +456,14 @@ def test_send_log_defaults_and_missing_column(spark: SparkSession, tmp_path: Pat
     _write_send_log(tmp_path / "legacy.parquet", _send_log_rows("s-c"), LEGACY_SEND_LOG)
     _write_send_log(tmp_path / "broken.parquet", _send_log_rows("s-c"), pa.schema(
         [f for f in LEGACY_SEND_LOG if f.name != "send_ts"]))
-    manifest = {"scenarios": [{"scenario": "s-c", "send_log": "legacy.parquet"}]}
-    rows = dm.read_send_logs(spark, manifest, tmp_path).collect()
+    manifest = manifest_of([{"scenario": "s-c", "send_log": "legacy.parquet"}])
+    rows = dm.read_send_logs(spark, manifest, RunDir(tmp_path)).collect()
     assert [(r.producer, r.expected_partition, r.txn, r.aborted, r.retriable) for r in rows] == [
         ("p0", None, None, False, None)
     ] * 2
-    manifest = {"scenarios": [{"scenario": "s-c", "send_log": "broken.parquet"}]}
+    manifest = manifest_of([{"scenario": "s-c", "send_log": "broken.parquet"}])
     with pytest.raises(ValueError, match=r"s-c: send log .*broken.parquet lacks column 'send_ts'"):
-        dm.read_send_logs(spark, manifest, tmp_path)
+        dm.read_send_logs(spark, manifest, RunDir(tmp_path))
 
 
 def test_send_logs_scanned_together_keep_their_scenario(spark: SparkSession, tmp_path: Path) -> None:
@@ -474,8 +476,8 @@ def test_send_logs_scanned_together_keep_their_scenario(spark: SparkSession, tmp
         rows = [(*row[:3], f"p-{name}", *row[4:]) for row in _send_log_rows(source)]
         _write_send_log(tmp_path / rel, rows, LEGACY_SEND_LOG if name == "s-c" else FULL_SEND_LOG)
         expected += [(name, row[0], "p0" if name == "s-c" else f"p-{name}") for row in rows]
-    manifest = {"scenarios": [{"scenario": name, "send_log": rel} for name, (_, rel) in logs.items()]}
-    rows = dm.read_send_logs(spark, manifest, tmp_path).collect()
+    manifest = manifest_of([{"scenario": name, "send_log": rel} for name, (_, rel) in logs.items()])
+    rows = dm.read_send_logs(spark, manifest, RunDir(tmp_path)).collect()
     assert sorted((r.scenario, r.id, r.producer) for r in rows) == sorted(expected)
 
 def test_main_end_to_end(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -499,7 +501,7 @@ def test_main_end_to_end(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> 
     records = tmp_path / "records.parquet"
     pq.write_table(
         pa.table(
-            dict(zip(("scenario", "partition", "offset", "key", "id", "seq"), map(list, zip(*parsed)))),
+            dict(zip(("scenario", "partition", "offset", "key", "id", "seq"), map(list, zip(*parsed, strict=False)), strict=False)),
             schema=pa.schema([("scenario", pa.string()), ("partition", pa.int32()), ("offset", pa.int64()),
                               ("key", pa.string()), ("id", pa.int64()), ("seq", pa.int64())]),
         ),
@@ -516,7 +518,7 @@ def test_main_end_to_end(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> 
     assert [r["scenario"] for r in rows] == ["s-a", "s-b", "s-d", "s-e", "s-f"]
     for row in rows:
         assert list(row) == list(dm.MATRIX_COLUMNS)
-        assert all(type(row[c]) is int for c in dm.COUNT_COLUMNS)
+        assert all(type(row[c]) is int for c in COUNT_COLUMNS)
         assert row == EXPECTED[row["scenario"]]
 
     partitions = sorted(p.name for p in (out / "outcomes.parquet").iterdir() if p.is_dir())

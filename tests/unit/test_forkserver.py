@@ -24,7 +24,7 @@ def _unreachable_job(directory: Path) -> WorkerJob:
     return WorkerJob(
         producer=0, producers=1, bootstrap_servers=f"127.0.0.1:{port}", topic="t", config={},
         partitioner="consistent_random", first_id=0, count=1, max_id=0, message_bytes=100, keys=1,
-        rate=None, duration_s=None, flush_timeout_s=1.0, directory=directory,
+        rate=None, duration_s=None, flush_timeout_s=1.0, scenario_dir=directory,
     )
 
 

@@ -3,10 +3,15 @@
 from __future__ import annotations
 
 import time
+from pathlib import Path
 
+from acklab.execution import _entry
 from acklab.nemesis.events import FaultEvent, FaultOutcome
-from acklab.scenario import _entry, make_plan, standard_matrix
+from acklab.plan import make_plan, standard_matrix
+from acklab.store import RunDir
 from acklab.workload.producer import LoadResult
+
+RUN = RunDir(Path("/runs/r"))
 
 
 def test_side_by_side_groups_one_fault_with_every_profile() -> None:
@@ -42,14 +47,14 @@ def test_a_fault_that_took_effect_after_the_load_ended_makes_the_evidence_incomp
     (scenario,) = plan.scenarios
     now = time.time()
     event = FaultEvent("replicas-down", "followers", "stop", started=now + 1, effective=True, effective_at=now + 9)
-    late = _entry(plan, scenario, "t", _result(now, now + 5), FaultOutcome([event]), None)
-    assert (late["evidence_complete"], late["fault_effective"]) == (False, False)
-    assert "after the load ended" in late["incomplete_reason"]
+    late = _entry(plan, scenario, "t", _result(now, now + 5), FaultOutcome([event]), None, RUN)
+    assert (late.evidence_complete, late.fault_effective) == (False, False)
+    assert "after the load ended" in late.incomplete_reason
     event.effective_at = now + 2
-    in_time = _entry(plan, scenario, "t", _result(now, now + 5), FaultOutcome([event]), None)
-    assert (in_time["evidence_complete"], in_time["fault_effective"]) == (True, True)
-    unplanned = _entry(plan, scenario, "t", _result(now, now + 5), FaultOutcome([event]), "t[0] leader 1 -> 2")
-    assert not unplanned["evidence_complete"] and "unplanned leader change during the load (t[0] leader 1 -> 2)" in unplanned["incomplete_reason"]
+    in_time = _entry(plan, scenario, "t", _result(now, now + 5), FaultOutcome([event]), None, RUN)
+    assert (in_time.evidence_complete, in_time.fault_effective) == (True, True)
+    unplanned = _entry(plan, scenario, "t", _result(now, now + 5), FaultOutcome([event]), "t[0] leader 1 -> 2", RUN)
+    assert not unplanned.evidence_complete and "unplanned leader change during the load (t[0] leader 1 -> 2)" in unplanned.incomplete_reason
 
 
 def test_a_load_short_of_its_plan_makes_the_evidence_incomplete() -> None:
@@ -60,8 +65,8 @@ def test_a_load_short_of_its_plan_makes_the_evidence_incomplete() -> None:
         started=now, ended=now + 1, planned=10, sent=6, acked=5, failed=1, unknown=0, unsent=4, aborted=0, refused=1,
         fatal=0, errors={"MSG_SIZE_TOO_LARGE": 1}, stop_reasons={"p0": "stopped by SIGTERM"},
     )
-    entry = _entry(plan, scenario, "t", short, FaultOutcome([]), None)
-    assert not entry["evidence_complete"] and entry["planned"] == 10
-    assert entry["incomplete_reason"] == (
+    entry = _entry(plan, scenario, "t", short, FaultOutcome([]), None, RUN)
+    assert not entry.evidence_complete and entry.planned == 10
+    assert entry.incomplete_reason == (
         "sent 6 of 10 planned messages (p0: stopped by SIGTERM); produce() refused 1 messages (MSG_SIZE_TOO_LARGE x1)"
     )

@@ -13,11 +13,13 @@ import pyarrow.parquet as pq
 import pytest
 from confluent_kafka import KafkaError
 
+from acklab.evidence.schemas import PRODUCER_STATS, SEND_LOG
 from acklab.workload import stats
 from acklab.workload.partitioners import murmur2, partition_for
-from acklab.workload.producer import LoadSpec, ProgressMeter
+from acklab.workload.producer import ProgressMeter
 from acklab.workload.records import ValueFormat
-from acklab.workload.sendlog import SCHEMA, EvidenceError, ProducerLog, combine
+from acklab.workload.sendlog import EvidenceError, ProducerLog, combine
+from acklab.workload.spec import LoadSpec
 
 
 @pytest.mark.parametrize(
@@ -82,7 +84,7 @@ def test_every_sent_message_has_exactly_one_row_with_a_final_state(tmp_path: Pat
     report(log, [104], {104: KafkaError(KafkaError._PURGE_QUEUE)})
     log.write(6)
     rows = pq.read_table(log.path).to_pylist()
-    assert pq.read_schema(log.path) == SCHEMA
+    assert pq.read_schema(log.path) == SEND_LOG
     assert [r["id"] for r in rows] == [100, 101, 102, 103, 104, 105]
     assert [r["state"] for r in rows] == ["acked", "failed", "unknown", "acked", "failed", "unknown"]
     assert [r["key"] for r in rows] == ["p1-k0", "p1-k1"] * 3
@@ -193,10 +195,10 @@ def test_statistics_rows_and_summary() -> None:
 
     rows = [stats.stats_row("p0", sample(10, 1, 300)), stats.stats_row("p0", sample(20, 4, 100)), stats.stats_row("p1", sample(5, 2, 50))]
     assert (rows[1]["txretries"], rows[1]["req_timeouts"], rows[1]["waitresp_msg_cnt"]) == (4, 2, 200)
-    summary = stats.summarize(pa.Table.from_pylist(rows, schema=stats.SCHEMA))
+    summary = stats.summarize(pa.Table.from_pylist(rows, schema=PRODUCER_STATS))
     assert summary["samples"] == 3 and summary["txmsgs"] == 25 and summary["txretries"] == 6
     assert summary["max_waitresp_msg_cnt"] == 600 and summary["max_outbuf_msg_cnt"] == 10
-    assert stats.summarize(stats.SCHEMA.empty_table()) == {"samples": 0}
+    assert stats.summarize(PRODUCER_STATS.empty_table()) == {"samples": 0}
 
 
 def test_progress_meter_reports_rates() -> None:

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from acklab.plan import make_plan
 from acklab.profiles import ProducerProfile, TransactionSpec, catalog, get_profile
-from acklab.scenario import make_plan
-from acklab.topology import SpecError, parse_model
+from acklab.spec import SpecError, parse_model
 
 
 def profile(**fields: object) -> ProducerProfile:

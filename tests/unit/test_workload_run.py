@@ -14,8 +14,10 @@ import pyarrow.parquet as pq
 import pytest
 
 from acklab.profiles import Partitioner, ProducerProfile
+from acklab.store import ScenarioDir
 from acklab.workload.forkserver import ForkServer
-from acklab.workload.producer import PRODUCERS_DIR, STATS_FILE, LoadSpec, run_load
+from acklab.workload.producer import run_load
+from acklab.workload.spec import LoadSpec
 
 
 def mock_profile(partitioner: Partitioner) -> ProducerProfile:
@@ -33,10 +35,10 @@ def test_every_message_is_logged_once_with_its_producer_key_and_partition(
     tmp_path: Path, partitioner: Partitioner, spec: LoadSpec
 ) -> None:
     progress: list[tuple[int, int, int]] = []
-    send_log = tmp_path / "scenario" / "send_log.parquet"
-    result = run_load("", "t", mock_profile(partitioner), spec, send_log, lambda *totals: progress.append(totals))
+    files = ScenarioDir(tmp_path / "scenario")
+    result = run_load("", "t", mock_profile(partitioner), spec, files, lambda *totals: progress.append(totals))
 
-    rows = pq.read_table(send_log).to_pylist()
+    rows = pq.read_table(files.send_log).to_pylist()
     assert len(rows) == result.sent == result.acked + result.failed + result.unknown
     assert progress[0] == (0, 0, 0) and progress[-1] == (result.sent, result.acked, result.failed)
     if spec.duration_s:  # stopped by the clock at about rate x duration, long before the cap
@@ -53,22 +55,22 @@ def test_every_message_is_logged_once_with_its_producer_key_and_partition(
     assert len({r["partition"] for r in rows}) > 1
     assert all(r["send_ts"] <= r["ack_ts"] and r["offset"] >= 0 for r in rows)
 
-    stats = pq.read_table(send_log.parent / STATS_FILE)
+    stats = pq.read_table(files.stats)
     assert set(stats.column("producer").to_pylist()) == {f"p{n}" for n in range(spec.producers)}
     assert result.stats["txmsgs"] == result.sent  # a sample after the load has the totals
-    leftovers = sorted(p.name for p in (send_log.parent / PRODUCERS_DIR).iterdir())
+    leftovers = sorted(p.name for p in files.producers.iterdir())
     assert leftovers == sorted(f"p{n}{suffix}" for n in range(spec.producers) for suffix in (".json", ".log"))
 
 
 def test_messages_produce_refuses_are_failed_writes_and_the_load_goes_on(tmp_path: Path) -> None:
     """librdkafka refuses values above message.max.bytes at produce(): each is a failed, refused row."""
     profile = ProducerProfile(name="mock", acks="1", overrides={"test.mock.num.brokers": 3, "message.max.bytes": 1000})
-    send_log = tmp_path / "send_log.parquet"
-    result = run_load("", "t", profile, LoadSpec(messages=300, message_bytes=2000), send_log)
+    files = ScenarioDir(tmp_path)
+    result = run_load("", "t", profile, LoadSpec(messages=300, message_bytes=2000), files)
 
     assert (result.planned, result.sent, result.failed, result.refused, result.acked, result.unsent) == (300, 300, 300, 300, 0, 0)
     assert result.errors == {"MSG_SIZE_TOO_LARGE": 300}
-    rows = pq.read_table(send_log).to_pylist()
+    rows = pq.read_table(files.send_log).to_pylist()
     assert {(r["state"], r["refused"], r["error"], r["ack_ts"]) for r in rows} == {("failed", True, "MSG_SIZE_TOO_LARGE", None)}
 
 
@@ -79,11 +81,11 @@ def test_a_load_stopped_early_logs_its_unsent_messages_and_why(tmp_path: Path) -
         for child in psutil.Process(ForkServer.shared().pid).children():
             child.send_signal(signal.SIGTERM)
 
-    send_log = tmp_path / "send_log.parquet"
+    files = ScenarioDir(tmp_path)
     spec = LoadSpec(messages=20_000, rate=2000, producers=2)
-    result = run_load("", "t", mock_profile("consistent_random"), spec, send_log, None, lambda: threading.Timer(1.0, terminate_producers).start())
+    result = run_load("", "t", mock_profile("consistent_random"), spec, files, None, lambda: threading.Timer(1.0, terminate_producers).start())
 
-    rows = pq.read_table(send_log).to_pylist()
+    rows = pq.read_table(files.send_log).to_pylist()
     assert len(rows) == result.planned == 20_000
     assert 0 < result.sent < 10_000 and result.unsent == 20_000 - result.sent
     assert result.stop_reasons == {"p0": "stopped by SIGTERM", "p1": "stopped by SIGTERM"}

@@ -23,7 +23,6 @@ module should not.
 from __future__ import annotations
 
 import datetime as dt
-import json
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -31,15 +30,17 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 from urllib.parse import unquote, urlparse
 
-from acklab.matrix_contract import COUNT_COLUMNS, IDENTITIES, METRIC_COLUMNS
+from acklab.evidence.contract import COUNT_COLUMNS, IDENTITIES, METRIC_COLUMNS
+from acklab.evidence.schemas import MATRIX
 from acklab.model import NO_FAULT, PROMISES, RULES, Expectation, Guarantee, Kind, suite_expectations
 from acklab.model_table import default_tables, to_html
 from acklab.paths import expectations_dir
+from acklab.store import Manifest, RunDir
 
 if TYPE_CHECKING:
     import pandas as pd
-    from great_expectations.core import ExpectationSuite
     from great_expectations.checkpoint import CheckpointResult
+    from great_expectations.core import ExpectationSuite
     from great_expectations.data_context import FileDataContext
 
 Status = Literal["pass", "fail", "incomplete"]
@@ -52,12 +53,10 @@ SITE_DIR = Path("uncommitted/data_docs/local_site")  # as in great_expectations.
 MODEL_PAGE = "guarantees.html"
 INTEGRITY_SUITE = "matrix_integrity"
 INTEGRITY = "integrity"  # the kind of the integrity suite's expectations
-MANIFEST = "manifest.json"
 
-# The matrix contract (spark/delivery_matrix.py; a unit test keeps these in step with it).
+# Descriptive columns every row must fill (the others may be null where they do not apply).
 IDENTITY_COLUMNS = ("scenario", "profile", "fault", "guarantee", "fault_effective", "evidence_complete")
-DESCRIPTIVE_COLUMNS = ("partitioner", "producers", "transactional", "incomplete_reason", "fatal_error")
-MATRIX_COLUMNS = IDENTITY_COLUMNS + DESCRIPTIVE_COLUMNS + COUNT_COLUMNS + METRIC_COLUMNS
+MATRIX_COLUMNS = tuple(MATRIX.names)
 MISSING = "missing columns"  # derived: the matrix columns a row lacks
 SUMMARY_COUNTS = ("planned", "sent", "acked", "failed", "lost", "duplicates", "reordered")
 REQUIRED_COLUMNS = ("scenario", "guarantee", "fault", "evidence_complete", "fault_effective")
@@ -344,10 +343,9 @@ def _keep_expectation_ids(suite: ExpectationSuite, stored: ExpectationSuite) -> 
                 break
 
 
-def validate_matrix(matrix_json: Path, root: Path, run_name: str, manifest: Path | None = None) -> Verdict:
-    """Validate every row of ``matrix_json`` and return the verdict.
+def validate_matrix(run: RunDir, root: Path, run_name: str) -> Verdict:
+    """Validate every row of the run's matrix against its manifest and return the verdict.
 
-    ``manifest`` defaults to the run's (``<run>/manifest.json`` for ``<run>/audit/matrix.json``).
     The integrity checkpoint runs once on the whole matrix (run name ``<run_name>``; failures name
     their scenarios); each row's model suites run on that row alone under the run name
     ``<run_name>__<scenario>``, so Data Docs list the results per scenario. Data Docs are built
@@ -361,16 +359,17 @@ def validate_matrix(matrix_json: Path, root: Path, run_name: str, manifest: Path
     from great_expectations.core.run_identifier import RunIdentifier
     from great_expectations.data_context.types.resource_identifiers import ExpectationSuiteIdentifier
 
-    manifest = manifest or Path(matrix_json).parent.parent / MANIFEST
-    records: list[dict[str, Any]] = json.loads(Path(matrix_json).read_text())
+    records = run.read_matrix()
     if not records:
-        raise ValueError(f"{matrix_json}: the matrix has no rows, so there is nothing to judge")
-    rows = _rows(records, manifest, str(matrix_json))
+        raise ValueError(f"{run.matrix_json}: the matrix has no rows, so there is nothing to judge")
+    if not run.manifest.is_file():
+        raise ValueError(f"{run.matrix_json}: no manifest at {run.manifest}, so the expected guarantees are unknown")
+    rows = _rows(records, run.read_manifest(), str(run.matrix_json))
     context = _context(root)
     for row in rows:
-        _check_suites(context, row, str(manifest))
+        _check_suites(context, row, str(run.manifest))
 
-    run_time = dt.datetime.now(dt.timezone.utc)
+    run_time = dt.datetime.now(dt.UTC)
     scenarios = [row.record["scenario"] for row in rows]
     result = context.checkpoints.get(INTEGRITY_SUITE).run(
         batch_parameters={"dataframe": _frame(records)},
@@ -394,13 +393,11 @@ def validate_matrix(matrix_json: Path, root: Path, run_name: str, manifest: Path
     return Verdict(run_name, verdicts, _index_path(context))
 
 
-def _rows(records: list[dict[str, Any]], manifest: Path, source: str) -> list[_Row]:
+def _rows(records: list[dict[str, Any]], manifest: Manifest, source: str) -> list[_Row]:
     """Pair each matrix row with its manifest entry; raise ValueError on the first problem."""
-    if not manifest.is_file():
-        raise ValueError(f"{source}: no manifest at {manifest}, so the expected guarantees are unknown")
-    entries = {entry["scenario"]: entry for entry in json.loads(manifest.read_text())["scenarios"]}
+    entries = {entry.scenario: entry for entry in manifest.scenarios}
     if unjudged := sorted(set(entries) - {record.get("scenario") for record in records}):
-        raise ValueError(f"{source}: no matrix row for scenario(s) {', '.join(unjudged)} of {manifest}")
+        raise ValueError(f"{source}: no matrix row for scenario(s) {', '.join(unjudged)} of the manifest")
     rows = []
     for number, record in enumerate(records):
         missing = [column for column in REQUIRED_COLUMNS if column not in record]
@@ -408,12 +405,12 @@ def _rows(records: list[dict[str, Any]], manifest: Path, source: str) -> list[_R
             raise ValueError(f"{source}: row {number} lacks {', '.join(missing)}")
         name = record["scenario"]
         entry = entries.get(name)
-        if entry is None or "expectations" not in entry:
-            raise ValueError(f"{manifest}: scenario {name!r} has no recorded expectations (plan it again)")
-        if entry.get("guarantee") != record["guarantee"]:
+        if entry is None or entry.expectations is None:
+            raise ValueError(f"manifest: scenario {name!r} has no recorded expectations (plan it again)")
+        if entry.guarantee != record["guarantee"]:
             raise ValueError(
                 f"{source}: scenario {name!r} claims guarantee {record['guarantee']!r}, "
-                f"its manifest entry {entry.get('guarantee')!r}"
+                f"its manifest entry {entry.guarantee!r}"
             )
         try:
             guarantee = Guarantee(record["guarantee"])
@@ -422,9 +419,9 @@ def _rows(records: list[dict[str, Any]], manifest: Path, source: str) -> list[_R
                 f"{source}: scenario {name!r}: unknown guarantee {record['guarantee']!r}; "
                 f"expected one of {', '.join(Guarantee)}"
             ) from None
-        expectations = tuple(Expectation(**{**e, "kind": Kind(e["kind"])}) for e in entry["expectations"])
+        expectations = tuple(Expectation(**{**e, "kind": Kind(e["kind"])}) for e in entry.expectations)
         suites = tuple(dict.fromkeys([f"guarantee_{guarantee}", *(e.suite for e in expectations)]))
-        rows.append(_Row(record, expectations, suites, entry.get("fault_effect")))
+        rows.append(_Row(record, expectations, suites, entry.fault_effect))
     return rows
 
 

@@ -43,10 +43,6 @@ class ClusterAdmin:
         description = self._client.describe_cluster(request_timeout=self._timeout).result(timeout=self._timeout)
         return {node.id for node in description.nodes}
 
-    def controller_id(self) -> int:
-        description = self._client.describe_cluster(request_timeout=self._timeout).result(timeout=self._timeout)
-        return description.controller.id if description.controller else -1
-
     def create_topic(self, topic: str, partitions: int, replication_factor: int, config: dict[str, str] | None = None) -> None:
         self._create([NewTopic(topic, partitions, replication_factor, config=config or {})])
 

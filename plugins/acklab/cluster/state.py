@@ -1,17 +1,15 @@
-"""Persistent cluster state (pidfiles) and the reaper of orphaned clusters.
+"""Persistent cluster state (`cluster.json`: nodes, ports, pids, owner) and process identity.
 
-Every provisioned cluster writes `cluster.json` next to its nodes. A cluster is orphaned when
-the process that owns it is gone (CLI runs, `airflow dags test`) or its lease has expired
-(scheduler deployments, where tasks run in separate processes). The reaper, called at every
-provisioning, kills orphaned nodes by pid — only when the pid still belongs to the process we
-started (same create time) — and removes their data.
+Every provisioned cluster writes `cluster.json` next to its nodes. A cluster is orphaned when the
+process that owns it is gone (CLI runs, `airflow dags test`) or its lease has expired (scheduler
+deployments, where tasks run in separate processes); `acklab.cluster.backends` reaps orphans. A pid
+is signalled only while it still belongs to the process we started (same create time).
 """
 
 from __future__ import annotations
 
 import json
 import os
-import shutil
 import signal
 import threading
 import time
@@ -129,43 +127,3 @@ def kill_and_wait(process: NodeState | ProcessState) -> None:
         except (psutil.NoSuchProcess, psutil.TimeoutExpired):
             pass
     process.pid = process.create_time = None
-
-
-def kill_and_remove(state: ClusterState, root: Path) -> None:
-    """SIGKILL every process we started, wait for them to go, delete data dirs, mark torn down."""
-    if state.backend == "docker":
-        from acklab.cluster.docker import remove_containers  # noqa: PLC0415 - Docker SDK only for Docker clusters
-
-        remove_containers(root)
-    for node in state.nodes:
-        kill_and_wait(node)
-        shutil.rmtree(node.data_dir, ignore_errors=True)
-    kill_and_wait(state.proxy)
-    state.status = "torn-down"
-    state.save(root)
-
-
-def reap_orphans(runs_root: Path) -> list[Path]:
-    """Tear down every orphaned cluster under `runs_root`; return their folders."""
-    reaped = []
-    for state_file in sorted(runs_root.glob(f"*/cluster/{STATE_FILE}")):
-        root = state_file.parent
-        try:
-            state = ClusterState.load(root)
-        except (ValueError, OSError):
-            continue
-        if state.is_orphaned():
-            kill_and_remove(state, root)
-            reaped.append(root)
-    return reaped
-
-
-def reap_all(runs_root: Path) -> list[Path]:
-    """Tear down every cluster still marked running under `runs_root` (explicit cleanup)."""
-    reaped = []
-    for state_file in sorted(runs_root.glob(f"*/cluster/{STATE_FILE}")):
-        state = ClusterState.load(state_file.parent)
-        if state.status == "running":
-            kill_and_remove(state, state_file.parent)
-            reaped.append(state_file.parent)
-    return reaped

@@ -6,7 +6,7 @@ import logging
 import threading
 import time
 
-from acklab.nemesis.catalog import FAULTS, FaultContext
+from acklab.nemesis.actions import ACTIONS, FaultContext
 from acklab.nemesis.events import FaultOutcome, Window
 from acklab.nemesis.schedule import FaultStep
 
@@ -32,12 +32,10 @@ class Nemesis:
             for step in self._steps:
                 if self._stop.wait(max(0.0, self._t0 + step.at_s - time.monotonic())):
                     return
-                apply = FAULTS[step.fault].apply
-                assert apply is not None, "schedules never contain the empty fault"
-                event = apply(self._ctx, step, Window(time.monotonic() + step.duration_s, self._stop))
+                event = ACTIONS[step.fault](self._ctx, step, Window(time.monotonic() + step.duration_s, self._stop))
                 log.info("fault %s on %s: %s", event.fault, event.target, event.effect)
                 self._outcome.timeline.append(event)
-        except BaseException as exc:  # noqa: BLE001 - reported by join()
+        except BaseException as exc:
             self._error = exc
 
     @property

@@ -1,23 +1,28 @@
-"""Fault schedule spec: `{at_s, fault, target, duration_s, options}` steps, validated up front."""
+"""Fault schedule spec: `{at_s, fault, target, duration_s, options}` steps, validated up front
+(against the fault catalog here, against the topology by `check_schedule` at plan time)."""
 
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from acklab.topology import SpecError
+from acklab.nemesis.faults import FAULT_NAMES, FAULTS, NO_FAULT, TargetKind
+from acklab.spec import SpecError, parse_model
+from acklab.topology import Topology
 
 TARGET = re.compile(
     r"^(?:(?P<role>leader|follower):(?:(?P<topic>[^/\s]+)/)?(?P<partition>\d+)|controller|broker:(?P<broker>\d+)|random-broker)$"
 )
+TARGET_FORMS = "leader:[<topic>/]<partition>, follower:[<topic>/]<partition>, controller, broker:<id> or random-broker"
 
 
 class Target(BaseModel):
     """A parsed target: a partition's leader/follower, the active controller, a broker id, or a random broker."""
 
-    kind: str
+    kind: TargetKind
     topic: str | None = None
     partition: int = 0
     broker: int | None = None
@@ -26,15 +31,22 @@ class Target(BaseModel):
     def parse(cls, text: str) -> Target:
         match = TARGET.match(text)
         if match is None:
-            raise ValueError(
-                f"target {text!r}: expected leader:[<topic>/]<partition>, follower:[<topic>/]<partition>, "
-                "controller, broker:<id> or random-broker"
-            )
+            raise ValueError(f"target {text!r}: expected {TARGET_FORMS}")
         if match["role"]:
             return cls(kind=match["role"], topic=match["topic"], partition=int(match["partition"]))
         if match["broker"]:
             return cls(kind="broker", broker=int(match["broker"]))
-        return cls(kind=text)
+        return cls(kind=text)  # type: ignore[arg-type]
+
+    def problem(self, topology: Topology) -> str | None:
+        """Why this target cannot exist on `topology`, or None."""
+        if self.kind in ("leader", "follower") and self.topic is None and self.partition >= topology.partitions:
+            return f"partition {self.partition} does not exist: topics have {topology.partitions} (0..{topology.partitions - 1})"
+        if self.kind == "follower" and topology.replication_factor < 2:
+            return f"a partition has no follower with replication_factor {topology.replication_factor}"
+        if self.kind == "broker" and self.broker not in topology.broker_ids:
+            return f"broker {self.broker} does not exist: brokers are {', '.join(map(str, topology.broker_ids))}"
+        return None
 
 
 class FaultStep(BaseModel):
@@ -49,15 +61,17 @@ class FaultStep(BaseModel):
 
     @model_validator(mode="after")
     def _resolve(self) -> FaultStep:
-        from acklab.nemesis.catalog import FAULTS, FAULT_NAMES
-
-        fault = FAULTS.get(self.fault)
-        if fault is None:
-            raise ValueError(f"unknown fault {self.fault!r}; valid: {', '.join(FAULT_NAMES)}")
-        self.target = self.target or fault.default_target
+        spec = FAULTS.get(self.fault)
+        if spec is None or self.fault == NO_FAULT:
+            raise ValueError(f"unknown fault {self.fault!r}; valid: {', '.join(FAULT_NAMES[1:])}")
+        if self.target is not None and not spec.targets:
+            raise ValueError(f"{self.fault} takes no target, got {self.target!r}")
+        self.target = self.target or spec.default_target
         if self.target is not None:
-            Target.parse(self.target)
-        self.options = fault.options_model.model_validate(self.options).model_dump()
+            kind = Target.parse(self.target).kind
+            if kind not in spec.targets:
+                raise ValueError(f"{self.fault} cannot target {self.target!r}; it targets {', '.join(sorted(spec.targets))}")
+        self.options = spec.options.model_validate(self.options).model_dump()
         return self
 
     @property
@@ -65,14 +79,30 @@ class FaultStep(BaseModel):
         assert self.target is not None
         return Target.parse(self.target)
 
+    @property
+    def end_s(self) -> float:
+        return self.at_s + self.duration_s
+
 
 def schedule_for(fault: str, at_s: float = 2.0, duration_s: float = 10.0) -> list[FaultStep]:
     """The one-step schedule of a catalog fault name (`none` = empty schedule)."""
-    from acklab.nemesis.catalog import FAULT_NAMES
-    from acklab.topology import parse_model
-
-    if fault not in FAULT_NAMES:
+    if fault not in FAULTS:
         raise SpecError(f"unknown fault {fault!r}; valid: {', '.join(FAULT_NAMES)}")
-    if fault == "none":
+    if fault == NO_FAULT:
         return []
     return [parse_model(FaultStep, {"fault": fault, "at_s": at_s, "duration_s": duration_s}, f"fault {fault}")]
+
+
+def check_schedule(steps: Sequence[FaultStep], topology: Topology, source: str) -> None:
+    """SpecError (one line) for a target that cannot exist on `topology`, or for two faults on broker
+    processes whose windows overlap (they could stop the same broker twice)."""
+    for number, step in enumerate(steps):
+        if step.target is not None and (problem := step.parsed_target.problem(topology)):
+            raise SpecError(f"{source}.{number}.target: {step.target!r}: {problem}")
+    stopping = sorted((step for step in steps if FAULTS[step.fault].stops_nodes), key=lambda step: step.at_s)
+    for first, second in zip(stopping, stopping[1:], strict=False):
+        if second.at_s < first.end_s:
+            raise SpecError(
+                f"{source}: {first.fault} ({first.at_s:g}-{first.end_s:g} s) and {second.fault} ({second.at_s:g}-{second.end_s:g} s) "
+                "overlap; faults on broker processes must not overlap (one could stop a broker the other holds)"
+            )

@@ -12,7 +12,7 @@ import time
 
 from confluent_kafka import KafkaException
 
-from acklab.cluster.base import Cluster
+from acklab.cluster.cluster import Cluster
 
 POLL_S = 0.5
 

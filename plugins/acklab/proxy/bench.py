@@ -15,7 +15,7 @@ from pathlib import Path
 
 from confluent_kafka import Producer
 
-from acklab.cluster.local import LocalCluster
+from acklab.cluster.cluster import Cluster
 from acklab.topology import load_topology
 
 
@@ -45,7 +45,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     args = parser.parse_args()
     os.environ.setdefault("ACKLAB_RUNS", tempfile.mkdtemp(prefix="acklab-bench-"))
-    cluster = LocalCluster.provision(load_topology("three-brokers"), Path(os.environ["ACKLAB_RUNS"]) / "bench-proxy" / "cluster", owner_pid=os.getpid())
+    cluster = Cluster.provision(load_topology("three-brokers"), Path(os.environ["ACKLAB_RUNS"]) / "bench-proxy" / "cluster", owner_pid=os.getpid())
     try:
         cluster.admin().create_topic("bench", 3, 3)
         cluster.admin().wait_in_sync("bench", 60)

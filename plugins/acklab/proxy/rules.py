@@ -8,7 +8,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 PRODUCE = 0
 
-Action = Literal["drop_response", "drop_request", "delay_response", "blackhole", "reset"]
+Action = Literal["drop_response", "drop_request", "delay_response", "blackhole"]
 
 
 class ProxyRule(BaseModel):
@@ -20,7 +20,6 @@ class ProxyRule(BaseModel):
     - delay_response: responses wait `delay_s` (all later responses on the connection queue behind,
       as with a link delay).
     - blackhole: nothing passes in either direction; new connections are accepted and ignored.
-    - reset: close every open connection once.
     """
 
     model_config = ConfigDict(extra="forbid")

@@ -48,7 +48,6 @@ class BrokerProxy:
     rule_expires: float = 0.0
     affected: int = 0
     stats: Counter[str] = field(default_factory=Counter)
-    connections: set[asyncio.StreamWriter] = field(default_factory=set)
 
     def active(self, api_key: int | None = None) -> ProxyRule | None:
         """The rule if it is live, not exhausted, matches `api_key` and wins its coin toss."""
@@ -69,15 +68,9 @@ class BrokerProxy:
     def set_rule(self, rule: ProxyRule) -> None:
         self.rule, self.affected = rule, 0
         self.rule_expires = time.monotonic() + rule.expires_in_s
-        if rule.action == "reset":
-            self.stats["resets"] += len(self.connections)
-            for writer in list(self.connections):
-                writer.close()
-            self.affected = 1
 
     async def serve(self, client_reader: asyncio.StreamReader, client_writer: asyncio.StreamWriter) -> None:
         self.stats["connections"] += 1
-        self.connections.add(client_writer)
         upstream_writer = None
         try:
             upstream_reader, upstream_writer = await asyncio.open_connection("127.0.0.1", self.route.upstream_port)
@@ -90,7 +83,6 @@ class BrokerProxy:
         except (ConnectionError, asyncio.IncompleteReadError, OSError):
             pass
         finally:
-            self.connections.discard(client_writer)
             client_writer.close()
             if upstream_writer is not None:
                 upstream_writer.close()

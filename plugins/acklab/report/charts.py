@@ -7,9 +7,11 @@ from pathlib import Path
 import matplotlib
 
 matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import pyarrow.parquet as pq  # noqa: E402
+import matplotlib.pyplot as plt
+import numpy as np
+import pyarrow.parquet as pq
+
+from acklab.store import FaultRecord
 
 COLOURS = {"pass": "#2e7d32", "fail": "#c62828", "incomplete": "#f9a825", None: "#e0e0e0"}
 
@@ -39,7 +41,7 @@ def heatmap(rows: list[dict], statuses: dict[str, str], path: Path) -> Path:
     return path
 
 
-def timeline(send_log: Path, load_started: float, fault_timeline: list[dict], title: str, path: Path) -> Path:
+def timeline(send_log: Path, load_started: float, fault_timeline: list[FaultRecord], title: str, path: Path) -> Path:
     """Acked/failed per second and ack latency (p50, max) per second, fault windows shaded."""
     table = pq.read_table(send_log, columns=["send_ts", "ack_ts", "state"])
     send = table["send_ts"].to_numpy(zero_copy_only=False)
@@ -65,8 +67,10 @@ def timeline(send_log: Path, load_started: float, fault_timeline: list[dict], ti
     lat_ax.set_xlabel("seconds since load start")
     lat_ax.legend(loc="upper right", fontsize=8)
     for event in fault_timeline:
-        start = event["started"] - load_started
-        stop = (event["ended"] or event["started"]) - load_started
+        if event.started is None:
+            continue
+        start = event.started - load_started
+        stop = (event.ended or event.started) - load_started
         for ax in (rate_ax, lat_ax):
             ax.axvspan(start, stop, color="#ffab00", alpha=0.25, label=None)
     rate_ax.set_title(title + "  (shaded: fault window)", fontsize=10)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 from dataclasses import dataclass
@@ -10,10 +9,8 @@ from pathlib import Path
 
 from jinja2 import Environment, PackageLoader, select_autoescape
 
-from acklab.paths import RESULT_FILE, runs_dir
-from acklab.report.html import REPORT_DIR
+from acklab.store import ComparisonDir, RunDir, write_json
 
-COMPARISONS_DIR = "comparisons"
 COUNTS = ("lost", "duplicates", "failed", "reordered")
 
 
@@ -50,11 +47,11 @@ def _version_key(version: str) -> tuple[int, ...]:
 
 
 def load_run(run_dir: Path) -> VersionRun:
-    """A validated run's Kafka version, verdicts and matrix rows (from result.json and manifest.json)."""
-    result = json.loads((run_dir / RESULT_FILE).read_text())
-    manifest = json.loads((run_dir / "manifest.json").read_text())
-    rows = {row["scenario"]: row for row in json.loads(Path(result["matrix"]).read_text())}
-    return VersionRun(manifest["topology"]["kafka_version"], run_dir, result["status"], result["scenarios"], rows)
+    """A validated run's Kafka version, verdicts and matrix rows (from its result and manifest)."""
+    run = RunDir(run_dir)
+    result = run.read_result()
+    rows = {row["scenario"]: row for row in run.read_matrix()}
+    return VersionRun(run.read_manifest().topology["kafka_version"], run_dir, result["status"], result["scenarios"], rows)
 
 
 def build_comparison(run_dirs: list[Path]) -> Comparison:
@@ -63,14 +60,14 @@ def build_comparison(run_dirs: list[Path]) -> Comparison:
     runs = sorted((load_run(d) for d in run_dirs), key=lambda r: _version_key(r.kafka_version))
     scenarios = sorted({s for run in runs for s in run.statuses})
     differing = [s for s in scenarios if len({run.statuses.get(s) for run in runs}) > 1]
-    out = runs_dir() / COMPARISONS_DIR / min(d.name for d in run_dirs)
-    out.mkdir(parents=True, exist_ok=True)
+    out = ComparisonDir.named(min(d.name for d in run_dirs))
+    out.root.mkdir(parents=True, exist_ok=True)
     heatmaps = []
     for run in runs:
-        png = out / f"heatmap-{run.kafka_version}.png"
-        shutil.copyfile(run.run_dir / REPORT_DIR / "heatmap.png", png)
-        report = os.path.relpath(run.run_dir / REPORT_DIR / "index.html", out)
-        heatmaps.append({"version": run.kafka_version, "status": run.status, "png": png.name, "report": report})
+        png = out.heatmap(run.kafka_version)
+        report = RunDir(run.run_dir).report
+        shutil.copyfile(report.heatmap, png)
+        heatmaps.append({"version": run.kafka_version, "status": run.status, "png": png.name, "report": os.path.relpath(report.index, out.root)})
     table = [
         {
             "scenario": s,
@@ -79,12 +76,10 @@ def build_comparison(run_dirs: list[Path]) -> Comparison:
         }
         for s in sorted(scenarios, key=lambda s: (s not in differing, s))
     ]
-    comparison = Comparison(out / "index.html", runs, differing)
+    comparison = Comparison(out.index, runs, differing)
     template = Environment(loader=PackageLoader("acklab"), autoescape=select_autoescape()).get_template("compare.html.j2")
     comparison.html.write_text(
         template.render(status=comparison.status, runs=runs, heatmaps=heatmaps, table=table, counts=COUNTS, differing=differing)
     )
-    (out / "comparison.json").write_text(
-        json.dumps({"status": comparison.status, "runs": [str(r.run_dir) for r in runs], "differing": differing}, indent=2)
-    )
+    write_json(out.summary, {"status": comparison.status, "runs": [str(r.run_dir) for r in runs], "differing": differing})
     return comparison

@@ -13,9 +13,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from acklab.paths import runs_dir
+from acklab.store import history_db
 
-HISTORY_FILE = "history.sqlite"
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS runs (
     run_id TEXT PRIMARY KEY, finished REAL NOT NULL, status TEXT NOT NULL,
@@ -37,8 +36,8 @@ class Regression:
 
 
 @contextmanager
-def _db(root: Path | None = None) -> Iterator[sqlite3.Connection]:
-    connection = sqlite3.connect((root or runs_dir()) / HISTORY_FILE)
+def _db(path: Path | None = None) -> Iterator[sqlite3.Connection]:
+    connection = sqlite3.connect(path or history_db())
     try:
         connection.executescript(SCHEMA)
         with connection:
@@ -49,10 +48,10 @@ def _db(root: Path | None = None) -> Iterator[sqlite3.Connection]:
 
 def record_run(
     run_id: str, finished: float, status: str, topology: str, kafka_version: str,
-    rows: list[dict], statuses: dict[str, str], root: Path | None = None,
+    rows: list[dict], statuses: dict[str, str], db: Path | None = None,
 ) -> None:
     """Store (or replace) a run's matrix rows and verdicts."""
-    with _db(root) as db:
+    with _db(db) as db:
         db.execute("DELETE FROM verdicts WHERE run_id = ?", (run_id,))
         db.execute("INSERT OR REPLACE INTO runs VALUES (?, ?, ?, ?, ?)", (run_id, finished, status, topology, kafka_version))
         db.executemany(
@@ -64,9 +63,9 @@ def record_run(
         )
 
 
-def regressions(run_id: str, root: Path | None = None) -> list[Regression]:
+def regressions(run_id: str, db: Path | None = None) -> list[Regression]:
     """Scenarios failing in `run_id` that passed in the last earlier green run of the same topology and version."""
-    with _db(root) as db:
+    with _db(db) as db:
         run = db.execute("SELECT finished, topology, kafka_version FROM runs WHERE run_id = ?", (run_id,)).fetchone()
         if run is None:
             raise KeyError(f"run {run_id} is not in the history")
@@ -84,13 +83,3 @@ def regressions(run_id: str, root: Path | None = None) -> list[Regression]:
             (green[0], run_id),
         ).fetchall()
     return [Regression(scenario, status, green[0]) for scenario, status in rows]
-
-
-def history(scenario: str, limit: int = 30, root: Path | None = None) -> list[tuple[str, str]]:
-    """(run_id, status) of a scenario in its most recent runs, newest first."""
-    with _db(root) as db:
-        return db.execute(
-            "SELECT v.run_id, v.status FROM verdicts v JOIN runs r USING (run_id) WHERE v.scenario = ? "
-            "ORDER BY r.finished DESC LIMIT ?",
-            (scenario, limit),
-        ).fetchall()

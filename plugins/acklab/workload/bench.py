@@ -24,12 +24,14 @@ from pathlib import Path
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient
 
-from acklab.cluster.local import LocalCluster
+from acklab.cluster.cluster import Cluster
 from acklab.maven import kafka_libs
 from acklab.paths import runs_dir
 from acklab.profiles import ProducerProfile, get_profile
+from acklab.store import ScenarioDir
 from acklab.topology import load_topology
-from acklab.workload.producer import LoadSpec, run_load
+from acklab.workload.producer import run_load
+from acklab.workload.spec import LoadSpec
 
 PERF_TOOL = "org.apache.kafka.tools.ProducerPerformance"
 PERF_TOTAL = re.compile(r"(\d+) records sent, ([\d.]+) records/sec")
@@ -61,7 +63,7 @@ def bare(bootstrap: str, topic: str, profile: ProducerProfile, messages: int, si
 def instrumented(bootstrap: str, topic: str, profile: ProducerProfile, messages: int, size: int, producers: int, work: Path) -> float:
     """Messages per second of `run_load` (load window: first send to last delivery report)."""
     spec = LoadSpec(messages=messages, message_bytes=size, keys=KEYS, producers=producers)
-    result = run_load(bootstrap, topic, profile, spec, work / topic / "send_log.parquet")
+    result = run_load(bootstrap, topic, profile, spec, ScenarioDir(work / topic))
     if result.acked != messages:
         raise RuntimeError(f"instrumented load: {result.acked} of {messages} acked ({result.errors})")
     return result.acked / (result.ended - result.started)
@@ -104,7 +106,7 @@ def main() -> None:
     profile = get_profile(args.profile)
     topology = load_topology(args.topology)
     root = runs_dir() / f"bench-load-{time.strftime('%Y%m%dT%H%M%S', time.gmtime())}"
-    cluster = LocalCluster.provision(topology, root / "cluster", owner_pid=os.getpid())
+    cluster = Cluster.provision(topology, root / "cluster", owner_pid=os.getpid())
     try:
         libs = kafka_libs(topology.kafka_version)
         admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers}, logger=RDKAFKA_LOG)

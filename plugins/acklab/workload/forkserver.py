@@ -233,12 +233,12 @@ def _fork(control: socket.socket, fds: list[int]) -> int:
         for target, fd in enumerate(fds):
             os.dup2(fd, target)
             os.close(fd)
-        sys.stdin, sys.stdout, sys.stderr = (open(n, mode, closefd=False) for n, mode in ((0, "r"), (1, "w"), (2, "w")))
+        sys.stdin, sys.stdout, sys.stderr = (open(n, mode, closefd=False) for n, mode in ((0, "r"), (1, "w"), (2, "w")))  # noqa: SIM115 - the process's own streams
         worker.main()
         code = 0
     except SystemExit as exit_:
         code = exit_.code if isinstance(exit_.code, int) else int(exit_.code is not None)
-    except BaseException:  # noqa: BLE001 - reported in the child's log and by its exit code
+    except BaseException:
         traceback.print_exc()
     finally:
         for stream in (sys.stdout, sys.stderr):

@@ -2,8 +2,8 @@
 
 `run_load` starts `spec.producers` worker processes (`acklab.workload.worker`), each with its own
 producer, id range and keys; starts them together (after calling `on_start`, e.g. the nemesis);
-reports progress once a second; and joins their send-log parts into `send_log_path` and their
-librdkafka statistics into `producer_stats.parquet` next to it. The processes are forked from a
+reports progress once a second; and joins their send-log parts into the scenario folder's send log
+and their librdkafka statistics into its statistics file (`acklab.store.ScenarioDir`). The processes are forked from a
 pre-imported server (`acklab.workload.forkserver`) rather than with `multiprocessing`, so the load
 also runs inside daemonic workers (Celery) and never forks a process that holds librdkafka threads.
 """
@@ -16,48 +16,22 @@ import subprocess
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
-from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from acklab.evidence.schemas import PRODUCER_STATS
 from acklab.profiles import ProducerProfile
+from acklab.store import ScenarioDir
 from acklab.workload import stats
 from acklab.workload.forkserver import ForkedProcess, ForkServer
-from acklab.workload.records import ValueFormat
 from acklab.workload.sendlog import combine
+from acklab.workload.spec import LoadSpec
 from acklab.workload.worker import DEADLINE, PROGRESS_FILE, WorkerJob
 
 log = logging.getLogger(__name__)
-STATS_FILE = "producer_stats.parquet"
-PRODUCERS_DIR = "producers"  # per-producer logs and counts, next to the send log
 START_TIMEOUT_S = 120
-
-
-class LoadSpec(BaseModel):
-    """How much to send, how fast, and by how many producer processes."""
-
-    model_config = ConfigDict(extra="forbid")
-    messages: int = Field(ge=1, le=100_000_000, description="messages to send; an upper bound when duration_s is set")
-    duration_s: float | None = Field(None, gt=0, description="stop after this many seconds")
-    rate: float | None = Field(None, gt=0, description="messages per second over all producers; None = as fast as possible")
-    message_bytes: int = Field(100, ge=16, le=1_000_000)
-    keys: int = Field(16, ge=1, le=100_000, description="keys per producer (p<n>-k0 .. p<n>-k<keys-1>)")
-    producers: int = Field(1, ge=1, le=64)
-
-    @model_validator(mode="after")
-    def _consistent(self) -> LoadSpec:
-        if self.producers > self.messages:
-            raise ValueError(f"producers ({self.producers}) > messages ({self.messages})")
-        ValueFormat.for_ids(self.messages - 1, self.message_bytes)
-        return self
-
-    def ranges(self) -> list[tuple[int, int]]:
-        """(first id, count) of each producer: contiguous, nearly equal ranges of 0..messages-1."""
-        bounds = np.linspace(0, self.messages, self.producers + 1).astype(np.int64)
-        return [(int(lo), int(hi - lo)) for lo, hi in zip(bounds[:-1], bounds[1:], strict=True)]
 
 
 @dataclass(frozen=True)
@@ -114,14 +88,14 @@ def run_load(
     topic: str,
     profile: ProducerProfile,
     spec: LoadSpec,
-    send_log_path: Path,
+    files: ScenarioDir,
     progress: Progress | None = None,
     on_start: Callable[[], None] | None = None,
 ) -> LoadResult:
-    """Send `spec` to `topic` with `profile`; write the send log and the producer statistics."""
-    directory = send_log_path.parent / PRODUCERS_DIR
-    directory.mkdir(parents=True, exist_ok=True)
-    counters = np.memmap(directory / PROGRESS_FILE, dtype=np.int64, mode="w+", shape=(spec.producers, 3))
+    """Send `spec` to `topic` with `profile`; write the send log and the producer statistics into `files`."""
+    files.producers.mkdir(parents=True, exist_ok=True)
+    progress_file = files.producer_file("", PROGRESS_FILE)
+    counters = np.memmap(progress_file, dtype=np.int64, mode="w+", shape=(spec.producers, 3))
     jobs = [
         WorkerJob(
             producer=n,
@@ -139,7 +113,7 @@ def run_load(
             rate=spec.rate / spec.producers if spec.rate else None,
             duration_s=spec.duration_s,
             flush_timeout_s=profile.delivery_timeout_ms / 1000 + 10,
-            directory=directory,
+            scenario_dir=files.root,
         )
         for n, (first_id, count) in enumerate(spec.ranges())
     ]
@@ -173,10 +147,10 @@ def run_load(
     for result in results:
         if result["stop_reason"]:
             log.warning("producer %s stopped early: %s", result["producer"], result["stop_reason"])
-    rows = combine([job.file(".parquet") for job in jobs], send_log_path)
-    stats_table = pa.concat_tables(pq.read_table(job.file(".stats.parquet")) for job in jobs)
-    pq.write_table(stats_table, send_log_path.parent / STATS_FILE)
-    for part in [directory / PROGRESS_FILE, *(job.file(suffix) for job in jobs for suffix in (".parquet", ".stats.parquet"))]:
+    rows = combine([job.file(".parquet") for job in jobs], files.send_log)
+    stats_table = pa.concat_tables(pq.read_table(job.file(".stats.parquet"), schema=PRODUCER_STATS) for job in jobs)
+    pq.write_table(stats_table, files.stats)
+    for part in [progress_file, *(job.file(suffix) for job in jobs for suffix in (".parquet", ".stats.parquet"))]:
         part.unlink()
     planned = sum(r["planned"] for r in results)
     if rows != planned:

@@ -10,9 +10,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-
-def key(producer: int, k: int) -> str:
-    return f"p{producer}-k{k}"
+from acklab.workload.spec import id_width
 
 
 @dataclass(frozen=True)
@@ -24,7 +22,7 @@ class ValueFormat:
 
     @classmethod
     def for_ids(cls, max_id: int, size: int) -> ValueFormat:
-        width = len(str(max_id))
+        width = id_width(max_id)
         if size < 2 * width + 2:
             raise ValueError(f"message_bytes ({size}) must be >= {2 * width + 2} to hold the id and seq of {max_id + 1} messages")
         return cls(width, size)

@@ -18,29 +18,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from confluent_kafka import KafkaError
 
-from acklab.matrix_contract import STATES, UNSENT
-from acklab.workload.records import key
+from acklab.evidence.contract import STATES, UNSENT
+from acklab.evidence.schemas import SEND_LOG
+from acklab.workload.spec import key
 
-SCHEMA = pa.schema(
-    [
-        ("id", pa.int64()),
-        ("key", pa.string()),
-        ("seq", pa.int64()),
-        ("producer", pa.string()),
-        ("expected_partition", pa.int32()),
-        ("txn", pa.int64()),
-        ("aborted", pa.bool_()),
-        ("retriable", pa.bool_()),
-        ("send_ts", pa.float64()),
-        ("ack_ts", pa.float64()),
-        ("partition", pa.int32()),
-        ("offset", pa.int64()),
-        ("error", pa.string()),
-        ("state", pa.string()),
-        ("refused", pa.bool_()),
-        ("fatal", pa.bool_()),
-    ]
-)
 NO_ERROR = 0
 UNREPORTED = np.iinfo(np.int32).min  # outside librdkafka's codes (local -200..-100, protocol >= -1)
 BATCH_ROWS = 1 << 18
@@ -152,7 +133,7 @@ class ProducerLog:
         if not self.sent <= planned <= self.capacity:
             raise EvidenceError(f"p{self.producer}: {planned} planned messages, but {self.sent} sent of {self.capacity}")
         tmp = self.path.with_name(self.path.name + ".tmp")
-        with pq.ParquetWriter(tmp, SCHEMA, **WRITE_OPTIONS) as writer:
+        with pq.ParquetWriter(tmp, SEND_LOG, **WRITE_OPTIONS) as writer:
             for lo in range(0, planned, BATCH_ROWS):
                 writer.write_table(self._table(lo, min(planned, lo + BATCH_ROWS)), row_group_size=BATCH_ROWS)
         os.replace(tmp, self.path)
@@ -224,7 +205,7 @@ class ProducerLog:
             "refused": pa.array(self.refused[lo:hi]),
             "fatal": pa.array(fatal),
         }
-        return pa.table(columns, schema=SCHEMA)
+        return pa.table(columns, schema=SEND_LOG)
 
 
 def _strings(indices: np.ndarray, values: list[str], mask: np.ndarray | None = None) -> pa.Array:
@@ -236,7 +217,7 @@ def combine(parts: Sequence[Path], path: Path) -> int:
     """Concatenate the producers' parts into `path` (temp file + atomic rename); return the row count."""
     tmp = path.with_name(path.name + ".tmp")
     rows = 0
-    with pq.ParquetWriter(tmp, SCHEMA, **WRITE_OPTIONS) as writer:
+    with pq.ParquetWriter(tmp, SEND_LOG, **WRITE_OPTIONS) as writer:
         for part in parts:
             source = pq.ParquetFile(part)
             for group in range(source.num_row_groups):

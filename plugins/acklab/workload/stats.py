@@ -1,7 +1,8 @@
 """librdkafka statistics (`statistics.interval.ms` + `stats_cb`) sampled during the load.
 
-Each sample of each producer becomes one row of `<scenario>/producer_stats.parquet`; broker-level
-counters are summed over the producer's broker connections. The manifest carries a summary.
+Each sample of each producer becomes one row of the scenario's statistics file
+(`acklab.evidence.schemas.PRODUCER_STATS`); broker-level counters are summed over the producer's
+broker connections. The manifest carries a summary.
 """
 
 from __future__ import annotations
@@ -11,15 +12,10 @@ import time
 
 import pyarrow as pa
 
+from acklab.evidence.schemas import STATS_COUNTERS, STATS_GAUGES
+
 STATS_INTERVAL_MS = 1000
-# cumulative counters: a producer's last sample is its total
-COUNTERS = ("txmsgs", "txretries", "txerrs", "req_timeouts", "disconnects")
-# gauges: requests/messages in flight or queued at the time of the sample
-GAUGES = ("msg_cnt", "outbuf_cnt", "outbuf_msg_cnt", "waitresp_cnt", "waitresp_msg_cnt")
 BROKER_FIELDS = ("txretries", "txerrs", "req_timeouts", "disconnects", "outbuf_cnt", "outbuf_msg_cnt", "waitresp_cnt", "waitresp_msg_cnt")
-SCHEMA = pa.schema(
-    [("ts", pa.float64()), ("producer", pa.string()), *((name, pa.int64()) for name in (*COUNTERS, *GAUGES))]
-)
 
 
 def stats_row(producer: str, raw: str) -> dict[str, object]:
@@ -39,9 +35,9 @@ def summarize(table: pa.Table) -> dict[str, int]:
     summary = {"samples": table.num_rows}
     if table.num_rows == 0:
         return summary
-    last = table.group_by("producer").aggregate([(name, "max") for name in COUNTERS])
-    for name in COUNTERS:
+    last = table.group_by("producer").aggregate([(name, "max") for name in STATS_COUNTERS])
+    for name in STATS_COUNTERS:
         summary[name] = int(pc.sum(last[f"{name}_max"]).as_py())
-    for name in GAUGES:
+    for name in STATS_GAUGES:
         summary[f"max_{name}"] = int(pc.max(table[name]).as_py())
     return summary

@@ -35,11 +35,14 @@ import pyarrow.parquet as pq
 from confluent_kafka import KafkaError, KafkaException, Message, Producer
 from pydantic import BaseModel, ConfigDict
 
+from acklab.evidence.schemas import PRODUCER_STATS
 from acklab.profiles import Partitioner, TransactionSpec
+from acklab.store import ScenarioDir
 from acklab.workload import stats
 from acklab.workload.partitioners import partition_for
-from acklab.workload.records import ValueFormat, key
+from acklab.workload.records import ValueFormat
 from acklab.workload.sendlog import ProducerLog
+from acklab.workload.spec import key
 
 log = logging.getLogger("acklab.workload.worker")
 CHUNK = 64  # messages between two polls at full speed
@@ -71,17 +74,18 @@ class WorkerJob(BaseModel):
     rate: float | None
     duration_s: float | None
     flush_timeout_s: float
-    directory: Path
+    scenario_dir: Path
 
     @property
     def name(self) -> str:
         return f"p{self.producer}"
 
     def file(self, suffix: str) -> Path:
-        return self.directory / f"{self.name}{suffix}"
+        """This producer's own file (`acklab.store.ScenarioDir.producer_file`)."""
+        return ScenarioDir(self.scenario_dir).producer_file(self.name, suffix)
 
 
-PROGRESS_FILE = "progress.bin"  # int64 [producers, 3]: sent, acked, failed
+PROGRESS_FILE = "progress.bin"  # the load's int64 [producers, 3]: sent, acked, failed
 
 
 class Worker:
@@ -125,7 +129,7 @@ class Worker:
         )
         if job.transaction is not None:
             self.producer.init_transactions(job.flush_timeout_s)
-        self.progress = np.memmap(job.directory / PROGRESS_FILE, dtype=np.int64, mode="r+", shape=(job.producers, 3))
+        self.progress = np.memmap(ScenarioDir(job.scenario_dir).producer_file("", PROGRESS_FILE), dtype=np.int64, mode="r+", shape=(job.producers, 3))
 
     def _wait_for_topic(self, timeout_s: float) -> int:
         """The topic's partition count, once it exists: the worker may start while it is created."""
@@ -138,7 +142,7 @@ class Worker:
                 raise KafkaException(metadata.error or KafkaError(KafkaError.UNKNOWN_TOPIC_OR_PART))
             time.sleep(0.2)
 
-    def _delivery_callback(self):  # noqa: ANN202 - a closure over bound list appends, for speed
+    def _delivery_callback(self):
         """Only appends: the value (or its id prefix, for large values), partition, offset, and any error."""
         values, errors = self._values, self._errors
         add_value, add_partition, add_offset = values.append, self._partitions.append, self._offsets.append
@@ -196,7 +200,7 @@ class Worker:
             # A load stopped by its clock planned only what it sent; any other early stop leaves the rest unsent.
             planned = self.log.sent if self.stop_reason == DEADLINE else self.job.count
             self.log.write(planned)
-            pq.write_table(pa.Table.from_pylist(self.stats_rows, schema=stats.SCHEMA), self.job.file(".stats.parquet"))
+            pq.write_table(pa.Table.from_pylist(self.stats_rows, schema=PRODUCER_STATS), self.job.file(".stats.parquet"))
         return {
             "producer": self.job.name,
             "started": self.started,

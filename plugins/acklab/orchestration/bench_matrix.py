@@ -8,7 +8,6 @@ amortized figure (all non-load wall time over all scenarios) is printed too, for
 
 from __future__ import annotations
 
-import json
 import os
 import statistics
 import subprocess
@@ -18,13 +17,14 @@ from pathlib import Path
 
 import typer
 
-from acklab.paths import RESULT_FILE, runs_dir
+from acklab.paths import runs_dir
+from acklab.store import runs
 
 DAG_ID = "kafka_delivery_matrix"
 
 
 def main(conf: str = typer.Option("{}", help="DAG params as JSON (default: the standard matrix)")) -> None:
-    before = set(runs_dir().glob("*"))
+    before = {run.run_id for run in runs()}
     airflow = Path(sys.executable).parent / "airflow"
     started = time.monotonic()
     done = subprocess.run(
@@ -32,29 +32,28 @@ def main(conf: str = typer.Option("{}", help="DAG params as JSON (default: the s
         env={**os.environ, "ACKLAB_BIND_CLUSTER_TO_PID": "1"}, capture_output=True, text=True,
     )
     wall = time.monotonic() - started
-    new = [p for p in set(runs_dir().glob("*")) - before if (p / "manifest.json").exists()]
+    new = [run for run in runs() if run.run_id not in before and run.manifest.exists()]
     if len(new) != 1:
         print(done.stdout[-3000:] + done.stderr[-3000:])
         raise SystemExit(f"expected one new run in {runs_dir()}, found {len(new)} (dags test exit {done.returncode})")
-    run_dir = new[0]
-    (run_dir / "dags-test.log").write_text(done.stdout + done.stderr)
-    scenarios = json.loads((run_dir / "manifest.json").read_text())["scenarios"]
-    groups = {s["group"]["index"]: s["group"]["ended"] - s["group"]["started"] for s in scenarios}
+    (run,) = new
+    run.dags_test_log.write_text(done.stdout + done.stderr)
+    scenarios = run.read_manifest().scenarios
+    groups = {s.group.index: s.group.ended - s.group.started for s in scenarios if s.group}
     fixed = wall - sum(groups.values())
-    overheads = [
-        groups[s["group"]["index"]] - (s["load_ended"] - s["load_started"]) + fixed / len(scenarios) for s in scenarios
-    ]
-    loads = [s["load_ended"] - s["load_started"] for s in scenarios]
-    longest = {i: max(s["load_ended"] - s["load_started"] for s in scenarios if s["group"]["index"] == i) for i in groups}
+    loads = [s.load_ended - s.load_started for s in scenarios]
+    overheads = [groups[s.group.index] - load + fixed / len(scenarios) for s, load in zip(scenarios, loads, strict=True)]
+    longest = {i: max(load for s, load in zip(scenarios, loads, strict=True) if s.group.index == i) for i in groups}
     amortized = (wall - sum(longest.values())) / len(scenarios)
-    result = json.loads((run_dir / RESULT_FILE).read_text()) if (run_dir / RESULT_FILE).exists() else {"status": "no result"}
+    result = run.read_result() if run.result.exists() else {"status": "no result"}
     statuses = result.get("scenarios", {})
-    print(f"run: {run_dir} (DAG log: {run_dir / 'dags-test.log'})")
+    print(f"run: {run.root} (DAG log: {run.dags_test_log})")
     print(f"dags test exit: {done.returncode}; status: {result['status']}; "
           + ", ".join(f"{v} {sum(1 for s in statuses.values() if s == v)}" for v in ("pass", "fail", "incomplete")))
     print(f"scenarios: {len(scenarios)} in {len(groups)} groups; median load seconds: {statistics.median(loads):.1f}")
     print(f"group wall seconds: {sum(groups.values()):.0f}; fixed seconds (Airflow, cluster, Spark, GX, report): {fixed:.0f}")
     print(f"amortized overhead seconds per scenario (matrix wall minus each group's longest load, / scenarios): {amortized:.1f}")
+    print(f"incomplete scenarios: {sum(1 for s in statuses.values() if s == 'incomplete')}")
     print(f"matrix wall seconds: {wall:.0f}")
     print(f"median scenario overhead seconds: {statistics.median(overheads):.1f}")
 

@@ -1,5 +1,6 @@
-"""Task bodies of the delivery DAGs: thin wrappers over `acklab.pipeline` and `acklab.scenario`,
-taking and returning XCom-able dicts. No Airflow import: everything here runs without Airflow."""
+"""Task bodies of the delivery DAGs: thin wrappers over `acklab.orchestration.pipeline` and
+`acklab.execution`, taking and returning XCom-able dicts. No Airflow import: everything here runs
+without Airflow. The DAG files import this module inside task bodies only."""
 
 from __future__ import annotations
 
@@ -9,12 +10,14 @@ import os
 from pathlib import Path
 from typing import Any
 
-from acklab.checker.audit import audit_job
+from acklab import execution
+from acklab.checker.submit import audit_job
+from acklab.cluster.cluster import Cluster
 from acklab.cluster.state import STATE_FILE
-from acklab.pipeline import CLUSTER_DIR, attach, matrix_rows, provision, verdict, write_result
+from acklab.orchestration.pipeline import provision, verdict, write_result
+from acklab.plan import RunParams, make_plan
 from acklab.report.compare import build_comparison
-from acklab import scenario
-from acklab.scenario import RunParams, make_plan, new_run_dir, run_scenarios, write_manifest
+from acklab.store import RunDir
 from acklab.workload.producer import ProgressMeter
 
 log = logging.getLogger(__name__)
@@ -23,13 +26,13 @@ log = logging.getLogger(__name__)
 def plan_run(params: dict[str, Any]) -> dict[str, Any]:
     """Validate params (fails before any cluster starts), open a run folder, list the scenario groups."""
     plan = make_plan(_run_params(params))
-    run_dir = new_run_dir()
+    run = RunDir.create()
     groups = plan.groups()
     log.info(
         "run %s: %d scenario(s) in %d group(s) on %s (Kafka %s)",
-        run_dir.name, len(plan.scenarios), len(groups), plan.topology.name, plan.topology.kafka_version,
+        run.run_id, len(plan.scenarios), len(groups), plan.topology.name, plan.topology.kafka_version,
     )
-    return {"run_dir": str(run_dir), "params": plan.params.model_dump()}
+    return {"run_dir": str(run.root), "params": plan.params.model_dump(mode="json")}
 
 
 def scenario_groups(run: dict[str, Any]) -> list[dict[str, Any]]:
@@ -43,12 +46,9 @@ def plan_versions(params: dict[str, Any]) -> list[dict[str, Any]]:
     versions = params.get("kafka_versions") or []
     if len(versions) < 2 or len(set(versions)) != len(versions):
         raise ValueError(f"params.kafka_versions: two or more distinct versions, got {versions}")
-    runs = []
-    for kafka_version in versions:
-        plan = make_plan(_run_params({**params, "kafka_version": kafka_version}))
-        runs.append({"run_dir": str(new_run_dir()), "params": plan.params.model_dump()})
-    log.info("versions %s: %d scenario(s) each", versions, len(plan.scenarios))
-    return runs
+    plans = [make_plan(_run_params({**params, "kafka_version": kafka_version})) for kafka_version in versions]
+    log.info("versions %s: %d scenario(s) each", versions, len(plans[0].scenarios))
+    return [{"run_dir": str(RunDir.create().root), "params": plan.params.model_dump(mode="json")} for plan in plans]
 
 
 def _run_params(params: dict[str, Any]) -> dict[str, Any]:
@@ -58,7 +58,7 @@ def _run_params(params: dict[str, Any]) -> dict[str, Any]:
 def provision_cluster(run: dict[str, Any], lease_s: float) -> dict[str, Any]:
     """Start the cluster. Bound to this process when ACKLAB_BIND_CLUSTER_TO_PID=1 (`airflow dags test`),
     otherwise bounded by the lease; either way an orphan is reaped at the next start."""
-    cluster = provision(make_plan(run["params"]), Path(run["run_dir"]), bind_to_pid=_owner(), lease_s=lease_s)
+    cluster = provision(make_plan(run["params"]), RunDir(Path(run["run_dir"])), bind_to_pid=_owner(), lease_s=lease_s)
     return {**run, "bootstrap_servers": cluster.bootstrap_servers}
 
 
@@ -68,55 +68,55 @@ def _owner() -> int | None:
 
 def run_group(run: dict[str, Any], group: dict[str, Any]) -> list[str]:
     """Run one scenario group on the run's cluster (the DAG maps this task over the groups)."""
-    run_dir = Path(run["run_dir"])
-    entries = scenario.run_group(attach(run_dir), make_plan(run["params"]), group["index"], run_dir, ProgressMeter(log.info))
-    return [entry["scenario"] for entry in entries]
+    run_dir = RunDir(Path(run["run_dir"]))
+    entries = execution.run_group(Cluster.attach(run_dir.cluster), make_plan(run["params"]), group["index"], run_dir, ProgressMeter(log.info))
+    return [entry.scenario for entry in entries]
 
 
 def collect(run: dict[str, Any]) -> dict[str, Any]:
     """Join the groups' evidence into the manifest; return the audit job for SparkSubmitOperator."""
-    run_dir = Path(run["run_dir"])
-    return _audit(run, write_manifest(attach(run_dir), make_plan(run["params"]), run_dir))
+    run_dir = RunDir(Path(run["run_dir"]))
+    execution.write_manifest(Cluster.attach(run_dir.cluster), make_plan(run["params"]), run_dir)
+    return _audit(run, run_dir)
 
 
 def run_all_groups(run: dict[str, Any]) -> dict[str, Any]:
     """Every scenario group of the run, one after the other, on its cluster; return the audit job."""
-    run_dir = Path(run["run_dir"])
-    manifest = run_scenarios(attach(run_dir), make_plan(run["params"]), run_dir, ProgressMeter(log.info))
-    return _audit(run, manifest)
+    run_dir = RunDir(Path(run["run_dir"]))
+    execution.run_scenarios(Cluster.attach(run_dir.cluster), make_plan(run["params"]), run_dir, ProgressMeter(log.info))
+    return _audit(run, run_dir)
 
 
-def _audit(run: dict[str, Any], manifest: Path) -> dict[str, Any]:
-    job = audit_job(manifest)
-    return {
-        **run, "manifest": str(manifest), "audit_out": str(job.out), "jars": job.jars, "matrix_json": str(job.matrix_json),
-        "application_args": ["--manifest", str(manifest), "--out", str(job.out)],
-    }
+def _audit(run: dict[str, Any], run_dir: RunDir) -> dict[str, Any]:
+    """The audit job's arguments, for SparkSubmitOperator (templated or mapped)."""
+    job = audit_job(run_dir)
+    return {**run, "manifest": str(job.manifest), "audit_out": str(job.out.root), "jars": job.jars, "application_args": job.application_args}
 
 
 def teardown_cluster(run: dict[str, Any]) -> None:
     """Tear down the run's cluster; nothing to do if it was never provisioned."""
-    if (Path(run["run_dir"]) / CLUSTER_DIR / STATE_FILE).exists():
-        attach(Path(run["run_dir"])).teardown()
+    root = RunDir(Path(run["run_dir"])).cluster
+    if (root / STATE_FILE).exists():
+        Cluster.attach(root).teardown()
 
 
 def validate(audit: dict[str, Any], raise_on_failure: bool = True) -> dict[str, Any]:
     """GX verdict per matrix row; raises (failing the run) unless every scenario passes."""
-    matrix_json = Path(audit["matrix_json"])
-    result = verdict(matrix_json)
-    for row in matrix_rows(matrix_json):
+    run = RunDir(Path(audit["run_dir"]))
+    result = verdict(run)
+    for row in run.read_matrix():
         log.info("matrix row: %s", json.dumps(row))
     for line in result.summary_lines():
         log.info("%s", line)
-    summary = write_result(matrix_json, result)
+    summary = write_result(run, result)
     for regression in summary["regressions"]:
         log.error("REGRESSION %(scenario)s: %(status)s now, passed in green run %(last_green_run)s", regression)
     log.info("html report: %s", summary["html"])
-    log.info("matrix: %s", matrix_json)
+    log.info("matrix: %s", run.matrix_json)
     log.info("report: %s", result.data_docs_index)
     if raise_on_failure:
         result.raise_for_status()
-    return {**summary, "run_dir": str(matrix_json.parent.parent), "kafka_version": audit["params"]["kafka_version"]}
+    return {**summary, "run_dir": str(run.root), "kafka_version": audit["params"]["kafka_version"]}
 
 
 def compare_versions(summaries: list[dict[str, Any]]) -> dict[str, Any]:

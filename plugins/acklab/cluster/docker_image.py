@@ -1,27 +1,25 @@
-"""Build the local Kafka image for the Docker backend from files on this host; print its tag.
+"""The local Kafka image for the Docker backend, built from files on this host (no pull).
 
-    python docker/kafka/build_image.py --kafka-version 4.3.1     # -> acklab/kafka:4.3.1-<hash>
-    python docker/kafka/build_image.py --context out/            # a context for `docker build out/`
+`acklab docker image --kafka-version 4.3.1` prints its tag `acklab/kafka:4.3.1-<hash>`; with
+`--context DIR` it writes a context for `docker build DIR` instead.
 
 The root filesystem is a Java 17+ runtime copied from the host (headless parts only, symlinks
 resolved), the shared libraries it and /bin/sh load (from `ldd`), and the Kafka jars that `acklab
-setup` fetched into .cache/kafka/<version>. It is imported as one layer with the instructions of the
-Dockerfile beside this script (`docker import --change`): with the vfs storage driver every layer
-and every intermediate build container is a full copy, so this is several times faster than a
-`docker build`. The tag carries a hash of the inputs (paths, sizes, mtimes, this script and the
-Dockerfile), so a rebuild is skipped while nothing changed.
+setup` fetched into .cache/kafka/<version>. It is imported as one layer with the instructions of
+the Dockerfile template (`templates/kafka-image.Dockerfile`, through `docker import --change`):
+with the vfs storage driver every layer and every intermediate build container is a full copy, so
+this is several times faster than a `docker build`. The tag carries a hash of the inputs (paths,
+sizes, mtimes, this module and the Dockerfile), so a rebuild is skipped while nothing changed.
 """
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import io
 import os
 import re
 import shutil
 import subprocess
-import sys
 import tarfile
 import tempfile
 import time
@@ -32,8 +30,7 @@ from docker.errors import ImageNotFound
 
 from acklab.maven import DEFAULT_KAFKA_VERSION, kafka_libs
 
-HERE = Path(__file__).resolve().parent
-DOCKERFILE = HERE / "Dockerfile"
+DOCKERFILE = Path(__file__).resolve().parents[1] / "templates" / "kafka-image.Dockerfile"
 REPOSITORY = "acklab/kafka"
 JAVA_IN_IMAGE = "opt/java"
 KAFKA_LIBS_IN_IMAGE = "opt/kafka/libs"
@@ -52,7 +49,7 @@ def java_home() -> Path:
     """The runtime of `ACKLAB_JAVA` or of `java` on PATH."""
     java = shutil.which(os.environ.get("ACKLAB_JAVA", "java"))
     if java is None:
-        raise SystemExit("no java on PATH (run `make setup`)")
+        raise FileNotFoundError("no java on PATH (run `make setup`)")
     return Path(java).resolve().parent.parent
 
 
@@ -154,19 +151,3 @@ def write_context(kafka_version: str, out: Path) -> None:
     out.mkdir(parents=True, exist_ok=True)
     shutil.copy(DOCKERFILE, out / "Dockerfile")
     write_rootfs(rootfs_files(kafka_version), out / "rootfs.tar")
-
-
-def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--kafka-version", default=DEFAULT_KAFKA_VERSION)
-    parser.add_argument("--context", type=Path, help="write a build context here instead of importing")
-    args = parser.parse_args(argv)
-    if args.context:
-        write_context(args.kafka_version, args.context)
-        print(args.context)
-    else:
-        print(build(args.kafka_version))
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,6 +1,5 @@
 """A Docker engine for the Docker backend where none is running: Debian's `dockerd`, as root.
-
-    python docker/engine.py          # start one unless an engine answers; print how to stop it
+`acklab docker engine` starts one unless an engine answers, and prints how to stop it.
 
 Images cannot be pulled on a sandbox without registry access and the default bridge needs
 iptables, so the engine runs with vfs storage, no iptables and no default bridge; the backend uses
@@ -12,7 +11,6 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -65,21 +63,3 @@ def stop(process: subprocess.Popen[bytes], timeout_s: float = 30.0) -> None:
     except subprocess.TimeoutExpired:
         process.kill()
         process.wait(10)
-
-
-def main() -> int:
-    log = Path(os.environ.get("ACKLAB_DOCKERD_LOG", "/tmp/acklab-dockerd.log"))
-    try:
-        process = start(log)
-    except EngineUnavailable as exc:
-        print(exc, file=sys.stderr)
-        return 1
-    if process is None:
-        print("a Docker engine is already answering")
-    else:
-        print(f"dockerd started (pid {process.pid}, log {log}); stop it with: kill {process.pid}")
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

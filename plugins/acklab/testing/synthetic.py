@@ -1,16 +1,16 @@
-"""Synthetic run evidence at scale: a send log and a topic-records archive with planted anomalies.
+"""A testing helper: synthetic run evidence at scale, a send log and a topic-records archive with
+planted anomalies.
 
 Generated column-wise with numpy in chunks and written with pyarrow, so tens of millions of
 messages take seconds. The planted counts are returned, so an audit of the evidence can be checked
-for exactness at any scale (used by `make bench-audit`).
+for exactness at any scale (`make bench-audit`, the audit's unit tests).
 
-Layout: `run_dir/manifest.json` (one scenario), `run_dir/scenarios/<name>/send_log.parquet` and
-`run_dir/topic_records.parquet` (the archive format of `spark/delivery_matrix.py`).
+A run folder (`acklab.store.RunDir`) with a one-scenario manifest and its send log, plus the
+archive of topic records the audit reads with `--topic-records`, in the run folder's audit layout.
 """
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -20,19 +20,10 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from acklab.workload.sendlog import SCHEMA as SEND_LOG
+from acklab.evidence.schemas import SEND_LOG, TOPIC_RECORDS
+from acklab.store import FaultRecord, Manifest, RunDir, ScenarioEntry
 
 SCENARIO = "synthetic__leader-kill"
-RECORDS = pa.schema(
-    [
-        ("scenario", pa.string()),
-        ("partition", pa.int32()),
-        ("offset", pa.int64()),
-        ("key", pa.string()),
-        ("id", pa.int64()),
-        ("seq", pa.int64()),
-    ]
-)
 # Per-message probabilities of the planted classes (the rest is delivered once).
 RATES = {"lost": 2e-4, "acked_duplicated": 2e-4, "failed_clean": 1e-4, "indeterminate": 1e-4,
          "unknown_absent": 1e-4, "misrouted": 1e-4, "offset_mismatch": 1e-4, "reordered": 1e-4}
@@ -65,13 +56,15 @@ def generate(
     t0 = 1.7e9
     fault = (t0 + FAULT_START_FRACTION * messages / rate, t0 + FAULT_START_FRACTION * messages / rate + FAULT_S)
     key_names = [f"p{p}-k{k}" for p in range(producers) for k in range(keys)]
-    send_log_path = run_dir / "scenarios" / SCENARIO / "send_log.parquet"
-    records_path = run_dir / "topic_records.parquet"
+    run = RunDir(run_dir)
+    send_log_path = run.scenario(SCENARIO).send_log
+    records_path = run.audit.topic_records
     send_log_path.parent.mkdir(parents=True, exist_ok=True)
+    records_path.parent.mkdir(parents=True, exist_ok=True)
     expected: Counter[str] = Counter()
     next_offset = np.zeros(partitions, dtype=np.int64)
     around_fault = [-np.inf, np.inf]  # last ack before the fault, first ack after its start
-    with pq.ParquetWriter(send_log_path, SEND_LOG) as send_log, pq.ParquetWriter(records_path, RECORDS) as records:
+    with pq.ParquetWriter(send_log_path, SEND_LOG) as send_log, pq.ParquetWriter(records_path, TOPIC_RECORDS) as records:
         for index, start in enumerate(range(0, messages, chunk)):
             ids = np.arange(start, min(start + chunk, messages), dtype=np.int64)
             rng = np.random.default_rng([seed, index])
@@ -81,13 +74,13 @@ def generate(
             around_fault[1] = min(around_fault[1], acks[acks >= fault[0]].min(initial=np.inf))
             send_log.write_table(_send_log_table(sent, key_names))
             records.write_table(_records_table(topic, key_names, messages, index, expected))
-    _write_manifest(run_dir, messages, partitions, producers, fault, send_log_path)
+    _write_manifest(run, messages, partitions, producers, fault)
     expected["sent"] = expected["planned"] = messages
     expected["records_read"] += int(sum(next_offset))
     # At this rate normal ack gaps are milliseconds, so the longest one spans the fault.
     gap = {"longest_ack_gap_s": around_fault[1] - around_fault[0],
            "ack_gap_fault_overlap_s": min(around_fault[1], fault[1]) - max(around_fault[0], fault[0])}
-    return SyntheticRun(run_dir / "manifest.json", records_path, {**expected, **gap})
+    return SyntheticRun(run.manifest, records_path, {**expected, **gap})
 
 
 def _chunk(
@@ -230,29 +223,22 @@ def _records_table(
             "id": pa.array(np.concatenate([c["id"], messages + serial]), mask=np.concatenate([np.zeros(len(c["id"]), bool), ~parsed])),
             "seq": pa.array(np.concatenate([c["seq"], 10**12 + serial]), mask=np.concatenate([np.zeros(len(c["id"]), bool), ~parsed])),
         },
-        schema=RECORDS,
+        schema=TOPIC_RECORDS,
     )
 
 
-def _write_manifest(
-    run_dir: Path, messages: int, partitions: int, producers: int, fault: tuple[float, float], send_log: Path
-) -> None:
-    scenario = {
-        "scenario": SCENARIO,
-        "profile": "synthetic",
-        "fault": "leader-kill",
-        "guarantee": "leader-durable",
-        "partitioner": "consistent_random",
-        "producers": producers,
-        "transactional": False,
-        "topic": None,
-        "partitions": partitions,
-        "send_log": str(send_log.relative_to(run_dir)),
-        "fault_timeline": [{"fault": "leader-kill", "started": fault[0], "ended": fault[1]}],
-        "fault_effective": True,
-        "evidence_complete": True,
-        "incomplete_reason": None,
-        "planned": messages,
-    }
-    manifest = {"run_id": run_dir.name, "bootstrap_servers": None, "scenarios": [scenario]}
-    (run_dir / "manifest.json").write_text(json.dumps(manifest, indent=2))
+def _write_manifest(run: RunDir, messages: int, partitions: int, producers: int, fault: tuple[float, float]) -> None:
+    scenario = ScenarioEntry(
+        scenario=SCENARIO,
+        profile="synthetic",
+        fault="leader-kill",
+        guarantee="leader-durable",
+        partitioner="consistent_random",
+        producers=producers,
+        partitions=partitions,
+        send_log=run.relative(run.scenario(SCENARIO).send_log),
+        fault_timeline=[FaultRecord(fault="leader-kill", started=fault[0], ended=fault[1])],
+        fault_effective=True,
+        planned=messages,
+    )
+    run.write_manifest(Manifest(run_id=run.run_id, scenarios=[scenario]))

@@ -1,5 +1,5 @@
-"""The fault catalog: every name usable from DAG params and the CLI, with how it is applied,
-undone and confirmed. A fault that did not take effect is reported as such (never green)."""
+"""How each catalog fault (`acklab.nemesis.faults`) is applied, undone and confirmed on a cluster.
+A fault that did not take effect is reported as such (never green)."""
 
 from __future__ import annotations
 
@@ -10,9 +10,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
-
-from acklab.cluster.base import Cluster
+from acklab.cluster.cluster import Cluster
 from acklab.nemesis.events import FaultEvent, Window
 from acklab.nemesis.schedule import FaultStep, Target
 from acklab.proxy.rules import ProxyRule
@@ -27,50 +25,7 @@ class FaultContext:
     min_insync_replicas: int
 
 
-class NoOptions(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
-class ReplicasDownOptions(NoOptions):
-    count: int | None = Field(None, ge=1, description="followers to stop (default: enough to break min.insync)")
-
-
-class ProxyOptions(NoOptions):
-    probability: float = Field(1.0, ge=0, le=1)
-    apis: list[int] = Field(default_factory=lambda: [0], description="Kafka API keys (0 = PRODUCE; empty = all)")
-
-
-class AckLossOptions(ProxyOptions):
-    probability: float = Field(0.3, ge=0, le=1)
-    then: Literal["hold", "close"] = "close"
-
-
-class RequestLossOptions(ProxyOptions):
-    probability: float = Field(0.3, ge=0, le=1)
-
-
-class LatencyOptions(ProxyOptions):
-    delay_s: float = Field(30.0, gt=0)
-    apis: list[int] = Field(default_factory=list)
-
-
-class PartitionOptions(ProxyOptions):
-    apis: list[int] = Field(default_factory=list)
-
-
 Apply = Callable[[FaultContext, FaultStep, Window], FaultEvent]
-
-
-@dataclass(frozen=True)
-class Fault:
-    name: str
-    description: str
-    default_target: str | None
-    options_model: type[BaseModel]
-    apply: Apply | None
-    # Stops or pauses brokers, so leaders move (a follower of the target partition leads others).
-    # In a schedule without such a fault, a leader change during the load is unplanned.
-    moves_leaders: bool = False
 
 
 # ---- target resolution --------------------------------------------------------------------
@@ -98,7 +53,7 @@ def _poll(window: Window, check: Callable[[], str | None], interval_s: float = 0
     while True:
         try:
             effect = check()
-        except Exception:  # noqa: BLE001 - metadata briefly unavailable while the cluster reacts
+        except Exception:
             effect = None
         if effect is not None or window.sleep(interval_s):
             return effect
@@ -225,21 +180,17 @@ def _proxy_fault(action: str, counter: str) -> Apply:
     return apply
 
 
-FAULTS: dict[str, Fault] = {
-    f.name: f
-    for f in [
-        Fault("none", "no fault: the baseline", None, NoOptions, None),
-        Fault("leader-kill", "SIGKILL the partition leader, restart after the duration", "leader:0", NoOptions, _process_fault("kill"), moves_leaders=True),
-        Fault("leader-restart", "SIGTERM (controlled shutdown) of the leader, start after the duration", "leader:0", NoOptions, _process_fault("stop"), moves_leaders=True),
-        Fault("leader-pause", "SIGSTOP the leader (it keeps its sockets), SIGCONT after the duration", "leader:0", NoOptions, _process_fault("pause"), moves_leaders=True),
-        Fault("follower-kill", "SIGKILL an in-sync follower, restart after the duration", "follower:0", NoOptions, _process_fault("kill"), moves_leaders=True),
-        Fault("controller-kill", "SIGKILL the active KRaft controller, restart after the duration", "controller", NoOptions, _process_fault("kill"), moves_leaders=True),
-        Fault("rolling-restart", "clean restart of every broker in turn", None, NoOptions, _rolling_restart, moves_leaders=True),
-        Fault("replicas-down", "stop followers until the ISR is below min.insync.replicas", "leader:0", ReplicasDownOptions, _replicas_down, moves_leaders=True),
-        Fault("ack-loss", "drop produce responses after the broker appended, then close the connection", "leader:0", AckLossOptions, _proxy_fault("drop_response", "dropped_responses")),
-        Fault("request-loss", "drop produce requests before they reach the broker", "leader:0", RequestLossOptions, _proxy_fault("drop_request", "dropped_requests")),
-        Fault("latency", "delay every response of the broker by delay_s (default 30 s)", "leader:0", LatencyOptions, _proxy_fault("delay_response", "delayed_responses")),
-        Fault("client-partition", "blackhole the broker for clients (replication continues)", "leader:0", PartitionOptions, _proxy_fault("blackhole", "blackholed_requests")),
-    ]
+ACTIONS: dict[str, Apply] = {
+    "leader-kill": _process_fault("kill"),
+    "leader-restart": _process_fault("stop"),
+    "leader-pause": _process_fault("pause"),
+    "follower-kill": _process_fault("kill"),
+    "controller-kill": _process_fault("kill"),
+    "rolling-restart": _rolling_restart,
+    "replicas-down": _replicas_down,
+    "ack-loss": _proxy_fault("drop_response", "dropped_responses"),
+    "request-loss": _proxy_fault("drop_request", "dropped_requests"),
+    "latency": _proxy_fault("delay_response", "delayed_responses"),
+    "client-partition": _proxy_fault("blackhole", "blackholed_requests"),
 }
-FAULT_NAMES = tuple(FAULTS)
+"""The action of every catalog fault but `none`."""

@@ -1,9 +1,9 @@
 """`make bench-audit`: how the Spark audit scales, and whether it keeps up with the load.
 
 1. Load rate: `acklab.workload.producer.run_load` sends `--load-messages` at full speed to a fresh
-   topic of a real 3-broker `LocalCluster` (direct listeners, no proxy), with 1 and with 2 producer
+   topic of a real 3-broker local cluster (direct listeners, no proxy), with 1 and with 2 producer
    processes; the faster one gives the workload's seconds per million messages.
-2. Audit: for each size, synthetic evidence with planted anomalies (`acklab.checker.synthetic`)
+2. Audit: for each size, synthetic evidence with planted anomalies (`acklab.testing.synthetic`)
    is audited by ONE spark-submit of `spark/delivery_matrix.py --topic-records` (the same job the
    pipeline runs, from its Parquet archive instead of Kafka). The matrix must equal the planted
    counts, else the bench fails. Audit time is the spark-submit's wall time, JVM start included.
@@ -25,20 +25,22 @@ import shutil
 import time
 from pathlib import Path
 
-from acklab.checker.audit import AuditJob, audit_job, submit
-from acklab.checker.synthetic import generate
-from acklab.cluster.local import LocalCluster
+from acklab.checker.submit import audit_job, submit
+from acklab.cluster.cluster import Cluster
 from acklab.paths import runs_dir
 from acklab.profiles import get_profile
+from acklab.store import RunDir, ScenarioDir
+from acklab.testing.synthetic import generate
 from acklab.topology import load_topology
-from acklab.workload.producer import LoadSpec, run_load
+from acklab.workload.producer import run_load
+from acklab.workload.spec import LoadSpec
 
 MILLION = 1_000_000
 
 
 def measure_load(work: Path, messages: int, profile: str, producer_counts: list[int]) -> float:
     """Seconds per million messages of the fastest full-speed load (first send to last report)."""
-    cluster = LocalCluster.provision(load_topology("three-brokers"), work / "cluster", owner_pid=os.getpid())
+    cluster = Cluster.provision(load_topology("three-brokers"), work / "cluster", owner_pid=os.getpid())
     try:
         admin = cluster.admin()
         best = float("inf")
@@ -47,8 +49,7 @@ def measure_load(work: Path, messages: int, profile: str, producer_counts: list[
             admin.create_topic(topic, cluster.topology.partitions, cluster.topology.replication_factor)
             admin.wait_in_sync(topic, 60)
             spec = LoadSpec(messages=messages, rate=None, producers=producers)
-            result = run_load(cluster.direct_bootstrap_servers, topic, get_profile(profile), spec,
-                              work / topic / "send_log.parquet")
+            result = run_load(cluster.direct_bootstrap_servers, topic, get_profile(profile), spec, ScenarioDir(work / topic))
             per_million = (result.ended - result.started) / result.sent * MILLION
             print(f"load {profile}, {producers} producer(s): {result.sent} sent, {result.acked} acked in "
                   f"{result.ended - result.started:.1f} s = {per_million:.2f} s per million "
@@ -65,13 +66,8 @@ def audit(work: Path, messages: int, master: str, conf: dict[str, str]) -> float
     started = time.monotonic()
     evidence = generate(run_dir, messages)
     print(f"evidence {messages:,}: generated in {time.monotonic() - started:.1f} s", flush=True)
-    base = audit_job(evidence.manifest)
-    job = AuditJob(
-        application=base.application,
-        application_args=[*base.application_args, "--topic-records", str(evidence.topic_records)],
-        jars=base.jars,
-        conf={**base.conf, **conf},
-    )
+    base = audit_job(RunDir.of_manifest(evidence.manifest), topic_records=evidence.topic_records)
+    job = dataclasses.replace(base, conf={**base.conf, **conf})
     started = time.monotonic()
     matrix_json = submit(job, master)
     seconds = time.monotonic() - started

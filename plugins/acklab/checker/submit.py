@@ -1,0 +1,79 @@
+"""Submitting the Spark audit: the arguments the DAG's SparkSubmitOperator and the CLI's
+spark-submit share, and the CLI's spark-submit itself."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from importlib.metadata import version
+from pathlib import Path
+
+from acklab.maven import spark_kafka_jars
+from acklab.paths import spark_job
+from acklab.store import AuditDir, RunDir
+
+APPLICATION = "delivery_matrix.py"  # the spark-submit entry under spark/
+SPARK_CONF = {
+    "spark.sql.shuffle.partitions": "8",
+    "spark.ui.enabled": "false",
+    "spark.driver.memory": "2g",
+    # INFO logs ~100 lines per Kafka consumer (one per topic partition): 79k lines for the standard
+    # matrix, each one parsed again by the Airflow task log.
+    "spark.log.level": "WARN",
+}
+SUBMIT_TIMEOUT_S = 3600.0
+
+
+class AuditError(RuntimeError):
+    """spark-submit failed or timed out; the message quotes its output's end."""
+
+
+@dataclass(frozen=True)
+class AuditJob:
+    """What to submit: the job file, its arguments, the Kafka connector jars and Spark conf."""
+
+    application: str
+    manifest: Path
+    out: AuditDir
+    jars: str
+    conf: dict[str, str] = field(default_factory=lambda: dict(SPARK_CONF))
+    extra_args: tuple[str, ...] = ()
+
+    @property
+    def application_args(self) -> list[str]:
+        return ["--manifest", str(self.manifest), "--out", str(self.out.root), *self.extra_args]
+
+
+def audit_job(run: RunDir, out: AuditDir | None = None, topic_records: Path | None = None) -> AuditJob:
+    """The audit of `run` (output in its `audit/` unless `out`; from an archive of topic records
+    instead of Kafka if `topic_records`)."""
+    return AuditJob(
+        application=str(spark_job(APPLICATION)),
+        manifest=run.manifest,
+        out=out or run.audit,
+        jars=",".join(str(j) for j in spark_kafka_jars(version("pyspark"))),
+        extra_args=("--topic-records", str(topic_records)) if topic_records else (),
+    )
+
+
+def submit(job: AuditJob, master: str | None = None, timeout_s: float = SUBMIT_TIMEOUT_S) -> Path:
+    """Run `spark-submit` for `job` (the CLI's path; the DAG uses SparkSubmitOperator); return matrix.json."""
+    venv_bin = Path(sys.executable).parent
+    spark_submit = str(venv_bin / "spark-submit") if (venv_bin / "spark-submit").exists() else shutil.which("spark-submit")
+    command = [str(spark_submit), "--master", master or os.environ.get("ACKLAB_SPARK_MASTER", "local[*]"), "--jars", job.jars]
+    for key, value in job.conf.items():
+        command += ["--conf", f"{key}={value}"]
+    # spark-submit locates pyspark with the first python3 on PATH: make it this interpreter's.
+    env = {**os.environ, "PATH": f"{venv_bin}{os.pathsep}{os.environ.get('PATH', '')}", "PYSPARK_PYTHON": sys.executable}
+    try:
+        result = subprocess.run(
+            [*command, job.application, *job.application_args], capture_output=True, text=True, env=env, timeout=timeout_s
+        )
+    except subprocess.TimeoutExpired as exc:
+        raise AuditError(f"spark-submit timed out after {timeout_s:.0f}s: {str(exc.stderr or '')[-2000:]}") from None
+    if result.returncode != 0:
+        raise AuditError(f"spark-submit failed ({result.returncode}):\n{result.stderr[-3000:]}")
+    return job.out.matrix_json

@@ -1,0 +1,69 @@
+"""The backends registry and the reaper: which `NodeRunner` runs a cluster's nodes, and how a
+cluster (any backend's) is torn down, also after its owner died."""
+
+from __future__ import annotations
+
+import importlib
+import shutil
+from pathlib import Path
+from typing import Literal
+
+from acklab.cluster.runner import NodeRunner
+from acklab.cluster.state import STATE_FILE, ClusterState, kill_and_wait
+
+Backend = Literal["local", "docker"]
+# name -> "module:class"; imported on use, so the Docker SDK loads only for Docker clusters.
+RUNNERS: dict[str, str] = {"local": "acklab.cluster.local:LocalRunner", "docker": "acklab.cluster.docker:DockerRunner"}
+
+
+def runner_class(backend: str) -> type[NodeRunner]:
+    module, _, name = RUNNERS[backend].partition(":")
+    return getattr(importlib.import_module(module), name)
+
+
+def runner_for(state: ClusterState, root: Path) -> NodeRunner:
+    """The runner of a provisioned cluster, on the backend its state records."""
+    return runner_class(state.backend)(state, root)  # type: ignore[call-arg]
+
+
+def teardown(state: ClusterState, root: Path) -> None:
+    """Kill every process we started (nodes, proxy), remove the backend's resources and the data
+    dirs (node logs stay as evidence), mark the state torn down; idempotent."""
+    if state.status == "torn-down":
+        return
+    runner_for(state, root).remove(state)
+    for node in state.nodes:
+        shutil.rmtree(node.data_dir, ignore_errors=True)
+    kill_and_wait(state.proxy)
+    state.status = "torn-down"
+    state.save(root)
+
+
+def _states(runs_root: Path) -> list[tuple[Path, ClusterState]]:
+    found = []
+    for state_file in sorted(runs_root.glob(f"*/cluster/{STATE_FILE}")):
+        try:
+            found.append((state_file.parent, ClusterState.load(state_file.parent)))
+        except (ValueError, OSError):
+            continue
+    return found
+
+
+def reap_orphans(runs_root: Path) -> list[Path]:
+    """Tear down every orphaned cluster under `runs_root` (its owner is gone or its lease ran out)."""
+    reaped = []
+    for root, state in _states(runs_root):
+        if state.is_orphaned():
+            teardown(state, root)
+            reaped.append(root)
+    return reaped
+
+
+def reap_all(runs_root: Path) -> list[Path]:
+    """Tear down every cluster still marked running under `runs_root` (explicit cleanup)."""
+    reaped = []
+    for root, state in _states(runs_root):
+        if state.status == "running":
+            teardown(state, root)
+            reaped.append(root)
+    return reaped

@@ -1,0 +1,215 @@
+"""A running Kafka cluster on any backend: provisioning, the fault proxy, node control by id,
+the health gate and teardown. Backends differ only in their `NodeRunner`."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from collections.abc import Collection
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+from acklab.cluster import backends
+from acklab.cluster.admin import PROBE_TOPIC, ClusterAdmin
+from acklab.cluster.errors import ClusterStartError
+from acklab.cluster.layout import free_ports, new_cluster_id, plan_nodes, write_configs
+from acklab.cluster.runner import NodeRunner
+from acklab.cluster.state import ClusterState, ProcessState, process_create_time, process_matches
+from acklab.paths import runs_dir
+from acklab.proxy.control import ProxyControl
+from acklab.proxy.server import ProxySpec, Route
+from acklab.topology import Topology
+
+METADATA_PARTITION = "__cluster_metadata-0"
+PROXY_SPEC, PROXY_LOG = "proxy.json", "proxy.log"  # in the cluster folder
+
+
+class Cluster:
+    """A cluster whose nodes can be faulted by node id; every method works from any process via `attach`."""
+
+    def __init__(self, state: ClusterState, root: Path, runner: NodeRunner) -> None:
+        self.state, self.root, self.runner = state, root, runner
+        self.topology = state.topology
+
+    # ---- lifecycle -------------------------------------------------------------------------
+
+    @classmethod
+    def provision(
+        cls,
+        topology: Topology,
+        root: Path,
+        backend: backends.Backend = "local",
+        *,
+        owner_pid: int | None = None,
+        lease_s: float = 3600.0,
+        timeout_s: float = 120.0,
+    ) -> Cluster:
+        """Reap orphans, lay out and start every node and the fault proxy, and wait until healthy.
+
+        `owner_pid`: the cluster is reaped at the next provisioning once this process is gone;
+        without it only the lease (`lease_s`) bounds its life."""
+        runner_class = backends.runner_class(backend)
+        backends.reap_orphans(runs_dir())
+        runner_class.reap_strays()
+        runner_class.check_ready(topology)
+        root.mkdir(parents=True, exist_ok=True)
+        state = ClusterState(
+            backend=backend,
+            topology=topology,
+            cluster_id=new_cluster_id(),
+            nodes=plan_nodes(topology, root),
+            proxy=ProcessState(control_port=free_ports(1)[0]),
+            owner_pid=owner_pid,
+            owner_create_time=process_create_time(owner_pid) if owner_pid else None,
+            lease_deadline=time.time() + lease_s,
+        )
+        state.save(root)
+        cluster = cls(state, root, backends.runner_for(state, root))
+        try:
+            write_configs(state)
+            cluster._start_proxy()
+            with ThreadPoolExecutor(max_workers=len(state.nodes)) as pool:
+                list(pool.map(cluster.runner.create, state.nodes))
+            for node in state.nodes:
+                cluster.start(node.node_id)
+            cluster.wait_healthy(timeout_s)
+        except BaseException:
+            cluster.teardown()
+            raise
+        return cluster
+
+    @classmethod
+    def attach(cls, root: Path) -> Cluster:
+        """Reconnect to a cluster provisioned by another process (e.g. an earlier Airflow task)."""
+        state = ClusterState.load(root)
+        return cls(state, root, backends.runner_for(state, root))
+
+    def teardown(self) -> None:
+        """Stop every node and the proxy and delete data dirs (logs stay as evidence); idempotent."""
+        backends.teardown(self.state, self.root)
+
+    # ---- addresses and metadata ------------------------------------------------------------
+
+    @property
+    def bootstrap_servers(self) -> str:
+        """For the workload: every connection passes through the fault proxy."""
+        return ",".join(f"127.0.0.1:{n.proxy_port}" for n in self.state.nodes if n.is_broker)
+
+    @property
+    def direct_bootstrap_servers(self) -> str:
+        """For tooling (admin, the Spark audit): the DIRECT listeners, never faulted."""
+        return self._direct()
+
+    def admin(self, timeout_s: float = 10.0, exclude: Collection[int] = ()) -> ClusterAdmin:
+        """An admin client bootstrapped from the brokers not in `exclude` (e.g. a killed one)."""
+        return ClusterAdmin(self._direct(exclude), timeout_s)
+
+    def proxy(self) -> ProxyControl:
+        """Control of the Kafka-aware fault proxy in front of every broker's client listener."""
+        return ProxyControl(self.state.proxy.control_port)
+
+    def _direct(self, exclude: Collection[int] = ()) -> str:
+        return ",".join(f"127.0.0.1:{n.direct_port}" for n in self.state.nodes if n.is_broker and n.node_id not in exclude)
+
+    def wait_healthy(self, timeout_s: float = 60.0) -> None:
+        """The health gate: every broker registered, an active KRaft controller, a probe topic
+        (RF = topology RF) fully in sync and no under-replicated partition in any topic."""
+        deadline = time.monotonic() + timeout_s
+        admin = self.admin()
+        expected = set(self.topology.broker_ids)
+        registered: set[int] = set()
+        while time.monotonic() < deadline:
+            self._check_alive()
+            try:
+                registered = admin.broker_ids()
+                if registered == expected:
+                    break
+            except Exception:
+                pass
+            time.sleep(0.3)
+        else:
+            raise ClusterStartError(f"brokers registered {sorted(registered)}, expected {sorted(expected)} after {timeout_s:.0f}s")
+        if PROBE_TOPIC not in admin.topics():
+            admin.create_topic(PROBE_TOPIC, self.topology.brokers, self.topology.replication_factor)
+        admin.wait_in_sync(PROBE_TOPIC, max(1.0, deadline - time.monotonic()))
+        while ((lagging := admin.under_replicated()) or self.active_controller() < 0) and time.monotonic() < deadline:
+            time.sleep(0.3)
+        if lagging:
+            raise ClusterStartError(f"{len(lagging)} under-replicated partition(s) after {timeout_s:.0f}s, e.g. {lagging[0]}")
+        if self.active_controller() < 0:
+            raise ClusterStartError(f"no active KRaft controller (no running quorum leader) after {timeout_s:.0f}s")
+
+    def active_controller(self) -> int:
+        """The KRaft quorum leader, or -1: the leader of the highest epoch in the voters' persisted
+        election state (`__cluster_metadata-0/quorum-state`, rewritten by each voter at every
+        election), if that voter is running. A file read, so it is instant even on a loaded machine
+        (the metadata API's controller id is a random broker in KRaft mode)."""
+        elected = []
+        for node in self.state.nodes:
+            if "controller" not in node.roles:
+                continue
+            try:
+                state = json.loads((node.data_dir / METADATA_PARTITION / "quorum-state").read_text())
+            except (OSError, ValueError):  # not written yet, or a node being formatted
+                continue
+            if state.get("leaderId", -1) >= 0:
+                elected.append((state["leaderEpoch"], state["leaderId"]))
+        if not elected:
+            return -1
+        _, leader = max(elected)
+        return leader if self.is_running(leader) else -1
+
+    def _check_alive(self) -> None:
+        """Fail fast when the proxy or a node exited on its own."""
+        if not process_matches(self.state.proxy.pid, self.state.proxy.create_time):
+            raise ClusterStartError(f"fault proxy exited: {(self.root / PROXY_LOG).read_text(errors='replace')[-800:]}")
+        for node in self.state.nodes:
+            if crash := self.runner.crashed(node):
+                raise ClusterStartError(crash)
+
+    # ---- node control (faults) -------------------------------------------------------------
+
+    def is_running(self, node_id: int) -> bool:
+        """Running or paused."""
+        return self.runner.alive(self.state.node(node_id))
+
+    def start(self, node_id: int) -> None:
+        """(Re)start a stopped or killed node on its existing data."""
+        self.runner.start(self.state.node(node_id))
+        self.state.save(self.root)
+
+    def kill(self, node_id: int) -> None:
+        """SIGKILL: the process dies without flushing or leaving the ISR cleanly."""
+        self.runner.kill(self.state.node(node_id))
+        self.state.save(self.root)
+
+    def stop(self, node_id: int, timeout_s: float = 60.0) -> None:
+        """SIGTERM: controlled shutdown; waits for the process to exit."""
+        self.runner.stop(self.state.node(node_id), timeout_s)
+        self.state.save(self.root)
+
+    def pause(self, node_id: int) -> None:
+        """SIGSTOP: the process is frozen, its sockets stay open."""
+        self.runner.pause(self.state.node(node_id))
+
+    def resume(self, node_id: int) -> None:
+        self.runner.resume(self.state.node(node_id))
+
+    # ---- the fault proxy -------------------------------------------------------------------
+
+    def _start_proxy(self) -> None:
+        spec = ProxySpec(
+            control_port=self.state.proxy.control_port,
+            routes=[Route(broker=n.node_id, listen_port=n.proxy_port, upstream_port=n.client_port) for n in self.state.nodes if n.is_broker],
+        )
+        (self.root / PROXY_SPEC).write_text(spec.model_dump_json(indent=2))
+        with open(self.root / PROXY_LOG, "ab") as log:
+            process = subprocess.Popen(
+                [sys.executable, "-m", "acklab.proxy.server", str(self.root / PROXY_SPEC)],
+                stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True,
+            )
+        self.state.proxy.pid, self.state.proxy.create_time = process.pid, process_create_time(process.pid)
+        self.state.save(self.root)
+        self.proxy().wait_ready()

@@ -1,0 +1,129 @@
+"""Every Parquet file of a run's evidence, as an Arrow schema with a description per column.
+
+The single definition: the workload writes the send log and statistics with these schemas, the
+Spark audit derives its schemas from them (`spark_schema`), and docs/evidence.md is generated from
+them (`acklab.evidence.doc`)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import pyarrow as pa
+
+from acklab.evidence.contract import COUNT_COLUMNS, COUNT_DOCS, METRIC_COLUMNS, METRIC_DOCS, OUTCOMES, STATE_DOCS
+
+DOC = b"doc"
+
+
+def column(name: str, type_: pa.DataType, doc: str, nullable: bool = True) -> pa.Field:
+    """A field whose metadata carries its description."""
+    return pa.field(name, type_, nullable=nullable, metadata={DOC: doc.encode()})
+
+
+def describe(field: pa.Field) -> str:
+    return (field.metadata or {}).get(DOC, b"").decode()
+
+
+SCENARIO = column("scenario", pa.string(), "the scenario, `<profile>__<fault>`", nullable=False)
+
+SEND_LOG = pa.schema(
+    [
+        column("id", pa.int64(), "unique message id within the scenario; producer `n` of `P` owns a contiguous range of `0..messages-1`"),
+        column("key", pa.string(), "record key (utf-8), `p<n>-k<k>`: keys are per producer, so per-key order is well defined"),
+        column("seq", pa.int64(), "per-key sequence number, 0, 1, 2... in send order"),
+        column("producer", pa.string(), "producer process within the scenario (`p0`, `p1`...)"),
+        column("expected_partition", pa.int32(), "partition the key maps to under the profile's partitioner (CRC32 for `consistent_random`, murmur2 for `murmur2_random`)"),
+        column("txn", pa.int64(), "transaction index within the producer (transactional profiles only, else null)"),
+        column("aborted", pa.bool_(), "the producer aborted the message's transaction"),
+        column("retriable", pa.bool_(), "the delivery error is retriable (Kafka's RetriableException classes and librdkafka's transient local errors); null without an error"),
+        column("send_ts", pa.float64(), "epoch seconds when `produce()` took the message (stamped per run of at most 64 calls); null if never handed to it"),
+        column("ack_ts", pa.float64(), "epoch seconds of the delivery report (when the poll that served it returned); null = none"),
+        column("partition", pa.int32(), "partition from the delivery report"),
+        column("offset", pa.int64(), "offset from the delivery report (null when it had an error or no offset, e.g. acks=0)"),
+        column("error", pa.string(), "librdkafka error name (the delivery report's, the refusal's, or the fatal error's); null when acked"),
+        column("state", pa.string(), "; ".join(f"`{name}`: {doc}" for name, doc in STATE_DOCS.items())),
+        column("refused", pa.bool_(), "`produce()` itself rejected the message (e.g. MSG_SIZE_TOO_LARGE): a failed write that never reached the wire"),
+        column("fatal", pa.bool_(), "failed by the producer's fatal error: not acknowledged before it, whether sent or not"),
+    ]
+)
+# Columns later workloads added; a send log without one reads as this default.
+SEND_LOG_DEFAULTS: Mapping[str, Any] = {
+    "producer": "p0",
+    "expected_partition": None,
+    "txn": None,
+    "aborted": False,
+    "retriable": None,
+    "refused": False,
+    "fatal": False,
+}
+
+STATS_COUNTERS = ("txmsgs", "txretries", "txerrs", "req_timeouts", "disconnects")  # cumulative
+STATS_GAUGES = ("msg_cnt", "outbuf_cnt", "outbuf_msg_cnt", "waitresp_cnt", "waitresp_msg_cnt")  # at the sample
+PRODUCER_STATS = pa.schema(
+    [
+        column("ts", pa.float64(), "epoch seconds of the sample"),
+        column("producer", pa.string(), "producer process (`p0`, ...)"),
+        *(column(name, pa.int64(), f"librdkafka `{name}`, cumulative (summed over broker connections)") for name in STATS_COUNTERS),
+        *(column(name, pa.int64(), f"librdkafka `{name}` at the sample (summed over broker connections)") for name in STATS_GAUGES),
+    ]
+)
+
+TOPIC_RECORDS = pa.schema(
+    [
+        SCENARIO,
+        column("partition", pa.int32(), "topic partition"),
+        column("offset", pa.int64(), "offset in the partition"),
+        column("key", pa.string(), "record key (utf-8)"),
+        column("id", pa.int64(), "message id from the value's `<id>:<seq>:` prefix; null if it has none"),
+        column("seq", pa.int64(), "per-key sequence number from the same prefix"),
+    ]
+)
+
+OUTCOME_TABLE = pa.schema(
+    [
+        SCENARIO,
+        column("id", pa.int64(), "message id"),
+        column("state", pa.string(), "send-log state (null for ids never sent)"),
+        column("aborted", pa.bool_(), "from the send log"),
+        column("partition", pa.int32(), "acked partition, from the send log"),
+        column("offset", pa.int64(), "acked offset, from the send log"),
+        column("expected_partition", pa.int32(), "from the send log"),
+        column("copies", pa.int64(), "topic records carrying the id", nullable=False),
+        column("outcome", pa.string(), f"exactly one of {', '.join(OUTCOMES)}", nullable=False),
+        column("misrouted", pa.bool_(), "acked, and the acked partition != expected_partition (both known)", nullable=False),
+        column("offset_mismatch", pa.bool_(), "acked with a partition and an offset >= 0, present, but no copy at the acked (partition, offset)", nullable=False),
+        column("reordered", pa.bool_(), "its first copy has a lower seq than an earlier first copy of the same key in that partition", nullable=False),
+    ]
+)
+
+# The matrix: what the manifest says of each scenario, then the counts and metrics of the contract.
+MATRIX_DESCRIPTIVE = pa.schema(
+    [
+        SCENARIO,
+        column("profile", pa.string(), "producer profile"),
+        column("fault", pa.string(), "fault (label of the schedule)"),
+        column("guarantee", pa.string(), "the guarantee class the model expects"),
+        column("partitioner", pa.string(), "the profile's partitioner"),
+        column("producers", pa.int64(), "producer processes"),
+        column("transactional", pa.bool_(), "transactional profile"),
+        column("fault_effective", pa.bool_(), "every fault took effect while the load ran"),
+        column("evidence_complete", pa.bool_(), "the manifest holds the scenario's full evidence"),
+        column("incomplete_reason", pa.string(), "why the evidence is incomplete"),
+        column("fatal_error", pa.string(), "the producers' fatal errors (`p<n>: NAME: message`), if any"),
+    ]
+)
+MATRIX = pa.schema(
+    [
+        *MATRIX_DESCRIPTIVE,
+        *(column(name, pa.int64(), COUNT_DOCS[name]) for name in COUNT_COLUMNS),
+        *(column(name, pa.float64(), METRIC_DOCS[name]) for name in METRIC_COLUMNS),
+    ]
+)
+
+
+def spark_schema(schema: pa.Schema, with_scenario: bool = False) -> Any:
+    """The Spark StructType of `schema`, after a `scenario` column if `with_scenario`."""
+    from pyspark.sql.pandas.types import from_arrow_schema
+
+    return from_arrow_schema(pa.schema([*([SCENARIO] if with_scenario else []), *schema]))

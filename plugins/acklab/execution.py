@@ -1,0 +1,214 @@
+"""Running a plan's scenario groups on a cluster: one fresh topic per scenario, the loads of a
+group side by side under one fault schedule, each scenario's evidence written to the run store.
+
+The same functions back the CLI and the DAG tasks, so both run a scenario the same way."""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor, wait
+
+from acklab.cluster.cluster import Cluster
+from acklab.nemesis.actions import FaultContext
+from acklab.nemesis.events import FaultOutcome
+from acklab.nemesis.faults import FAULTS
+from acklab.nemesis.runner import Nemesis
+from acklab.nemesis.watch import LeaderWatch
+from acklab.plan import RunPlan, ScenarioPlan
+from acklab.spec import SpecError
+from acklab.store import FaultRecord, GroupTiming, Manifest, RunDir, ScenarioEntry
+from acklab.workload.producer import START_TIMEOUT_S, LoadResult, Progress, run_load
+
+log = logging.getLogger(__name__)
+
+
+def run_scenarios(cluster: Cluster, plan: RunPlan, run: RunDir, progress: Progress | None = None) -> Manifest:
+    """Run every scenario group of `plan` on `cluster`; return the manifest.
+
+    Scenarios of later plans on the same cluster and run folder are appended to the manifest, so one
+    audit covers them all."""
+    _check_unique(plan, run)
+    for index in range(len(plan.groups())):
+        run_group(cluster, plan, index, run, progress)
+    return write_manifest(cluster, plan, run)
+
+
+def write_manifest(cluster: Cluster, plan: RunPlan, run: RunDir) -> Manifest:
+    """Append the plan's scenario entries (each group wrote its scenarios' `entry.json`) to the
+    run's manifest; a missing entry is an error, never a silently smaller matrix."""
+    _check_unique(plan, run)
+    manifest = run.read_manifest() if run.manifest.exists() else Manifest(
+        run_id=run.run_id, bootstrap_servers=cluster.direct_bootstrap_servers, topology=plan.topology.model_dump()
+    )
+    missing = [s.name for s in plan.scenarios if not run.scenario(s.name).entry.exists()]
+    if missing:
+        raise RuntimeError(f"scenarios without evidence (their group did not finish): {missing}")
+    manifest.params.append(plan.params.model_dump(mode="json"))
+    manifest.scenarios += [run.read_entry(s.name) for s in plan.scenarios]
+    run.write_manifest(manifest)
+    return manifest
+
+
+def _check_unique(plan: RunPlan, run: RunDir) -> None:
+    taken = {entry.scenario for entry in run.read_manifest().scenarios} if run.manifest.exists() else set()
+    if clash := taken & {scenario.name for scenario in plan.scenarios}:
+        raise SpecError(f"scenarios already in this run: {sorted(clash)}")
+
+
+def run_group(cluster: Cluster, plan: RunPlan, index: int, run: RunDir, progress: Progress | None = None) -> list[ScenarioEntry]:
+    """Run scenario group `index`: the profiles of one fault side by side on fresh topics with the same
+    replica assignment (so the fault's target, partition 0 of the first topic, has the same leader
+    and followers in every topic), one fault schedule for all, then the health gate.
+
+    Writes and returns each scenario's manifest entry."""
+    group = plan.groups()[index]
+    group_started = time.time()
+    topology = plan.topology
+    topics = [f"acklab-{run.run_id}-{scenario.name}" for scenario in group]
+    brokers = sorted(topology.broker_ids)
+    assignment = [
+        [brokers[(p + index + r) % len(brokers)] for r in range(topology.replication_factor)]
+        for p in range(topology.partitions)
+    ]
+    nemesis = Nemesis(FaultContext(cluster, topics[0], topology.min_insync_replicas), group[0].schedule)
+    moves_leaders = any(FAULTS[step.fault].moves_leaders for step in group[0].schedule)
+    watch = None if moves_leaders else LeaderWatch(cluster, topics)
+    log.info("group %d (%s): %d scenario(s), %d messages each", index, group[0].fault, len(group), plan.load.messages)
+    topics_ready = threading.Event()
+
+    def start_faults() -> None:  # once every producer is connected and every topic fully in sync
+        if not topics_ready.wait(START_TIMEOUT_S):
+            raise TimeoutError("topics of the group not ready")
+        if watch is not None:
+            watch.start()
+        nemesis.start()
+
+    ready = threading.Barrier(len(group), action=start_faults, timeout=START_TIMEOUT_S + 30)
+    totals = _GroupProgress(len(group), progress)
+
+    def load(n: int) -> LoadResult:
+        try:
+            return run_load(cluster.bootstrap_servers, topics[n], group[n].profile, plan.load, run.scenario(group[n].name), totals.of(n), ready.wait)
+        except BaseException:
+            ready.abort()  # the other loads stop waiting for this one
+            raise
+
+    with ThreadPoolExecutor(len(group), thread_name_prefix="load") as pool:
+        futures = [pool.submit(load, n) for n in range(len(group))]  # producers start while topics are created
+        try:
+            admin = cluster.admin()
+            admin.create_topics(topics, assignment)
+            for topic in topics:
+                admin.wait_in_sync(topic, 60)
+            topics_ready.set()
+        except BaseException:
+            ready.abort()
+            raise
+        finally:
+            wait(futures)
+            unplanned = watch.stop() if watch is not None else None
+    failed = [f.exception() for f in futures if f.exception() is not None]
+    if failed:
+        if nemesis.started:
+            nemesis.abort()
+        raise failed[0]  # type: ignore[misc]
+    outcome = nemesis.join()
+    cluster.wait_healthy(120)
+    timing = GroupTiming(index=index, started=group_started, ended=time.time(), scenarios=len(group))
+    entries = [
+        _entry(plan, scenario, topic, future.result(), outcome, unplanned, run).model_copy(update={"group": timing})
+        for scenario, topic, future in zip(group, topics, futures, strict=True)
+    ]
+    for entry in entries:
+        run.write_entry(entry)
+    return entries
+
+
+class _GroupProgress:
+    """Sums the progress of a group's loads and reports it about once a second."""
+
+    def __init__(self, loads: int, sink: Progress | None) -> None:
+        self._totals = [(0, 0, 0)] * loads
+        self._sink = sink
+        self._lock = threading.Lock()
+        self._next = 0.0
+
+    def of(self, n: int) -> Progress | None:
+        if self._sink is None:
+            return None
+
+        def report(sent: int, acked: int, failed: int) -> None:
+            with self._lock:
+                self._totals[n] = (sent, acked, failed)
+                now = time.monotonic()
+                if now >= self._next:
+                    self._next = now + 0.9
+                    self._sink(*(sum(column) for column in zip(*self._totals, strict=True)))  # type: ignore[misc]
+
+        return report
+
+
+def _entry(
+    plan: RunPlan, scenario: ScenarioPlan, topic: str, result: LoadResult, outcome: FaultOutcome, unplanned: str | None, run: RunDir
+) -> ScenarioEntry:
+    """The scenario's manifest entry: what was planned, what the load saw, what the fault did.
+
+    Evidence is incomplete when the load did not send what it planned (`load_shortfall`), when a
+    fault started, or first showed its effect, after the load ended, or when a leader changed during
+    a load whose schedule moves no leader (`unplanned`)."""
+    late = [e for e in outcome.timeline if max(e.started, e.effective_at or 0.0) > result.ended]
+    incomplete_reason = load_shortfall(result)
+    if late:
+        incomplete_reason = f"fault {late[0].fault} started or took effect after the load ended"
+    if unplanned is not None:
+        incomplete_reason = f"unplanned leader change during the load ({unplanned}); no fault of the schedule moves leaders"
+    log.info(
+        "scenario %s: sent=%d acked=%d failed=%d unknown=%d errors=%s; fault: %s",
+        scenario.name, result.sent, result.acked, result.failed, result.unknown, result.errors, outcome.effect,
+    )
+    files = run.scenario(scenario.name)
+    return ScenarioEntry(
+        scenario=scenario.name,
+        profile=scenario.profile.name,
+        producer_config=scenario.profile.producer_config(),
+        fault=scenario.fault,
+        guarantee=str(scenario.expected.guarantee),
+        expectations=[e.as_dict() for e in scenario.expected.expectations],
+        topic=topic,
+        partitions=plan.topology.partitions,
+        send_log=run.relative(files.send_log),
+        load_started=result.started,
+        load_ended=result.ended,
+        planned=result.planned,
+        delivery_errors=result.errors,
+        partitioner=scenario.profile.partitioner,
+        producers=plan.load.producers,
+        transactional=scenario.profile.transaction is not None,
+        aborted=result.aborted,
+        stop_reasons=result.stop_reasons,
+        fatal_error="; ".join(f"{p}: {e}" for p, e in sorted(result.fatal_errors.items())) or None,
+        producer_stats={"path": run.relative(files.stats), **result.stats},
+        fault_timeline=[FaultRecord.model_validate(event) for event in outcome.timeline_dicts()],
+        fault_effective=outcome.effective and not late,
+        fault_effect=outcome.effect,
+        evidence_complete=incomplete_reason is None,
+        incomplete_reason=incomplete_reason,
+    )
+
+
+def load_shortfall(result: LoadResult) -> str | None:
+    """Why a load's evidence falls short of its plan, or None: messages never sent (other than
+    those a fatal error failed, which are a verdict, not a gap), refused by `produce()`, or
+    without a delivery report."""
+    gaps = []
+    if result.unsent:
+        why = "; ".join(f"{p}: {r}" for p, r in sorted(result.stop_reasons.items())) or "no reason recorded"
+        gaps.append(f"sent {result.sent} of {result.planned} planned messages ({why})")
+    if result.refused:
+        errors = ", ".join(f"{name} x{count}" for name, count in sorted(result.errors.items()))
+        gaps.append(f"produce() refused {result.refused} messages ({errors})")
+    if result.unknown:
+        gaps.append(f"{result.unknown} messages of unknown outcome (no delivery report, or a transaction whose outcome was never learned)")
+    return "; ".join(gaps) or None

@@ -1,0 +1,105 @@
+"""Every fact about each catalog fault, in one place and as pure data: what it does, what it may
+target, its options, and the properties the schedule and the guarantee model rely on. How a fault
+is applied, undone and confirmed is `acklab.nemesis.actions`; nothing here touches a cluster."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+NO_FAULT = "none"
+TargetKind = Literal["leader", "follower", "controller", "broker", "random-broker"]
+ANY_NODE: frozenset[TargetKind] = frozenset({"leader", "follower", "controller", "broker", "random-broker"})
+PARTITION: frozenset[TargetKind] = frozenset({"leader", "follower"})
+
+
+class NoOptions(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class ReplicasDownOptions(NoOptions):
+    count: int | None = Field(None, ge=1, description="followers to stop (default: enough to break min.insync)")
+
+
+class ProxyOptions(NoOptions):
+    probability: float = Field(1.0, ge=0, le=1)
+    apis: list[int] = Field(default_factory=lambda: [0], description="Kafka API keys (0 = PRODUCE; empty = all)")
+
+
+class AckLossOptions(ProxyOptions):
+    probability: float = Field(0.3, ge=0, le=1)
+    then: Literal["hold", "close"] = "close"
+
+
+class RequestLossOptions(ProxyOptions):
+    probability: float = Field(0.3, ge=0, le=1)
+
+
+class LatencyOptions(ProxyOptions):
+    delay_s: float = Field(30.0, gt=0)
+    apis: list[int] = Field(default_factory=list)
+
+
+class PartitionOptions(ProxyOptions):
+    apis: list[int] = Field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class FaultSpec:
+    """A catalog fault.
+
+    `bounded`: its effect on a producer ends when its window ends (the node is back, the proxy
+    forwards again). `silent`: it swallows requests without an answer or a closed connection, so a
+    request lost in flight is noticed only when it times out in the client. `moves_leaders`: it stops
+    or pauses brokers, so partition leaders move (in a schedule without such a fault a leader change
+    is unplanned). `stops_nodes`: it acts on broker processes (two such faults may not overlap).
+    `needs_proxy`: it acts through the Kafka-aware proxy in front of the client listeners."""
+
+    name: str
+    description: str
+    default_target: str | None
+    targets: frozenset[TargetKind]
+    options: type[BaseModel] = NoOptions
+    bounded: bool = True
+    silent: bool = False
+    moves_leaders: bool = False
+    stops_nodes: bool = False
+    needs_proxy: bool = False
+
+
+def _process(name: str, description: str, target: str) -> FaultSpec:
+    return FaultSpec(name, description, target, ANY_NODE, moves_leaders=True, stops_nodes=True)
+
+
+def _proxy(name: str, description: str, options: type[BaseModel], *, bounded: bool = True, silent: bool = False) -> FaultSpec:
+    return FaultSpec(name, description, "leader:0", ANY_NODE, options, bounded=bounded, silent=silent, needs_proxy=True)
+
+
+FAULTS: Mapping[str, FaultSpec] = {
+    spec.name: spec
+    for spec in (
+        FaultSpec(NO_FAULT, "no fault: the baseline", None, frozenset()),
+        _process("leader-kill", "SIGKILL the partition leader, restart after the duration", "leader:0"),
+        _process("leader-restart", "SIGTERM (controlled shutdown) of the leader, start after the duration", "leader:0"),
+        _process("leader-pause", "SIGSTOP the leader (it keeps its sockets), SIGCONT after the duration", "leader:0"),
+        _process("follower-kill", "SIGKILL an in-sync follower, restart after the duration", "follower:0"),
+        _process("controller-kill", "SIGKILL the active KRaft controller, restart after the duration", "controller"),
+        FaultSpec(
+            "rolling-restart", "clean restart of every broker in turn (takes as long as it takes)", None, frozenset(),
+            bounded=False, moves_leaders=True, stops_nodes=True,
+        ),
+        FaultSpec(
+            "replicas-down", "stop followers until the ISR is below min.insync.replicas", "leader:0", PARTITION,
+            ReplicasDownOptions, moves_leaders=True, stops_nodes=True,
+        ),
+        _proxy("ack-loss", "drop produce responses after the broker appended, then close the connection", AckLossOptions),
+        _proxy("request-loss", "drop produce requests before they reach the broker", RequestLossOptions, silent=True),
+        # A response sent at the end of the window is still delayed by delay_s: not bounded by the window.
+        _proxy("latency", "delay every response of the broker by delay_s (default 30 s)", LatencyOptions, bounded=False),
+        _proxy("client-partition", "blackhole the broker for clients (replication continues)", PartitionOptions, silent=True),
+    )
+}
+FAULT_NAMES = tuple(FAULTS)

@@ -1,0 +1,265 @@
+"""`acklab` command line: the same scenarios as the DAG, without Airflow.
+
+A user's mistake (bad spec, missing jars, unwritable run store, ...) is one line on stderr and exit
+code 2, before any broker starts; a run ends 0 only when every scenario passed."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Annotated, Any, TypeVar
+
+import typer
+from rich.console import Console
+
+from acklab import maven
+from acklab.nemesis.faults import FAULT_NAMES
+from acklab.paths import runs_dir
+from acklab.plan import RunParams, standard_matrix
+from acklab.spec import SpecError, load_yaml
+from acklab.store import RunDir, latest_result
+
+app = typer.Typer(
+    help="acklab: prove or refute Kafka delivery guarantees on real clusters.", no_args_is_help=True, pretty_exceptions_enable=False
+)
+docker_app = typer.Typer(help="The Docker backend's engine and image.", no_args_is_help=True)
+app.add_typer(docker_app, name="docker")
+console = Console(stderr=True, soft_wrap=True)
+DEFAULTS = RunParams()
+MATRIX_COLUMNS = ("scenario", "guarantee", "planned", "sent", "acked", "failed", "unknown", "lost", "duplicates", "reordered")
+T = TypeVar("T")
+
+
+class UserError(Exception):
+    """A mistake in what the user asked for: one line, exit code 2."""
+
+
+def user_errors(action: Callable[[], T]) -> T:
+    """Run `action`; a user's mistake becomes one line on stderr and exit code 2."""
+    try:
+        return action()
+    except (SpecError, maven.SetupError, UserError) as exc:
+        console.print(f"[red]error:[/red] {exc}", highlight=False)
+        raise typer.Exit(2) from None
+
+
+def _writable_runs() -> None:
+    """The run store must be a writable folder (created if missing)."""
+    root = runs_dir()
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UserError(f"ACKLAB_RUNS={root}: cannot create the run store ({exc.strerror})") from None
+    if not os.access(root, os.W_OK | os.X_OK):
+        raise UserError(f"ACKLAB_RUNS={root}: the run store is not writable")
+
+
+@app.command()
+def setup(kafka_version: Annotated[list[str], typer.Option(help="Kafka versions to fetch")] = [maven.DEFAULT_KAFKA_VERSION]) -> None:  # noqa: B006
+    """Fetch Kafka broker jars and the Spark Kafka connector from Maven Central (idempotent)."""
+    from importlib.metadata import version
+
+    def fetch() -> None:
+        for kafka in kafka_version:
+            maven.kafka_artifacts(kafka)  # a bad version fails before any download
+        for kafka in kafka_version:
+            console.print(f"kafka {kafka}: {maven.fetch_kafka(kafka)}")
+        spark = version("pyspark")
+        console.print(f"spark kafka connector {spark}: {maven.fetch_spark_kafka(spark)}")
+
+    user_errors(fetch)
+
+
+@app.command()
+def run(
+    topology: Annotated[str, typer.Option(help="topology name in clusters/ or a YAML path")] = DEFAULTS.topology,
+    profile: Annotated[list[str] | None, typer.Option(help=f"producer profile (repeatable; default: {', '.join(DEFAULTS.profiles)})")] = None,
+    fault: Annotated[list[str] | None, typer.Option(help=f"fault name (repeatable; default: {', '.join(DEFAULTS.faults)}): {', '.join(FAULT_NAMES)}")] = None,
+    schedule: Annotated[Path | None, typer.Option(help="YAML/JSON fault schedule (list of {at_s, fault, target, duration_s, options}); replaces --fault")] = None,
+    messages: Annotated[int, typer.Option(help="messages per scenario")] = DEFAULTS.messages,
+    rate: Annotated[float, typer.Option(help="messages per second (0 = as fast as possible)")] = DEFAULTS.rate or 0,
+    duration_s: Annotated[float | None, typer.Option(help="stop each load after this many seconds (--messages is then a cap)")] = None,
+    message_bytes: Annotated[int, typer.Option(help="bytes per message value")] = DEFAULTS.message_bytes,
+    keys: Annotated[int, typer.Option(help="keys per producer")] = DEFAULTS.keys,
+    producers: Annotated[int, typer.Option(help="producer processes per scenario")] = DEFAULTS.producers,
+    partitioner: Annotated[str | None, typer.Option(help="consistent_random or murmur2_random (default: the profile's)")] = None,
+    kafka_version: Annotated[str | None, typer.Option(help="override the topology's Kafka version")] = None,
+    backend: Annotated[str, typer.Option(help="local (JVMs) or docker (containers)")] = DEFAULTS.backend,
+    fault_at_s: Annotated[float, typer.Option(help="seconds into the load when the fault starts")] = DEFAULTS.fault_at_s,
+    fault_duration_s: Annotated[float, typer.Option(help="seconds the fault lasts")] = DEFAULTS.fault_duration_s,
+    standard: Annotated[bool, typer.Option("--standard", help="the daily DAG's standard matrix (every profile x every fault)")] = False,
+    one_at_a_time: Annotated[bool, typer.Option(help="one scenario at a time instead of a fault's profiles side by side")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="print the matrix rows as JSON")] = False,
+) -> None:
+    """Run scenarios (profiles x faults) end to end and print the delivery matrix; exit 1 unless all pass.
+
+    Without --profile and --fault: leader-ack and idempotent under leader-kill."""
+    from acklab.orchestration.pipeline import run_pipeline, write_result
+    from acklab.orchestration.progress_bars import LoadBars
+    from acklab.plan import make_plan
+
+    _log_to_console()
+    base = standard_matrix() if standard else DEFAULTS
+    params: dict[str, Any] = {
+        "topology": topology,
+        "profiles": profile or base.profiles,
+        "faults": fault or base.faults,
+        "schedule": None,
+        "messages": base.messages if standard and messages == DEFAULTS.messages else messages,
+        "rate": (base.rate if standard and rate == DEFAULTS.rate else rate) or None,
+        "duration_s": duration_s,
+        "message_bytes": message_bytes,
+        "keys": keys,
+        "producers": producers,
+        "partitioner": partitioner,
+        "kafka_version": kafka_version,
+        "backend": backend,
+        "fault_at_s": fault_at_s,
+        "fault_duration_s": fault_duration_s,
+        "side_by_side": not one_at_a_time,
+    }
+
+    def plan() -> Any:
+        if schedule is not None:
+            params["schedule"] = load_yaml(schedule, "schedule")
+        _writable_runs()
+        return make_plan(params)
+
+    planned = user_errors(plan)
+    with LoadBars([(g[0].fault, len(g) * planned.load.messages) for g in planned.groups()], console) as bars:
+        result = user_errors(lambda: run_pipeline(params, progress=bars))
+    summary = write_result(result.run, result.verdict)
+    for line in result.verdict.summary_lines():
+        console.print(line, highlight=False)
+    if as_json:
+        typer.echo(json.dumps(result.run.read_matrix(), indent=2))
+        console.print(f"matrix: {summary['matrix']}\nreport: {summary['report']}")
+    else:
+        _print_result(result.run, summary)
+    raise typer.Exit(0 if result.verdict.status == "pass" else 1)
+
+
+@app.command()
+def check_topology(name: str) -> None:
+    """Validate a topology spec and print it."""
+    from acklab.topology import load_topology
+
+    typer.echo(user_errors(lambda: load_topology(name)).model_dump_json(indent=2))
+
+
+@app.command()
+def model_table(
+    check: Annotated[bool, typer.Option(help="exit 1 if the file is not current instead of writing it")] = False,
+) -> None:
+    """Write docs/guarantees.md: the guarantee model's classes, rules and catalog rows."""
+    from acklab.model_table import DOC, default_tables, to_markdown
+
+    _write_generated(DOC, to_markdown(default_tables()), check, "acklab model-table")
+
+
+@app.command()
+def evidence_doc(
+    check: Annotated[bool, typer.Option(help="exit 1 if the file is not current instead of writing it")] = False,
+) -> None:
+    """Write docs/evidence.md: the run folder's layout, the manifest and every evidence schema."""
+    from acklab.evidence.doc import DOC, to_markdown
+
+    _write_generated(DOC, to_markdown(), check, "acklab evidence-doc")
+
+
+def _write_generated(path: Path, text: str, check: bool, command: str) -> None:
+    if check:
+        current = path.exists() and path.read_text() == text
+        console.print(f"{path}: {'current' if current else f'out of date; run `{command}`'}")
+        raise typer.Exit(0 if current else 1)
+    path.write_text(text)
+    console.print(f"wrote {path}")
+
+
+@app.command()
+def report(require_pass: Annotated[bool, typer.Option(help="exit 1 unless the run passed")] = False) -> None:
+    """Print the status, matrix and Data Docs report of the most recent validated run."""
+    run = latest_result()
+    if run is None:
+        console.print(f"no validated run in {runs_dir()}")
+        raise typer.Exit(1)
+    result = run.read_result()
+    _print_result(run, result)
+    if require_pass and result["status"] != "pass":
+        raise typer.Exit(1)
+
+
+@app.command()
+def reap(all_clusters: Annotated[bool, typer.Option("--all", help="also clusters whose owner may still be alive")] = False) -> None:
+    """Tear down orphaned clusters (or every running one with --all) in the run store."""
+    from acklab.cluster.backends import reap_all, reap_orphans
+
+    reaped = (reap_all if all_clusters else reap_orphans)(runs_dir())
+    console.print(f"reaped {len(reaped)} cluster(s)" + "".join(f"\n  {p}" for p in reaped))
+
+
+@docker_app.command("engine")
+def docker_engine(log: Annotated[Path, typer.Option(help="dockerd's log file")] = Path("/tmp/acklab-dockerd.log")) -> None:
+    """Start Debian's dockerd (vfs storage, no iptables, no default bridge) unless an engine answers."""
+    from acklab.cluster.docker_engine import EngineUnavailable, start
+
+    try:
+        process = start(log)
+    except EngineUnavailable as exc:
+        console.print(f"[red]error:[/red] {exc}", highlight=False)
+        raise typer.Exit(1) from None
+    if process is None:
+        typer.echo("a Docker engine is already answering")
+    else:
+        typer.echo(f"dockerd started (pid {process.pid}, log {log}); stop it with: kill {process.pid}")
+
+
+@docker_app.command("image")
+def docker_image(
+    kafka_version: Annotated[str, typer.Option(help="the Kafka version whose jars go in")] = maven.DEFAULT_KAFKA_VERSION,
+    context: Annotated[Path | None, typer.Option(help="write a `docker build` context here instead of importing")] = None,
+) -> None:
+    """Build the Kafka image for the Docker backend from host files; print its tag (for ACKLAB_KAFKA_IMAGE)."""
+    from acklab.cluster import docker_image as image
+
+    user_errors(lambda: maven.kafka_libs(kafka_version))
+    if context is not None:
+        image.write_context(kafka_version, context)
+        typer.echo(context)
+    else:
+        typer.echo(image.build(kafka_version))
+
+
+def _print_result(run: RunDir, result: dict[str, Any]) -> None:
+    """The matrix as a table with each scenario's verdict, then the status and the two paths."""
+    from rich.table import Table
+
+    table = Table(*MATRIX_COLUMNS, "verdict", title="delivery matrix")
+    for row in run.read_matrix():
+        table.add_row(*(str(row.get(c)) for c in MATRIX_COLUMNS), result["scenarios"][row["scenario"]])
+    Console(width=160).print(table)
+    for regression in result.get("regressions", []):
+        typer.echo(f"REGRESSION {regression['scenario']}: {regression['status']} now, passed in green run {regression['last_green_run']}")
+    typer.echo(f"status: {result['status']}")
+    typer.echo(f"html report: {result['html']}")
+    typer.echo(f"matrix: {result['matrix']}")
+    typer.echo(f"report: {result['report']}")
+
+
+def _log_to_console() -> None:
+    from rich.logging import RichHandler
+
+    logging.basicConfig(level=logging.INFO, format="%(message)s", handlers=[RichHandler(console=console, show_path=False)])
+    logging.getLogger("acklab.rdkafka").setLevel(logging.CRITICAL)
+
+
+def main() -> None:
+    app(prog_name="acklab")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

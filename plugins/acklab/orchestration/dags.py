@@ -1,0 +1,169 @@
+"""The delivery DAGs' shapes, shared by the files in dags/ (which only pick defaults and a schedule).
+
+Matrix DAG: plan -> provision (setup) -> one mapped task per scenario group, serialized by the
+`acklab_cluster` pool (they share the cluster) -> collect -> Spark audit -> validate, teardown.
+Version DAG: per Kafka version (mapped): provision, every group (pool), Spark audit, validation and
+teardown (after the audit, whatever happened), then the side-by-side comparison.
+
+Parsing imports only this module, `acklab.orchestration.params` and what it needs (pydantic
+models, the catalogs' names); task bodies import their dependencies when they run."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from typing import Any
+
+from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
+from airflow.sdk import DAG, TriggerRule, dag, get_current_context, setup, task, teardown
+
+from acklab.checker.submit import APPLICATION, SPARK_CONF
+from acklab.orchestration.params import dag_params, kafka_versions_param
+from acklab.paths import spark_job
+from acklab.plan import RunParams
+
+POOL = "acklab_cluster"
+"""One slot: scenario groups share a cluster, so they run one at a time (`make setup` creates it)."""
+LEASE = timedelta(hours=3)
+
+AUDIT = {
+    "task_id": "audit",
+    "conn_id": "spark_default",
+    "application": str(spark_job(APPLICATION)),
+    "conf": SPARK_CONF,
+    "name": "acklab-delivery-matrix",
+}
+"""The Spark audit's fixed arguments; the run's come from the collect (or run_groups) task."""
+
+
+def _collected(key: str) -> str:
+    """A template for one field of what the collect task returned."""
+    return "{{ ti.xcom_pull(task_ids='collect')['" + key + "'] }}"
+
+
+def _label(**values: Any) -> None:
+    """Name the mapped task instance (map_index_template) after its group or version."""
+    get_current_context().update(values)  # type: ignore[arg-type]
+
+
+def delivery_matrix_dag(dag_id: str, schedule: str | None, defaults: RunParams, doc: str, tags: list[str]) -> DAG:
+    @dag(
+        dag_id=dag_id, schedule=schedule, start_date=datetime(2026, 1, 1), catchup=False, max_active_runs=1,
+        dagrun_timeout=LEASE, tags=["acklab", "kafka", *tags], doc_md=doc, params=dag_params(defaults),
+    )
+    def matrix() -> None:
+        @task
+        def plan(**context: Any) -> dict[str, Any]:
+            from acklab.orchestration import tasks
+
+            return tasks.plan_run(dict(context["params"]))
+
+        @task
+        def scenario_groups(run: dict[str, Any]) -> list[dict[str, Any]]:
+            from acklab.orchestration import tasks
+
+            return tasks.scenario_groups(run)
+
+        @setup
+        def provision_cluster(run: dict[str, Any]) -> dict[str, Any]:
+            from acklab.orchestration import tasks
+
+            return tasks.provision_cluster(run, LEASE.total_seconds())
+
+        @task(pool=POOL, map_index_template="{{ fault }}")
+        def run_group(run: dict[str, Any], group: dict[str, Any]) -> list[str]:
+            from acklab.orchestration import tasks
+
+            _label(fault=group["fault"])
+            return tasks.run_group(run, group)
+
+        @task
+        def collect(run: dict[str, Any]) -> dict[str, Any]:
+            from acklab.orchestration import tasks
+
+            return tasks.collect(run)
+
+        @teardown
+        def teardown_cluster(run: dict[str, Any]) -> None:
+            from acklab.orchestration import tasks
+
+            tasks.teardown_cluster(run)
+
+        @task
+        def validate(audit: dict[str, Any]) -> dict[str, Any]:
+            from acklab.orchestration import tasks
+
+            return tasks.validate(audit)
+
+        planned = plan()
+        cluster = provision_cluster(planned)
+        groups = run_group.partial(run=cluster).expand(group=scenario_groups(planned))
+        collected = collect(cluster)
+        audit = SparkSubmitOperator(
+            **AUDIT,
+            application_args=["--manifest", _collected("manifest"), "--out", _collected("audit_out")],
+            jars=_collected("jars"),
+        )
+        groups >> collected >> audit
+        audit >> teardown_cluster(cluster)
+        audit >> validate(collected)
+
+    return matrix()
+
+
+def version_regression_dag(dag_id: str, schedule: str | None, defaults: RunParams, versions: list[str], doc: str) -> DAG:
+    params = dag_params(defaults, drop=["kafka_version"], extra={"kafka_versions": kafka_versions_param(versions)})
+
+    @dag(
+        dag_id=dag_id, schedule=schedule, start_date=datetime(2026, 1, 1), catchup=False, max_active_runs=1,
+        dagrun_timeout=LEASE * 2, tags=["acklab", "kafka", "versions"], doc_md=doc, params=params,
+    )
+    def versions_dag() -> None:
+        @task
+        def plan(**context: Any) -> list[dict[str, Any]]:
+            from acklab.orchestration import tasks
+
+            return tasks.plan_versions(dict(context["params"]))
+
+        @task(map_index_template="{{ kafka_version }}")
+        def provision_cluster(run: dict[str, Any]) -> dict[str, Any]:
+            from acklab.orchestration import tasks
+
+            _label(kafka_version=run["params"]["kafka_version"])
+            return tasks.provision_cluster(run, LEASE.total_seconds())
+
+        @task(pool=POOL, map_index_template="{{ kafka_version }}")
+        def run_groups(run: dict[str, Any]) -> dict[str, Any]:
+            from acklab.orchestration import tasks
+
+            _label(kafka_version=run["params"]["kafka_version"])
+            return tasks.run_all_groups(run)
+
+        @task(trigger_rule=TriggerRule.ALL_DONE, map_index_template="{{ kafka_version }}")
+        def teardown_cluster(run: dict[str, Any]) -> None:
+            from acklab.orchestration import tasks
+
+            _label(kafka_version=run["params"]["kafka_version"])
+            tasks.teardown_cluster(run)
+
+        @task(map_index_template="{{ kafka_version }}")
+        def validate(audit: dict[str, Any]) -> dict[str, Any]:
+            from acklab.orchestration import tasks
+
+            _label(kafka_version=audit["params"]["kafka_version"])
+            return tasks.validate(audit, raise_on_failure=False)
+
+        @task
+        def compare(summaries: list[dict[str, Any]]) -> dict[str, Any]:
+            from acklab.orchestration import tasks
+
+            return tasks.compare_versions(list(summaries))
+
+        clusters = provision_cluster.expand(run=plan())
+        ran = run_groups.expand(run=clusters)
+        audit = SparkSubmitOperator.partial(**AUDIT).expand_kwargs(ran.map(lambda r: {"application_args": r["application_args"], "jars": r["jars"]}))
+        validated = validate.expand(audit=ran)
+        audit >> validated
+        audit >> teardown_cluster.expand(run=clusters)
+        compare(validated)
+
+    return versions_dag()

@@ -1,0 +1,81 @@
+"""DAG trigger-form params, generated from `RunParams`' JSON schema (types, bounds, patterns,
+descriptions: each stated once, in the model) plus the enums known only at run time (topologies,
+profiles, faults). Cheap to import: DAG files call it at parse time."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from airflow.sdk import Param
+
+from acklab.maven import KAFKA_VERSION_PATTERN
+from acklab.nemesis.faults import FAULT_NAMES, NO_FAULT
+from acklab.plan import RunParams
+from acklab.profiles import profile_names
+from acklab.topology import topology_names
+
+SCHEMA_NOISE = ("title", "default")
+
+
+def _resolve(schema: Any, defs: Mapping[str, Any]) -> Any:
+    """`schema` with every `$ref` replaced by its definition, recursively."""
+    if isinstance(schema, dict):
+        if "$ref" in schema:
+            return _resolve(defs[schema["$ref"].rsplit("/", 1)[-1]], defs)
+        return {k: _resolve(v, defs) for k, v in schema.items() if k not in SCHEMA_NOISE}
+    if isinstance(schema, list):
+        return [_resolve(item, defs) for item in schema]
+    return schema
+
+
+def _nullable(schema: dict[str, Any]) -> dict[str, Any]:
+    """pydantic's `anyOf: [X, {type: null}]` as X with `type: [X's type, "null"]` (forms render it)."""
+    options = schema.get("anyOf")
+    if not options or {"type": "null"} not in options or len(options) != 2:
+        return schema
+    (other,) = [option for option in options if option != {"type": "null"}]
+    rest = {k: v for k, v in schema.items() if k != "anyOf"}
+    enum = other.get("enum")
+    return {**rest, **other, "type": [other["type"], "null"], **({"enum": [*enum, None]} if enum else {})}
+
+
+def run_time_enums() -> dict[str, dict[str, Any]]:
+    """Schema additions for fields whose allowed values come from the catalogs and clusters/."""
+    return {
+        "topology": {"enum": topology_names()},
+        "profiles": {"items": {"type": "string", "enum": profile_names()}, "uniqueItems": True},
+        "faults": {"items": {"type": "string", "enum": list(FAULT_NAMES)}, "uniqueItems": True},
+    }
+
+
+def run_params_schema() -> dict[str, dict[str, Any]]:
+    """Each `RunParams` field's JSON schema as the trigger form validates it."""
+    schema = RunParams.model_json_schema()
+    defs = schema.get("$defs", {})
+    enums = run_time_enums()
+    fields = {}
+    for name, prop in schema["properties"].items():
+        field = _nullable(_resolve(prop, defs))
+        fields[name] = {**field, **enums.get(name, {})}
+    # A step's other fields are checked by `plan`; a compact schema keeps parsing fast (Airflow
+    # deep-copies every param into every task).
+    fields["schedule"]["items"] = {
+        "type": "object", "required": ["fault"], "properties": {"fault": {"enum": [f for f in FAULT_NAMES if f != NO_FAULT]}},
+    }
+    return fields
+
+
+def dag_params(defaults: RunParams, drop: Iterable[str] = (), extra: Mapping[str, Param] | None = None) -> dict[str, Param]:
+    """The DAG's params: every `RunParams` field (but `drop`) with `defaults`' values, then `extra`."""
+    values = defaults.model_dump(mode="json")
+    params = {name: Param(values[name], **field) for name, field in run_params_schema().items() if name not in set(drop)}
+    return {**params, **(extra or {})}
+
+
+def kafka_versions_param(versions: list[str]) -> Param:
+    """The version-regression DAG's list of Kafka versions."""
+    return Param(
+        versions, type="array", minItems=2, uniqueItems=True, items={"type": "string", "pattern": KAFKA_VERSION_PATTERN},
+        description="Kafka versions to run the same matrix on, side by side (each fetched by `acklab setup`)",
+    )

@@ -1,0 +1,71 @@
+"""The steps of a run, shared by the DAG tasks and the CLI (which calls `run_pipeline`)."""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from acklab.checker.submit import audit_job, submit
+from acklab.checker.verdict import Verdict, validate_matrix
+from acklab.cluster.cluster import Cluster
+from acklab.execution import run_scenarios
+from acklab.paths import expectations_dir
+from acklab.plan import RunPlan, make_plan
+from acklab.report.history import record_run, regressions
+from acklab.report.html import build_report
+from acklab.store import RunDir
+from acklab.workload.producer import Progress
+
+
+def provision(plan: RunPlan, run: RunDir, *, bind_to_pid: int | None, lease_s: float) -> Cluster:
+    """Start the run's cluster on the plan's backend (reaping orphans of earlier runs first)."""
+    return Cluster.provision(plan.topology, run.cluster, plan.params.backend, owner_pid=bind_to_pid, lease_s=lease_s)
+
+
+def verdict(run: RunDir) -> Verdict:
+    """Validate every matrix row with Great Expectations; Data Docs are rebuilt."""
+    return validate_matrix(run, expectations_dir(), run_name=run.run_id)
+
+
+def write_result(run: RunDir, result: Verdict) -> dict[str, Any]:
+    """Keep the run in the history, call out regressions, build the HTML report, and record the
+    status and the paths of matrix, Data Docs and report in the run's result."""
+    manifest = run.read_manifest()
+    statuses = {s.scenario: s.status for s in result.scenarios}
+    record_run(
+        run.run_id, time.time(), result.status, manifest.topology["name"], manifest.topology["kafka_version"],
+        run.read_matrix(), statuses,
+    )
+    found = regressions(run.run_id)
+    html = build_report(run, statuses, result.status, result.data_docs_index, found)
+    summary = {
+        "status": result.status,
+        "scenarios": statuses,
+        "regressions": [asdict(r) for r in found],
+        "matrix": str(run.matrix_json),
+        "html": str(html),
+        "report": str(result.data_docs_index),
+    }
+    run.write_result(summary)
+    return summary
+
+
+@dataclass(frozen=True)
+class RunResult:
+    run: RunDir
+    verdict: Verdict
+
+
+def run_pipeline(params: dict[str, object], progress: Progress | None = None, spark_master: str | None = None) -> RunResult:
+    """Plan, provision, load under faults, audit with Spark and validate — the DAG's path, in one process."""
+    plan = make_plan(params)
+    run = RunDir.create()
+    cluster = provision(plan, run, bind_to_pid=os.getpid(), lease_s=6 * 3600)
+    try:
+        run_scenarios(cluster, plan, run, progress)
+        submit(audit_job(run), spark_master)
+    finally:
+        cluster.teardown()
+    return RunResult(run, verdict(run))

@@ -1,0 +1,144 @@
+"""Run planning: what a user chooses (`RunParams`), the standard matrix, and the validated plan
+(topology, load, scenarios with the model's expectations). Cheap to import (no librdkafka, numpy
+or pyarrow): DAG files build their params from it. Running a plan is `acklab.execution`'s."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from acklab.maven import KAFKA_VERSION_PATTERN
+from acklab.model import Expected, expect
+from acklab.nemesis.faults import FAULT_NAMES
+from acklab.nemesis.schedule import FaultStep, check_schedule, schedule_for
+from acklab.profiles import Partitioner, ProducerProfile, get_profile, largest_accepted_value, profile_names
+from acklab.spec import SpecError, parse_model
+from acklab.topology import Topology, load_topology
+from acklab.workload.spec import MAX_MESSAGES, MAX_PRODUCERS, LoadSpec
+
+
+class RunParams(BaseModel):
+    """What a user chooses for a run (DAG params, CLI options); validated before anything starts.
+    The DAG trigger form is generated from this model's JSON schema.
+
+    The fault lasts 10 s by default: when the killed leader is also the active KRaft controller,
+    a new controller must be elected and then fence the broker (session timeout) before
+    leadership moves, which takes 5-7 s here."""
+
+    model_config = ConfigDict(extra="forbid")
+    topology: str = Field("three-brokers", description="Cluster topology: a name in clusters/ (or a YAML path)")
+    kafka_version: str | None = Field(
+        None, pattern=KAFKA_VERSION_PATTERN, description="Apache Kafka version (fetched by `acklab setup`); null = the topology's"
+    )
+    backend: Literal["local", "docker"] = Field("local", description="Local JVMs or Docker containers")
+    profiles: list[str] = Field(
+        default_factory=lambda: ["leader-ack", "idempotent"], min_length=1, description="Producer profiles, one scenario per fault"
+    )
+    faults: list[str] = Field(default_factory=lambda: ["leader-kill"], min_length=1, description="Faults, one scenario per profile")
+    schedule: list[FaultStep] | None = Field(
+        None, description="Explicit fault schedule [{at_s, fault, target, duration_s, options}]; replaces faults"
+    )
+    messages: int = Field(30000, ge=1, le=MAX_MESSAGES, description="Messages per scenario (a cap with duration_s)")
+    duration_s: float | None = Field(None, gt=0, description="Stop each load after this many seconds (messages is then a cap)")
+    rate: float | None = Field(5000.0, gt=0, description="Messages per second per scenario (null = as fast as possible)")
+    message_bytes: int = Field(100, ge=16, le=1_000_000, description="Bytes per message value")
+    keys: int = Field(16, ge=1, le=100_000, description="Keys per producer")
+    producers: int = Field(1, ge=1, le=MAX_PRODUCERS, description="Producer processes per scenario")
+    partitioner: Partitioner | None = Field(None, description="Key partitioner (null = the profile's)")
+    fault_at_s: float = Field(2.0, ge=0, description="Seconds into the load when the fault starts")
+    fault_duration_s: float = Field(10.0, gt=0, description="Seconds the fault lasts")
+    side_by_side: bool = Field(
+        True, description="Run the profiles of one fault together on the cluster (false: one scenario at a time)"
+    )
+
+    @model_validator(mode="after")
+    def _distinct(self) -> RunParams:
+        for name, values in (("profiles", self.profiles), ("faults", self.faults)):
+            if len(set(values)) != len(values):
+                raise ValueError(f"{name} must be distinct: {values}")
+        return self
+
+
+def standard_matrix() -> RunParams:
+    """The daily matrix: the 3-broker RF=3 min.insync=2 topology x every profile x every fault,
+    20 s of load at 2,000 msg/s per scenario (the fault at 2 s for 10 s)."""
+    return RunParams(profiles=profile_names(), faults=list(FAULT_NAMES), messages=40_000, rate=2000.0)
+
+
+class ScenarioPlan(BaseModel):
+    name: str
+    profile: ProducerProfile
+    fault: str
+    schedule: list[FaultStep]
+    expected: Expected
+
+
+class RunPlan(BaseModel):
+    """A validated run: topology, load and scenarios (profile x fault schedule)."""
+
+    params: RunParams
+    topology: Topology
+    load: LoadSpec
+    scenarios: list[ScenarioPlan]
+
+    def groups(self) -> list[list[ScenarioPlan]]:
+        """Scenarios run together: all profiles of a fault (side_by_side), else one each."""
+        if not self.params.side_by_side:
+            return [[scenario] for scenario in self.scenarios]
+        by_fault: dict[str, list[ScenarioPlan]] = {}
+        for scenario in self.scenarios:
+            by_fault.setdefault(scenario.fault, []).append(scenario)
+        return list(by_fault.values())
+
+
+def make_plan(params: RunParams | dict[str, object]) -> RunPlan:
+    """Resolve names and check every constraint; raise SpecError naming the bad field."""
+    if not isinstance(params, RunParams):
+        params = parse_model(RunParams, params, "params")
+    topology = load_topology(params.topology)
+    if params.kafka_version:
+        topology = parse_model(Topology, {**topology.model_dump(), "kafka_version": params.kafka_version}, "params.kafka_version")
+    schedules = _fault_schedules(params, topology)
+    load = parse_model(LoadSpec, params.model_dump(include=set(LoadSpec.model_fields)), "params")
+    if params.rate is not None or params.duration_s is not None:
+        load_s = min(params.messages / params.rate if params.rate else float("inf"), params.duration_s or float("inf"))
+        for fault, steps in schedules.items():
+            late = [step for step in steps if step.at_s >= load_s]
+            if late:
+                raise SpecError(
+                    f"params.fault_at_s: {fault} at {late[0].at_s}s would start after the load ends "
+                    f"(after {load_s:.1f}s: {params.messages} messages at {params.rate or 'max'}/s, duration_s={params.duration_s})"
+                )
+    scenarios = []
+    for name in params.profiles:
+        profile = get_profile(name)
+        if params.partitioner is not None:
+            profile = parse_model(ProducerProfile, {**profile.model_dump(), "partitioner": params.partitioner}, "params.partitioner")
+        if (largest := largest_accepted_value(profile.producer_config(), load.longest_key.encode(), params.message_bytes)) is not None:
+            raise SpecError(
+                f"params.message_bytes: {params.message_bytes}-byte messages are refused by the producer of profile "
+                f"{name} (librdkafka: MSG_SIZE_TOO_LARGE, above its message.max.bytes); at most {largest} bytes fit"
+            )
+        for fault, steps in schedules.items():
+            scenarios.append(
+                ScenarioPlan(
+                    name=f"{name}__{fault}",
+                    profile=profile,
+                    fault=fault,
+                    schedule=steps,
+                    expected=expect(profile, topology, steps),
+                )
+            )
+    return RunPlan(params=params, topology=topology, load=load, scenarios=scenarios)
+
+
+def _fault_schedules(params: RunParams, topology: Topology) -> dict[str, list[FaultStep]]:
+    """Fault label -> schedule: one per catalog name in `faults`, or the explicit `schedule`."""
+    if params.schedule is not None:
+        check_schedule(params.schedule, topology, "params.schedule")
+        return {"+".join(step.fault for step in params.schedule) or "none": params.schedule}
+    schedules = {fault: schedule_for(fault, params.fault_at_s, params.fault_duration_s) for fault in params.faults}
+    for fault, steps in schedules.items():
+        check_schedule(steps, topology, f"params.faults ({fault})")
+    return schedules

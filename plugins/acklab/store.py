@@ -1,0 +1,301 @@
+"""The run store: the only code that knows a run folder's layout, and the manifest's typed models.
+
+A run lives in `<runs>/<run_id>/` (`acklab.paths.runs_dir()`); everything a verdict needs is in it,
+so a run can be re-audited after its cluster is gone. Other modules ask a `RunDir` (or a
+`ScenarioDir`) for paths and never spell them out. docs/evidence.md is generated from `LAYOUT`, the
+models below and `acklab.evidence.schemas`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from acklab.paths import runs_dir
+
+# Each path of a run folder, relative to it, and what it holds (the layout section of docs/evidence.md).
+LAYOUT: tuple[tuple[str, str], ...] = (
+    ("manifest.json", "the plan and what happened: one entry per scenario (below); written by `collect` once every group ended"),
+    ("scenarios/<scenario>/entry.json", "the scenario's manifest entry, written by its group when it ends"),
+    ("scenarios/<scenario>/send_log.parquet", "every planned message's fate (send log)"),
+    ("scenarios/<scenario>/producer_stats.parquet", "librdkafka statistics sampled during the load"),
+    ("scenarios/<scenario>/producers/p<n>.{log,json}", "each producer process's log and counts"),
+    ("cluster/", "the cluster: `cluster.json` (pids, ports, owner), node folders with their logs (data removed at teardown)"),
+    ("audit/topic_records.parquet", "every record the audit read from the scenario topics"),
+    ("audit/outcomes.parquet/scenario=<scenario>/", "one row per message: its outcome class and flags"),
+    ("audit/matrix.parquet, audit/matrix.json", "the delivery matrix: one row per scenario"),
+    ("result.json", "the verdict: status per scenario, regressions, paths of the matrix and reports"),
+    ("report/index.html", "the HTML report (matrix, model, verdicts) with `heatmap.png` and `timeline-<scenario>.png`"),
+    ("dags-test.log", "`make bench-matrix` only: the output of `airflow dags test`"),
+)
+HISTORY_FILE = "history.sqlite"  # in the runs root: every validated run's rows and verdicts
+COMPARISONS_DIR = "comparisons"  # in the runs root: version comparisons, one folder each
+
+
+class FaultRecord(BaseModel):
+    """One applied fault as the manifest records it (`acklab.nemesis.events.FaultEvent`)."""
+
+    fault: str = Field(description="catalog name")
+    target: str = Field("", description="what it hit, e.g. `broker:2 (leader:0)`")
+    action: str = Field("", description="kill, stop, pause, stop, or the proxy action")
+    started: float | None = Field(None, description="epoch seconds the fault was applied")
+    ended: float | None = Field(None, description="epoch seconds it was undone (null: never)")
+    effect: str = Field("", description="what the cluster showed, or why nothing was seen")
+    effective: bool = Field(False, description="its effect was seen")
+    effective_at: float | None = Field(None, description="when the effect was first seen")
+    counts: dict[str, int] = Field(default_factory=dict, description="proxy counter deltas during the fault")
+
+
+class GroupTiming(BaseModel):
+    """The scenario group (a fault's profiles, run side by side) and its wall time."""
+
+    index: int = Field(description="the group's position in the plan")
+    started: float = Field(description="epoch seconds the group started (topics, producers)")
+    ended: float = Field(description="epoch seconds it ended (after the health gate)")
+    scenarios: int = Field(description="scenarios run side by side in it")
+
+
+class ScenarioEntry(BaseModel):
+    """What was planned for one scenario, what its load saw and what its faults did."""
+
+    model_config = ConfigDict(extra="ignore")
+    scenario: str = Field(description="`<profile>__<fault>`")
+    profile: str = Field("", description="producer profile")
+    producer_config: dict[str, Any] = Field(default_factory=dict, description="the librdkafka configuration used")
+    fault: str = Field("", description="fault (the schedule's label)")
+    guarantee: str = Field("", description="the class the model expects")
+    expectations: list[dict[str, Any]] | None = Field(None, description="the exact expectations of the row, recorded at plan time")
+    topic: str | None = Field(None, description="the scenario's own topic")
+    partitions: int | None = Field(None, description="its partition count")
+    send_log: str | None = Field(None, description="path of the send log, relative to the run folder")
+    load_started: float | None = Field(None, description="epoch seconds of the first send")
+    load_ended: float | None = Field(None, description="epoch seconds the last producer finished (flush included)")
+    planned: int | None = Field(None, description="send-log rows: the audit refuses a send log with another count")
+    delivery_errors: dict[str, int] = Field(default_factory=dict, description="failed messages per librdkafka error")
+    partitioner: str | None = Field(None, description="the profile's partitioner")
+    producers: int | None = Field(None, description="producer processes")
+    transactional: bool = Field(False, description="transactional profile")
+    aborted: int = Field(0, description="messages in aborted transactions")
+    stop_reasons: dict[str, str] = Field(default_factory=dict, description="producer -> why it stopped before its plan (other than its clock)")
+    fatal_error: str | None = Field(None, description="the producers' fatal errors, `p<n>: NAME: message`")
+    producer_stats: dict[str, Any] = Field(default_factory=dict, description="path of the statistics, sample count, counter totals, gauge maxima")
+    fault_timeline: list[FaultRecord] = Field(default_factory=list, description="every applied fault (below)")
+    fault_effective: bool | None = Field(None, description="every fault took effect while the load ran")
+    fault_effect: str | None = Field(None, description="what the faults did, as the timeline's effects")
+    evidence_complete: bool = Field(True, description="false: the verdict is incomplete whatever the counts")
+    incomplete_reason: str | None = Field(None, description="why the evidence is incomplete")
+    group: GroupTiming | None = Field(None, description="the scenario group it ran in (below)")
+
+
+class Manifest(BaseModel):
+    """The run: where its cluster was, on what topology, with which params, and every scenario."""
+
+    model_config = ConfigDict(extra="ignore")
+    run_id: str = Field(description="the run folder's name")
+    bootstrap_servers: str | None = Field(None, description="the DIRECT listeners the audit reads from")
+    topology: dict[str, Any] = Field(default_factory=dict, description="the topology spec (`acklab.topology.Topology`)")
+    params: list[dict[str, Any]] = Field(default_factory=list, description="the run params of each plan run in this folder")
+    scenarios: list[ScenarioEntry] = Field(default_factory=list, description="one entry per scenario (below)")
+
+    def entry(self, scenario: str) -> ScenarioEntry:
+        return next(s for s in self.scenarios if s.scenario == scenario)
+
+
+@dataclass(frozen=True)
+class ScenarioDir:
+    """One scenario's folder (also used alone, e.g. by the load benchmark)."""
+
+    root: Path
+
+    @property
+    def entry(self) -> Path:
+        return self.root / "entry.json"
+
+    @property
+    def send_log(self) -> Path:
+        return self.root / "send_log.parquet"
+
+    @property
+    def stats(self) -> Path:
+        return self.root / "producer_stats.parquet"
+
+    @property
+    def producers(self) -> Path:
+        return self.root / "producers"
+
+    def producer_file(self, producer: str, suffix: str) -> Path:
+        """A producer process's own file: its log (`.log`), counts (`.json`), send-log and statistics parts."""
+        return self.producers / f"{producer}{suffix}"
+
+
+@dataclass(frozen=True)
+class AuditDir:
+    """The audit's outputs (a run's `audit/`, or any folder a re-audit writes to)."""
+
+    root: Path
+
+    @property
+    def topic_records(self) -> Path:
+        return self.root / "topic_records.parquet"
+
+    @property
+    def outcomes(self) -> Path:
+        return self.root / "outcomes.parquet"
+
+    @property
+    def matrix_parquet(self) -> Path:
+        return self.root / "matrix.parquet"
+
+    @property
+    def matrix_json(self) -> Path:
+        return self.root / "matrix.json"
+
+
+@dataclass(frozen=True)
+class ReportDir:
+    """A run's HTML report and its charts."""
+
+    root: Path
+
+    @property
+    def index(self) -> Path:
+        return self.root / "index.html"
+
+    @property
+    def heatmap(self) -> Path:
+        return self.root / "heatmap.png"
+
+    def timeline(self, scenario: str) -> Path:
+        return self.root / f"timeline-{scenario}.png"
+
+
+@dataclass(frozen=True)
+class RunDir:
+    """One run's folder."""
+
+    root: Path
+
+    @classmethod
+    def create(cls) -> RunDir:
+        """A fresh folder in the run store: `<runs>/<UTC time>-<random>`."""
+        run_id = time.strftime("%Y%m%dT%H%M%S", time.gmtime()) + "-" + secrets.token_hex(3)
+        path = runs_dir() / run_id
+        path.mkdir(parents=True)
+        return cls(path)
+
+    @classmethod
+    def of_manifest(cls, manifest: Path) -> RunDir:
+        return cls(Path(manifest).resolve().parent)
+
+    @property
+    def run_id(self) -> str:
+        return self.root.name
+
+    @property
+    def manifest(self) -> Path:
+        return self.root / "manifest.json"
+
+    @property
+    def result(self) -> Path:
+        return self.root / "result.json"
+
+    @property
+    def cluster(self) -> Path:
+        return self.root / "cluster"
+
+    def scenario(self, name: str) -> ScenarioDir:
+        return ScenarioDir(self.root / "scenarios" / name)
+
+    def relative(self, path: Path) -> str:
+        """`path` as the manifest records it: relative to the run folder."""
+        return str(path.relative_to(self.root))
+
+    @property
+    def audit(self) -> AuditDir:
+        return AuditDir(self.root / "audit")
+
+    @property
+    def matrix_json(self) -> Path:
+        return self.audit.matrix_json
+
+    @property
+    def report(self) -> ReportDir:
+        return ReportDir(self.root / "report")
+
+    @property
+    def dags_test_log(self) -> Path:
+        return self.root / "dags-test.log"
+
+    def read_manifest(self) -> Manifest:
+        return Manifest.model_validate_json(self.manifest.read_text())
+
+    def write_manifest(self, manifest: Manifest) -> None:
+        write_json(self.manifest, manifest.model_dump(mode="json"))
+
+    def read_entry(self, scenario: str) -> ScenarioEntry:
+        return ScenarioEntry.model_validate_json(self.scenario(scenario).entry.read_text())
+
+    def write_entry(self, entry: ScenarioEntry) -> None:
+        write_json(self.scenario(entry.scenario).entry, entry.model_dump(mode="json"))
+
+    def read_matrix(self) -> list[dict[str, Any]]:
+        return json.loads(self.matrix_json.read_text())
+
+    def read_result(self) -> dict[str, Any]:
+        return json.loads(self.result.read_text())
+
+    def write_result(self, result: dict[str, Any]) -> None:
+        write_json(self.result, result)
+
+
+def runs() -> list[RunDir]:
+    """Every run folder in the store, oldest first."""
+    root = runs_dir()
+    return sorted((RunDir(p) for p in root.iterdir() if p.is_dir() and p.name != COMPARISONS_DIR), key=lambda r: r.run_id) if root.exists() else []
+
+
+def latest_result() -> RunDir | None:
+    """The most recently validated run, if any."""
+    results = [run for run in runs() if run.result.exists()]
+    return max(results, key=lambda run: run.result.stat().st_mtime) if results else None
+
+
+def history_db() -> Path:
+    return runs_dir() / HISTORY_FILE
+
+
+@dataclass(frozen=True)
+class ComparisonDir:
+    """A version comparison: its page, the versions' heatmaps and a JSON summary."""
+
+    root: Path
+
+    @classmethod
+    def named(cls, name: str) -> ComparisonDir:
+        return cls(runs_dir() / COMPARISONS_DIR / name)
+
+    @property
+    def index(self) -> Path:
+        return self.root / "index.html"
+
+    @property
+    def summary(self) -> Path:
+        return self.root / "comparison.json"
+
+    def heatmap(self, label: str) -> Path:
+        return self.root / f"heatmap-{label}.png"
+
+
+def write_json(path: Path, data: object) -> None:
+    """Write `data` as JSON through a temp file and an atomic rename."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(data, indent=2, default=str) + "\n")
+    os.replace(tmp, path)

@@ -1,0 +1,52 @@
+"""What a load sends (`LoadSpec`) and the record format's size rule: pure, cheap to import."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+MAX_MESSAGES = 100_000_000
+MAX_PRODUCERS = 64
+
+
+def key(producer: int, k: int) -> str:
+    """Record key `k` of producer `producer` (keys are per producer, so per-key order is well defined)."""
+    return f"p{producer}-k{k}"
+
+
+def id_width(max_id: int) -> int:
+    """Digits of the zero-padded id and seq in a value: those of the largest id."""
+    return len(str(max_id))
+
+
+def min_value_bytes(messages: int) -> int:
+    """The smallest value that holds `<id>:<seq>:` for `messages` messages."""
+    return 2 * id_width(messages - 1) + 2
+
+
+class LoadSpec(BaseModel):
+    """How much to send, how fast, and by how many producer processes."""
+
+    model_config = ConfigDict(extra="forbid")
+    messages: int = Field(ge=1, le=MAX_MESSAGES, description="messages to send; an upper bound when duration_s is set")
+    duration_s: float | None = Field(None, gt=0, description="stop after this many seconds")
+    rate: float | None = Field(None, gt=0, description="messages per second over all producers; None = as fast as possible")
+    message_bytes: int = Field(100, ge=16, le=1_000_000, description="bytes per message value")
+    keys: int = Field(16, ge=1, le=100_000, description="keys per producer (p<n>-k0 .. p<n>-k<keys-1>)")
+    producers: int = Field(1, ge=1, le=MAX_PRODUCERS, description="producer processes")
+
+    @model_validator(mode="after")
+    def _consistent(self) -> LoadSpec:
+        if self.producers > self.messages:
+            raise ValueError(f"producers ({self.producers}) > messages ({self.messages})")
+        if self.message_bytes < (least := min_value_bytes(self.messages)):
+            raise ValueError(f"message_bytes ({self.message_bytes}) must be >= {least} to hold the id and seq of {self.messages} messages")
+        return self
+
+    def ranges(self) -> list[tuple[int, int]]:
+        """(first id, count) of each producer: contiguous, nearly equal ranges of 0..messages-1."""
+        bounds = [self.messages * n // self.producers for n in range(self.producers + 1)]
+        return [(lo, hi - lo) for lo, hi in zip(bounds[:-1], bounds[1:], strict=True)]
+
+    @property
+    def longest_key(self) -> str:
+        return key(self.producers - 1, self.keys - 1)

@@ -1,0 +1,42 @@
+"""The DAG params are RunParams' JSON schema plus the catalogs' enums: every bound stated once."""
+
+from __future__ import annotations
+
+import jsonschema
+import pytest
+
+from acklab.maven import KAFKA_VERSION_PATTERN
+from acklab.nemesis.faults import FAULT_NAMES
+from acklab.orchestration.params import run_params_schema
+from acklab.plan import RunParams, make_plan
+from acklab.profiles import profile_names
+from acklab.topology import topology_names
+
+
+def test_every_field_of_run_params_is_a_described_param() -> None:
+    schema = run_params_schema()
+    assert list(schema) == list(RunParams.model_fields)
+    assert all(field.get("description") for field in schema.values())
+
+
+def test_bounds_come_from_the_model_and_enums_from_the_catalogs() -> None:
+    schema = run_params_schema()
+    assert schema["kafka_version"]["pattern"] == KAFKA_VERSION_PATTERN
+    assert schema["producers"]["maximum"] == RunParams.model_fields["producers"].metadata[-1].le
+    assert schema["topology"]["enum"] == topology_names()
+    assert schema["profiles"]["items"]["enum"] == profile_names()
+    assert schema["faults"]["items"]["enum"] == list(FAULT_NAMES)
+    assert schema["partitioner"]["type"] == ["string", "null"]
+
+
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [("faults", ["meteor"]), ("messages", 0), ("rate", -1), ("kafka_version", "2.8.0"), ("producers", 65),
+     ("schedule", [{"at_s": 1}]), ("schedule", [{"fault": "none"}]), ("backend", "k8s")],
+)
+def test_the_form_rejects_what_the_model_rejects(name: str, value: object) -> None:
+    field = run_params_schema()[name]
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(value, field)
+    with pytest.raises(ValueError):
+        make_plan({name: value})
