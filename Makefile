@@ -4,7 +4,9 @@ SHELL := /bin/bash
 PYTHON ?= python3.11
 VENV := $(CURDIR)/.venv
 BIN := $(VENV)/bin
-KAFKA_VERSIONS ?= 4.3.1 3.9.2
+KAFKA_VERSIONS ?= 4.3.1 3.9.2 3.5.2
+# Producer client versions besides the locked one (each its own virtualenv under .cache/clients).
+CLIENT_VERSIONS ?= 2.0.2 2.2.0 2.3.0
 RUN_CONF ?= {}
 
 export PATH := $(BIN):$(PATH)
@@ -17,7 +19,7 @@ export AIRFLOW_CONN_SPARK_DEFAULT := {"conn_type":"spark","host":"local[*]"}
 
 .PHONY: setup system-deps run test test-unit reap clean bench-proxy bench-load
 
-setup: system-deps $(VENV)/.installed .cache/.jars-$(subst $() ,_,$(KAFKA_VERSIONS)) $(AIRFLOW_HOME)/.migrated
+setup: system-deps $(VENV)/.installed .cache/.jars-$(subst $() ,_,$(KAFKA_VERSIONS) $(CLIENT_VERSIONS)) $(AIRFLOW_HOME)/.migrated
 
 # Java 17 (Kafka, Spark), Maven (jar downloads) and ps (Spark's launcher), from Debian's packages if missing.
 system-deps:
@@ -33,9 +35,9 @@ $(VENV)/.installed: requirements.lock pyproject.toml
 	$(BIN)/uv pip install -q -p $(BIN)/python --no-deps -e .
 	touch $@
 
-.cache/.jars-%: $(VENV)/.installed plugins/acklab/maven.py
-	$(BIN)/acklab setup $(addprefix --kafka-version ,$(KAFKA_VERSIONS))
-	touch $@
+.cache/.jars-%: $(VENV)/.installed plugins/acklab/maven.py plugins/acklab/workload/clients.py
+	$(BIN)/acklab setup $(addprefix --kafka-version ,$(KAFKA_VERSIONS)) $(addprefix --client-version ,$(CLIENT_VERSIONS))
+	mkdir -p .cache && touch $@
 
 $(AIRFLOW_HOME)/.migrated: $(VENV)/.installed
 	mkdir -p $(AIRFLOW_HOME)/plugins
@@ -45,6 +47,7 @@ $(AIRFLOW_HOME)/.migrated: $(VENV)/.installed
 
 # The DAG once, in-process, on the embedded local cluster with default params.
 run: setup
+	$(BIN)/acklab check-params kafka_delivery_matrix '$(RUN_CONF)'
 	$(BIN)/acklab reap
 	ACKLAB_BIND_CLUSTER_TO_PID=1 $(BIN)/airflow dags test kafka_delivery_matrix -c '$(RUN_CONF)' > $(AIRFLOW_HOME)/dags-test.log 2>&1 \
 	  || { tail -n 60 $(AIRFLOW_HOME)/dags-test.log; echo "DAG run failed; full log: $(AIRFLOW_HOME)/dags-test.log"; exit 1; }

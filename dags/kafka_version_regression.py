@@ -1,11 +1,14 @@
-"""Weekly Airflow DAG: the same delivery matrix on two or more Kafka versions, side by side, with a
-comparison report calling out every scenario whose verdict differs between versions."""
+"""Weekly Airflow DAG: the same delivery matrix on every (Kafka version, producer client version)
+pair, side by side, with a comparison report calling out every scenario whose verdict differs."""
 
 from acklab.maven import DEFAULT_KAFKA_VERSION
 from acklab.orchestration.dags import version_regression_dag
 from acklab.plan import standard_matrix
+from acklab.workload.clients import LOCKED
 
-dag = version_regression_dag("kafka_version_regression", "@weekly", standard_matrix(), [DEFAULT_KAFKA_VERSION, "3.9.2"], __doc__)
+dag = version_regression_dag(
+    "kafka_version_regression", "@weekly", standard_matrix(), [DEFAULT_KAFKA_VERSION, "3.9.2"], [LOCKED], __doc__
+)
 
 if __name__ == "__main__":
     dag.test()

@@ -90,7 +90,10 @@ def run_group(cluster: Cluster, plan: RunPlan, index: int, run: RunDir, progress
 
     def load(n: int) -> LoadResult:
         try:
-            return run_load(cluster.bootstrap_servers, topics[n], group[n].profile, plan.load, run.scenario(group[n].name), totals.of(n), ready.wait)
+            return run_load(
+                cluster.bootstrap_servers, topics[n], group[n].profile, plan.load, run.scenario(group[n].name), totals.of(n), ready.wait,
+                plan.client,
+            )
         except BaseException:
             ready.abort()  # the other loads stop waiting for this one
             raise
@@ -175,7 +178,10 @@ def _entry(
         producer_config=scenario.profile.producer_config(),
         fault=scenario.fault,
         guarantee=str(scenario.expected.guarantee),
+        guarantee_reason=scenario.expected.reason,
         expectations=[e.as_dict() for e in scenario.expected.expectations],
+        client_version=result.client_version,
+        librdkafka_version=result.librdkafka_version,
         topic=topic,
         partitions=plan.topology.partitions,
         send_log=run.relative(files.send_log),

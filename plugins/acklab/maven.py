@@ -17,8 +17,8 @@ from acklab.paths import cache_dir
 
 DEPENDENCY_PLUGIN = "org.apache.maven.plugins:maven-dependency-plugin:3.8.1"
 DEFAULT_KAFKA_VERSION = "4.3.1"
-KAFKA_VERSION_PATTERN = r"^(3\.9|4\.\d+)\.\d+$"  # the KRaft releases acklab runs
-KAFKA_VERSIONS_TEXT = "3.9.x or 4.x"
+KAFKA_VERSION_PATTERN = r"^(3\.[3-9]|4\.\d+)\.\d+$"  # the KRaft releases acklab runs (3.3 made KRaft production-ready)
+KAFKA_VERSIONS_TEXT = "3.3.x to 3.9.x, or 4.x"
 
 
 class SetupError(RuntimeError):

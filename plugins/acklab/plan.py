@@ -4,17 +4,18 @@ or pyarrow): DAG files build their params from it. Running a plan is `acklab.exe
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from acklab.maven import KAFKA_VERSION_PATTERN
+from acklab.maven import KAFKA_VERSION_PATTERN, SetupError, kafka_libs
 from acklab.model import Expected, expect
 from acklab.nemesis.faults import FAULT_NAMES
 from acklab.nemesis.schedule import FaultStep, check_schedule, schedule_for
-from acklab.profiles import Partitioner, ProducerProfile, get_profile, largest_accepted_value, profile_names
+from acklab.profiles import Partitioner, ProducerProfile, get_profile, profile_from_spec, profile_names
 from acklab.spec import SpecError, parse_model
 from acklab.topology import Topology, load_topology
+from acklab.workload import clients
 from acklab.workload.spec import MAX_MESSAGES, MAX_PRODUCERS, LoadSpec
 
 
@@ -32,8 +33,17 @@ class RunParams(BaseModel):
         None, pattern=KAFKA_VERSION_PATTERN, description="Apache Kafka version (fetched by `acklab setup`); null = the topology's"
     )
     backend: Literal["local", "docker"] = Field("local", description="Local JVMs or Docker containers")
+    client_version: str | None = Field(
+        None, pattern=clients.CLIENT_VERSION_PATTERN,
+        description=f"confluent-kafka version of the producers (2.0.2 or later, set up by `acklab setup --client-version`); null = the locked {clients.LOCKED}",
+    )
     profiles: list[str] = Field(
         default_factory=lambda: ["leader-ack", "idempotent"], min_length=1, description="Producer profiles, one scenario per fault"
+    )
+    custom_profiles: dict[str, dict[str, Any]] | None = Field(
+        None,
+        description="Your own producer profiles: name -> profile (the catalog's fields, or {librdkafka: {property: value}}); "
+        "`profiles` may name them",
     )
     faults: list[str] = Field(default_factory=lambda: ["leader-kill"], min_length=1, description="Faults, one scenario per profile")
     schedule: list[FaultStep] | None = Field(
@@ -75,10 +85,11 @@ class ScenarioPlan(BaseModel):
 
 
 class RunPlan(BaseModel):
-    """A validated run: topology, load and scenarios (profile x fault schedule)."""
+    """A validated run: topology, producer client, load and scenarios (profile x fault schedule)."""
 
     params: RunParams
     topology: Topology
+    client: clients.Client
     load: LoadSpec
     scenarios: list[ScenarioPlan]
 
@@ -99,8 +110,18 @@ def make_plan(params: RunParams | dict[str, object]) -> RunPlan:
     topology = load_topology(params.topology)
     if params.kafka_version:
         topology = parse_model(Topology, {**topology.model_dump(), "kafka_version": params.kafka_version}, "params.kafka_version")
+    if params.backend == "local":
+        try:
+            kafka_libs(topology.kafka_version)
+        except SetupError as exc:
+            raise SpecError(f"kafka_version {topology.kafka_version}: {exc}") from None
     schedules = _fault_schedules(params, topology)
     load = parse_model(LoadSpec, params.model_dump(include=set(LoadSpec.model_fields)), "params")
+    if params.rate is None and params.duration_s is None and any(schedules.values()):
+        raise SpecError(
+            f"params.rate: at full speed {params.messages} messages may all be sent before a fault starts "
+            f"({params.fault_at_s:g} s in); set rate or duration_s so that the load outlasts the fault window"
+        )
     if params.rate is not None or params.duration_s is not None:
         load_s = min(params.messages / params.rate if params.rate else float("inf"), params.duration_s or float("inf"))
         for fault, steps in schedules.items():
@@ -110,16 +131,19 @@ def make_plan(params: RunParams | dict[str, object]) -> RunPlan:
                     f"params.fault_at_s: {fault} at {late[0].at_s}s would start after the load ends "
                     f"(after {load_s:.1f}s: {params.messages} messages at {params.rate or 'max'}/s, duration_s={params.duration_s})"
                 )
-    scenarios = []
+    for name, spec in (params.custom_profiles or {}).items():
+        profile_from_spec(name, spec, "params.custom_profiles")
+    profiles = []
     for name in params.profiles:
-        profile = get_profile(name)
+        profile = get_profile(name, params.custom_profiles)
         if params.partitioner is not None:
             profile = parse_model(ProducerProfile, {**profile.model_dump(), "partitioner": params.partitioner}, "params.partitioner")
-        if (largest := largest_accepted_value(profile.producer_config(), load.longest_key.encode(), params.message_bytes)) is not None:
-            raise SpecError(
-                f"params.message_bytes: {params.message_bytes}-byte messages are refused by the producer of profile "
-                f"{name} (librdkafka: MSG_SIZE_TOO_LARGE, above its message.max.bytes); at most {largest} bytes fit"
-            )
+        profiles.append(profile)
+    client = _client(params)
+    _check_with_librdkafka(client, profiles, load)
+    scenarios = []
+    for profile in profiles:
+        name = profile.name
         for fault, steps in schedules.items():
             scenarios.append(
                 ScenarioPlan(
@@ -130,7 +154,44 @@ def make_plan(params: RunParams | dict[str, object]) -> RunPlan:
                     expected=expect(profile, topology, steps),
                 )
             )
-    return RunPlan(params=params, topology=topology, load=load, scenarios=scenarios)
+    return RunPlan(params=params, topology=topology, client=client, load=load, scenarios=scenarios)
+
+
+def version_grid(
+    params: dict[str, Any], kafka_versions: list[str | None], client_versions: list[str | None], minimum: int = 2
+) -> list[RunPlan]:
+    """One plan per (Kafka version, client version) pair of the same params (None: the default), all
+    validated before anything starts; at least `minimum` pairs (a comparison needs two)."""
+    for name, versions in (("kafka_versions", kafka_versions), ("client_versions", client_versions)):
+        if not versions or len(set(versions)) != len(versions):
+            raise SpecError(f"params.{name}: one or more distinct versions, got {versions}")
+    if len(kafka_versions) * len(client_versions) < minimum:
+        raise SpecError(f"params: a version comparison needs {minimum} or more (kafka_versions x client_versions) pairs")
+    base = {k: v for k, v in params.items() if k in RunParams.model_fields}
+    return [
+        make_plan({**base, "kafka_version": kafka, "client_version": client}) for kafka in kafka_versions for client in client_versions
+    ]
+
+
+def _client(params: RunParams) -> clients.Client:
+    try:
+        return clients.client(params.client_version)
+    except SetupError as exc:
+        raise SpecError(f"params.client_version: {exc}") from None
+
+
+def _check_with_librdkafka(client: clients.Client, profiles: list[ProducerProfile], load: LoadSpec) -> None:
+    """The client's own librdkafka must accept each profile and the load's largest message."""
+    items = [{"config": p.producer_config(), "key": load.longest_key, "value_bytes": load.message_bytes} for p in profiles]
+    for profile, answer in zip(profiles, clients.probe(client, items), strict=True):
+        if answer["error"]:
+            raise SpecError(f"profile {profile.name}: librdkafka {client.librdkafka} rejects the configuration: {answer['error']}")
+        if answer["largest"] is not None:
+            raise SpecError(
+                f"params.message_bytes: {load.message_bytes}-byte messages are refused by the producer of profile "
+                f"{profile.name} (librdkafka {client.librdkafka}: MSG_SIZE_TOO_LARGE, above its message.max.bytes); "
+                f"at most {answer['largest']} bytes fit"
+            )
 
 
 def _fault_schedules(params: RunParams, topology: Topology) -> dict[str, list[FaultStep]]:

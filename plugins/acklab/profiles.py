@@ -1,20 +1,27 @@
-"""Producer profiles: named, validated librdkafka settings that define a delivery guarantee.
+"""Producer profiles: named librdkafka settings that define a delivery guarantee.
 
-librdkafka (confluent_kafka) is imported only when a profile is validated, never at import."""
+A profile is either typed fields (the catalog's form, `catalog/profiles.yaml`) or raw librdkafka
+properties (`{librdkafka: {property: value}}`), read as exactly the producer those properties
+configure: librdkafka's defaults for what they leave out. Contradictions are rejected here, in one
+line; librdkafka's own validation, for the client version a run uses, is `acklab.plan`'s (through
+`acklab.workload.clients.probe`). Nothing here imports librdkafka."""
 
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from functools import cache
 from importlib import resources
-from typing import Literal
+from pathlib import Path
+from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from acklab.spec import SpecError, parse_model
+from acklab.spec import SpecError, load_yaml, parse_model
 
 CATALOG = "catalog/profiles.yaml"
+RAW = "librdkafka"  # a profile spec's key for raw librdkafka properties
 
 Partitioner = Literal["consistent_random", "murmur2_random"]
 """librdkafka partitioners for keyed messages: CRC32 of the key, or Java-compatible murmur2."""
@@ -32,7 +39,7 @@ MANAGED_PROPERTIES = {
     "linger.ms": "linger_ms",
     "queue.buffering.max.ms": "linger_ms",
     "request.timeout.ms": "request_timeout_ms",
-    "socket.timeout.ms": "request_timeout_ms",
+    "socket.timeout.ms": "socket_timeout_ms",
     "delivery.timeout.ms": "delivery_timeout_ms",
     "message.timeout.ms": "delivery_timeout_ms",
     "partitioner": "partitioner",
@@ -41,6 +48,19 @@ MANAGED_PROPERTIES = {
     "bootstrap.servers": "the cluster (set by acklab)",
     "metadata.broker.list": "the cluster (set by acklab)",
 }
+# librdkafka's defaults of the typed fields (CONFIGURATION.md), for raw profiles that leave them out.
+LIBRDKAFKA_DEFAULTS: Mapping[str, Any] = {
+    "acks": "all",
+    "enable_idempotence": False,
+    "retries": 2147483647,
+    "max_in_flight": 1000000,
+    "linger_ms": 5,
+    "request_timeout_ms": 30000,
+    "socket_timeout_ms": 60000,
+    "delivery_timeout_ms": 300000,
+    "partitioner": "consistent_random",
+}
+IDEMPOTENT_MAX_IN_FLIGHT = 5  # librdkafka caps max.in.flight to this when enable.idempotence is set
 
 
 class TransactionSpec(BaseModel):
@@ -70,6 +90,7 @@ class ProducerProfile(BaseModel):
     max_in_flight: int = Field(5, ge=1)
     linger_ms: int = Field(5, ge=0)
     request_timeout_ms: int = Field(10000, ge=100)
+    socket_timeout_ms: int | None = Field(None, ge=10, description="client-side request timeout; null = request_timeout_ms")
     delivery_timeout_ms: int = Field(60000, ge=1000)
     partitioner: Partitioner = "consistent_random"
     transaction: TransactionSpec | None = None
@@ -88,8 +109,8 @@ class ProducerProfile(BaseModel):
         if self.enable_idempotence:
             if self.acks != "all":
                 raise ValueError(f"enable_idempotence requires acks=all, got acks={self.acks}")
-            if self.max_in_flight > 5:
-                raise ValueError(f"enable_idempotence requires max_in_flight <= 5, got {self.max_in_flight}")
+            if self.max_in_flight > IDEMPOTENT_MAX_IN_FLIGHT:
+                raise ValueError(f"enable_idempotence requires max_in_flight <= {IDEMPOTENT_MAX_IN_FLIGHT}, got {self.max_in_flight}")
             if self.retries == 0:
                 raise ValueError("enable_idempotence requires retries > 0")
         if self.delivery_timeout_ms < self.request_timeout_ms + self.linger_ms:
@@ -102,7 +123,6 @@ class ProducerProfile(BaseModel):
                     f"transaction.timeout_ms ({self.transaction.timeout_ms}) must be >= delivery_timeout_ms "
                     f"({self.delivery_timeout_ms})"
                 )
-        _check_with_librdkafka(self.producer_config())
         return self
 
     def producer_config(self) -> dict[str, str | int | float | bool]:
@@ -115,8 +135,8 @@ class ProducerProfile(BaseModel):
             "linger.ms": self.linger_ms,
             "request.timeout.ms": self.request_timeout_ms,
             # librdkafka enforces request.timeout.ms on the broker only; the client times a request
-            # out after socket.timeout.ms. Both, as Java's client-side request.timeout.ms.
-            "socket.timeout.ms": self.request_timeout_ms,
+            # out after socket.timeout.ms. The catalog sets both, as Java's client-side request.timeout.ms.
+            "socket.timeout.ms": self.socket_timeout_ms or self.request_timeout_ms,
             "delivery.timeout.ms": self.delivery_timeout_ms,
             "partitioner": self.partitioner,
         }
@@ -124,43 +144,70 @@ class ProducerProfile(BaseModel):
             config["transaction.timeout.ms"] = self.transaction.timeout_ms
         return {**config, **self.overrides}
 
+    @classmethod
+    def from_librdkafka(cls, name: str, properties: Mapping[str, Any], description: str = "") -> ProducerProfile:
+        """The profile of the producer `properties` configure (librdkafka names and aliases; its
+        defaults for what they leave out). ValueError names a property acklab cannot honour."""
+        fields: dict[str, Any] = {}
+        overrides: dict[str, Any] = {}
+        transactional_id = None
+        for key, value in properties.items():
+            target = MANAGED_PROPERTIES.get(key)
+            if target is None:
+                overrides[key] = value
+            elif key == "transactional.id":
+                transactional_id = value
+            elif key == "transaction.timeout.ms":
+                fields.setdefault("transaction", {})["timeout_ms"] = int(value)
+            elif target.startswith("the cluster"):
+                raise ValueError(f"{key} is set by acklab (the cluster under test), not by the profile")
+            else:
+                fields[target] = _field_value(target, key, value)
+        if transactional_id is None:
+            fields.pop("transaction", None)
+        else:  # a transactional producer is idempotent
+            fields.setdefault("transaction", {})
+            fields.setdefault("enable_idempotence", True)
+        typed = {**LIBRDKAFKA_DEFAULTS, **fields}
+        if typed["enable_idempotence"] and "max_in_flight" not in fields:
+            typed["max_in_flight"] = IDEMPOTENT_MAX_IN_FLIGHT
+        return cls.model_validate({"name": name, "description": description or "raw librdkafka properties", **typed, "overrides": overrides})
 
-def _check_with_librdkafka(config: dict[str, str | int | float | bool]) -> None:
-    """librdkafka itself rejects unknown properties, bad values and contradictions it knows of."""
-    from confluent_kafka import KafkaException, Producer
 
+def _field_value(field: str, key: str, value: Any) -> Any:
+    """A librdkafka property's value as the typed field wants it."""
+    text = str(value).strip().lower()
+    if field == "acks":
+        return {"-1": "all", "all": "all", "0": "0", "1": "1"}.get(text, text)
+    if field == "enable_idempotence":
+        if text not in ("true", "false"):
+            raise ValueError(f"{key}: expected true or false, got {value!r}")
+        return text == "true"
+    if field == "partitioner":
+        return text
     try:
-        Producer({**config, "log_level": 0})
-    except KafkaException as exc:
-        raise ValueError(f"librdkafka rejects the configuration: {exc.args[0].str()}") from None
+        return int(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"{key}: expected an integer, got {value!r}") from None
 
 
-def largest_accepted_value(config: dict[str, str | int | float | bool], key: bytes, value_bytes: int) -> int | None:
-    """None if librdkafka, configured with `config`, accepts a `value_bytes` value under `key`;
-    otherwise the largest value size it accepts (it refuses larger ones at `produce()`, e.g.
-    MSG_SIZE_TOO_LARGE above message.max.bytes). Nothing is sent: no broker is configured."""
-    from confluent_kafka import KafkaException, Producer
-
-    producer = Producer({**config, "log_level": 0})
-
-    def accepted(size: int) -> bool:
+def profile_from_spec(name: str, spec: Mapping[str, Any], source: str) -> ProducerProfile:
+    """A profile from its spec: typed fields, or `{librdkafka: {...}, description: ...}`; SpecError in one line."""
+    if not isinstance(spec, Mapping):
+        raise SpecError(f"{source}: profile {name}: expected a mapping of fields (or librdkafka: {{property: value}})")
+    if RAW in spec:
+        extra = set(spec) - {RAW, "description"}
+        if extra or not isinstance(spec[RAW], Mapping):
+            raise SpecError(f"{source}: profile {name}: with {RAW} only `description` may be given beside it, got {sorted(extra)}")
         try:
-            producer.produce("acklab-size-probe", b"x" * size, key)
-            return True
-        except KafkaException:
-            return False
-
-    try:
-        if accepted(value_bytes):
-            return None
-        low, high = 0, value_bytes  # accepted(low), not accepted(high)
-        while high - low > 1:
-            middle = (low + high) // 2
-            low, high = (middle, high) if accepted(middle) else (low, middle)
-        return low
-    finally:
-        producer.purge()
-        producer.flush(0)
+            return ProducerProfile.from_librdkafka(name, spec[RAW], str(spec.get("description", "")))
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            where = ".".join(str(p) for p in first["loc"]) or "(top level)"
+            raise SpecError(f"{source}: profile {name}: {where}: {first['msg']}") from None
+        except ValueError as exc:
+            raise SpecError(f"{source}: profile {name}: {exc}") from None
+    return parse_model(ProducerProfile, {"name": name, **spec}, f"{source}: profile {name}")
 
 
 @cache
@@ -169,18 +216,32 @@ def _catalog_specs() -> dict[str, dict[str, object]]:
 
 
 def profile_names() -> list[str]:
-    """The built-in profiles' names, without validating them (cheap: no librdkafka)."""
+    """The built-in profiles' names."""
     return sorted(_catalog_specs())
 
 
 @cache
 def catalog() -> dict[str, ProducerProfile]:
-    """The built-in profiles, by name, validated (librdkafka checks each configuration)."""
-    return {name: parse_model(ProducerProfile, {"name": name, **spec}, f"profile {name}") for name, spec in _catalog_specs().items()}
+    """The built-in profiles, by name."""
+    return {name: profile_from_spec(name, spec, "catalog") for name, spec in _catalog_specs().items()}
 
 
-def get_profile(name: str) -> ProducerProfile:
+def load_profiles_file(path: Path) -> dict[str, dict[str, Any]]:
+    """The profile specs of a user's profiles file (the catalog's schema), checked; SpecError in one line."""
+    specs = load_yaml(path, "profiles file")
+    if not isinstance(specs, dict) or not specs:
+        raise SpecError(f"profiles file {path}: expected a mapping of profile name -> profile")
+    for name, spec in specs.items():
+        profile_from_spec(str(name), spec, f"profiles file {path}")
+    return {str(name): spec for name, spec in specs.items()}
+
+
+def get_profile(name: str, custom: Mapping[str, Mapping[str, Any]] | None = None) -> ProducerProfile:
+    """A user's profile (`custom`: name -> spec) or a catalog one, by name."""
+    if custom and name in custom:
+        return profile_from_spec(name, custom[name], "params.custom_profiles")
     profiles = catalog()
     if name not in profiles:
-        raise SpecError(f"unknown profile {name!r}; valid: {', '.join(profiles)}")
+        known = sorted({*profiles, *(custom or {})})
+        raise SpecError(f"unknown profile {name!r}; valid: {', '.join(known)}")
     return profiles[name]

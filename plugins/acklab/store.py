@@ -69,8 +69,11 @@ class ScenarioEntry(BaseModel):
     scenario: str = Field(description="`<profile>__<fault>`")
     profile: str = Field("", description="producer profile")
     producer_config: dict[str, Any] = Field(default_factory=dict, description="the librdkafka configuration used")
+    client_version: str | None = Field(None, description="confluent-kafka version the producers ran")
+    librdkafka_version: str | None = Field(None, description="the librdkafka it bundles")
     fault: str = Field("", description="fault (the schedule's label)")
     guarantee: str = Field("", description="the class the model expects")
+    guarantee_reason: str | None = Field(None, description="why: the class rule that matched and the settings that decided it")
     expectations: list[dict[str, Any]] | None = Field(None, description="the exact expectations of the row, recorded at plan time")
     topic: str | None = Field(None, description="the scenario's own topic")
     partitions: int | None = Field(None, description="its partition count")
@@ -102,6 +105,11 @@ class Manifest(BaseModel):
     bootstrap_servers: str | None = Field(None, description="the DIRECT listeners the audit reads from")
     topology: dict[str, Any] = Field(default_factory=dict, description="the topology spec (`acklab.topology.Topology`)")
     params: list[dict[str, Any]] = Field(default_factory=list, description="the run params of each plan run in this folder")
+
+    @property
+    def client_version(self) -> str:
+        """The producers' confluent-kafka version ('' if unrecorded, or mixed: ', '-joined)."""
+        return ", ".join(sorted({s.client_version for s in self.scenarios if s.client_version}))
     scenarios: list[ScenarioEntry] = Field(default_factory=list, description="one entry per scenario (below)")
 
     def entry(self, scenario: str) -> ScenarioEntry:

@@ -11,14 +11,15 @@ from acklab.report.compare import build_comparison
 from acklab.store import RunDir
 
 
-def _run(root: Path, name: str, version: str, statuses: dict[str, str]) -> Path:
+def _run(root: Path, name: str, version: str, statuses: dict[str, str], client: str = "2.16.1") -> Path:
     run = RunDir(root / name)
     run.audit.root.mkdir(parents=True)
     run.report.root.mkdir()
     run.report.heatmap.write_bytes(b"\x89PNG")
     rows = [{"scenario": s, "lost": 0 if v == "pass" else 7, "duplicates": 0, "failed": 0, "reordered": 0} for s, v in statuses.items()]
     run.matrix_json.write_text(json.dumps(rows))
-    run.manifest.write_text(json.dumps({"run_id": name, "topology": {"kafka_version": version}}))
+    scenarios = [{"scenario": s, "client_version": client} for s in statuses]
+    run.manifest.write_text(json.dumps({"run_id": name, "topology": {"kafka_version": version}, "scenarios": scenarios}))
     status = "fail" if "fail" in statuses.values() else "pass"
     run.write_result({"status": status, "scenarios": statuses, "matrix": str(run.matrix_json)})
     return run.root
@@ -30,9 +31,24 @@ def test_differing_verdicts_are_called_out(isolated_run_store: Path) -> None:
     comparison = build_comparison([new, old])
     assert [r.kafka_version for r in comparison.runs] == ["3.9.2", "4.3.1"]
     assert comparison.differing == ["idempotent__leader-kill"] and comparison.status == "fail"
-    assert "DIFFERS idempotent__leader-kill: 3.9.2 pass, 4.3.1 fail" in comparison.summary_lines()
+    assert "DIFFERS idempotent__leader-kill: 3.9.2-2.16.1 pass, 4.3.1-2.16.1 fail" in comparison.summary_lines()
     html = comparison.html.read_text()
-    assert "heatmap-3.9.2.png" in html and "heatmap-4.3.1.png" in html and "idempotent__leader-kill" in html
+    assert "heatmap-3.9.2-2.16.1.png" in html and "heatmap-4.3.1-2.16.1.png" in html and "idempotent__leader-kill" in html
+
+
+def test_pairs_of_kafka_and_client_versions_are_compared(isolated_run_store: Path) -> None:
+    runs = [
+        _run(isolated_run_store, f"p-{k}-{c}", k, {"idempotent__ack-loss": "fail" if c == "2.2.0" else "pass"}, c)
+        for k in ("3.5.2", "4.3.1") for c in ("2.2.0", "2.3.0")
+    ]
+    comparison = build_comparison(runs)
+    assert [r.label for r in comparison.runs] == [
+        "Kafka 3.5.2 / client 2.2.0", "Kafka 3.5.2 / client 2.3.0", "Kafka 4.3.1 / client 2.2.0", "Kafka 4.3.1 / client 2.3.0",
+    ]
+    assert comparison.differing == ["idempotent__ack-loss"]
+    assert comparison.summary_lines()[-1] == (
+        "DIFFERS idempotent__ack-loss: 3.5.2-2.2.0 fail, 3.5.2-2.3.0 pass, 4.3.1-2.2.0 fail, 4.3.1-2.3.0 pass"
+    )
 
 
 @pytest.mark.parametrize("statuses", [{"a__none": "pass"}])

@@ -262,3 +262,13 @@ def test_expectation_bounds() -> None:
 
 def test_committed_table_is_current() -> None:
     assert DOC.read_text() == to_markdown(default_tables()), "docs/guarantees.md is stale: run `acklab model-table`"
+
+
+def test_every_class_comes_with_the_rule_and_settings_that_decided_it() -> None:
+    assert expected("idempotent").reason == (
+        "rule 6 (enable.idempotence=true) matched; decided by acks=all, min.insync.replicas=2, "
+        "unclean.leader.election.enable=false, transactional=false, enable.idempotence=true"
+    )
+    assert expected("leader-ack").reason == "rule 2 (acks=1) matched; decided by acks=1"
+    assert expected("at-least-once").reason.startswith("rule 8 (otherwise (acks=all, min.insync >= 2, clean election)) matched; decided by acks=all")
+    assert "max.in.flight=5" in expected("at-least-once").reason

@@ -100,6 +100,7 @@ class Run:
             {
                 "scenario": name,
                 "guarantee": str(expected.guarantee),
+                "guarantee_reason": expected.reason,
                 "expectations": [e.as_dict() for e in expected.expectations],
                 "fault_effect": "leader of partition 0 moved 1 -> 2 in 3.1s",
             }
@@ -110,6 +111,9 @@ class Run:
                 "profile": profile.name,
                 "fault": fault,
                 "guarantee": str(expected.guarantee),
+                "guarantee_reason": expected.reason,
+                "client_version": "2.16.1",
+                "librdkafka_version": "2.16.0",
                 "partitioner": profile.partitioner,
                 "producers": 1,
                 "transactional": profile.transaction is not None,

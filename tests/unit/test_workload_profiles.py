@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
+import yaml
 
 from acklab.plan import make_plan
-from acklab.profiles import ProducerProfile, TransactionSpec, catalog, get_profile
+from acklab.profiles import ProducerProfile, TransactionSpec, catalog, get_profile, load_profiles_file
 from acklab.spec import SpecError, parse_model
 
 
@@ -61,9 +64,6 @@ def test_producer_config_uses_librdkafka_names_and_keeps_overrides() -> None:
         ({"acks": "1", "overrides": {"transactional.id": "x"}}, "transactional.id is set by transaction"),
         ({"acks": "1", "overrides": {"bootstrap.servers": "h:1"}}, "bootstrap.servers is set by the cluster"),
         ({"acks": "1", "overrides": {"stats_cb": "x"}}, "stats_cb is set by acklab"),
-        ({"acks": "1", "overrides": {"no.such.property": 1}}, 'librdkafka rejects the configuration: No such configuration property: "no.such.property"'),
-        ({"acks": "1", "overrides": {"compression.type": "zip"}}, 'Invalid value "zip" for configuration property'),
-        ({"acks": "1", "overrides": {"enable.gapless.guarantee": True}}, "`enable.gapless.guarantee` requires `enable.idempotence`"),
         ({"acks": "2"}, "acks: Input should be '0', '1' or 'all'"),
         ({"acks": "1", "colour": "blue"}, "colour: Extra inputs are not permitted"),
     ],
@@ -104,3 +104,64 @@ def test_run_params_override_the_partitioner_and_carry_the_load_knobs() -> None:
 def test_bad_load_knobs_fail_before_anything_starts(params: dict, message: str) -> None:
     with pytest.raises(SpecError, match=message.replace("(", r"\(").replace(")", r"\)")):
         make_plan(params)
+
+
+@pytest.mark.parametrize(
+    ("overrides", "message"),
+    [
+        ({"no.such.property": 1}, 'rejects the configuration: No such configuration property: "no.such.property"'),
+        ({"compression.type": "zip"}, 'Invalid value "zip" for configuration property'),
+        ({"enable.gapless.guarantee": True}, "`enable.gapless.guarantee` requires `enable.idempotence`"),
+    ],
+)
+def test_librdkafka_of_the_run_client_validates_every_profile_before_anything_starts(overrides: dict, message: str) -> None:
+    custom = {"mine": {"acks": "1", "overrides": overrides}}
+    with pytest.raises(SpecError) as error:
+        make_plan({"profiles": ["mine"], "custom_profiles": custom, "faults": ["none"]})
+    assert str(error.value).startswith("profile mine: librdkafka ") and message in str(error.value)
+
+
+def test_raw_librdkafka_properties_are_the_producer_they_configure() -> None:
+    """librdkafka names and aliases map to the typed fields, its defaults fill the rest, anything
+    else stays an override; the configuration handed to librdkafka is the user's."""
+    raw = ProducerProfile.from_librdkafka("raw", {"request.required.acks": "-1", "enable.idempotence": "true", "linger.ms": "20", "compression.type": "lz4"})
+    assert (raw.acks, raw.enable_idempotence, raw.max_in_flight, raw.linger_ms, raw.retries) == ("all", True, 5, 20, 2147483647)
+    assert (raw.request_timeout_ms, raw.delivery_timeout_ms) == (30000, 300000)
+    config = raw.producer_config()
+    assert config["socket.timeout.ms"] == 60000 and config["compression.type"] == "lz4"
+    plain = ProducerProfile.from_librdkafka("plain", {"acks": "1"})
+    assert (plain.acks, plain.enable_idempotence, plain.max_in_flight) == ("1", False, 1000000)
+    txn = ProducerProfile.from_librdkafka("txn", {"transactional.id": "app-1", "transaction.timeout.ms": 400000})
+    assert txn.enable_idempotence and txn.transaction is not None and txn.transaction.timeout_ms == 400000
+
+
+@pytest.mark.parametrize(
+    ("spec", "message"),
+    [
+        ({"librdkafka": {"acks": "1", "enable.idempotence": "true"}}, "enable_idempotence requires acks=all, got acks=1"),
+        ({"librdkafka": {"enable.idempotence": "maybe"}}, "enable.idempotence: expected true or false, got 'maybe'"),
+        ({"librdkafka": {"retries": "many"}}, "retries: expected an integer, got 'many'"),
+        ({"librdkafka": {"bootstrap.servers": "h:1"}}, "bootstrap.servers is set by acklab"),
+        ({"librdkafka": {"acks": "all"}, "acks": "1"}, "with librdkafka only `description` may be given"),
+        ({"librdkafka": {"max.in.flight": 6, "enable.idempotence": True}}, "enable_idempotence requires max_in_flight <= 5"),
+        ({"acks": "1", "colour": "red"}, "colour: Extra inputs are not permitted"),
+        ("acks=all", "expected a mapping of fields"),
+    ],
+)
+def test_bad_user_profiles_fail_in_one_line_naming_the_property(tmp_path: Path, spec: object, message: str) -> None:
+    path = tmp_path / "profiles.yaml"
+    path.write_text(yaml.safe_dump({"mine": spec}))
+    with pytest.raises(SpecError) as error:
+        load_profiles_file(path)
+    assert message in str(error.value) and "\n" not in str(error.value)
+    assert str(error.value).startswith(f"profiles file {path}: profile mine")
+
+
+def test_a_profiles_file_and_the_catalog_together(tmp_path: Path) -> None:
+    path = tmp_path / "profiles.yaml"
+    path.write_text(yaml.safe_dump({"ours": {"librdkafka": {"acks": "all", "enable.idempotence": "true"}}}))
+    plan = make_plan({"profiles": ["ours", "leader-ack"], "custom_profiles": load_profiles_file(path), "faults": ["none"]})
+    assert [(s.profile.name, str(s.expected.guarantee)) for s in plan.scenarios] == [("ours", "exactly-once"), ("leader-ack", "leader-durable")]
+    assert "enable.idempotence=true" in plan.scenarios[0].expected.reason
+    with pytest.raises(SpecError, match="unknown profile 'theirs'; valid: .*ours"):
+        make_plan({"profiles": ["theirs"], "custom_profiles": load_profiles_file(path)})

@@ -53,6 +53,7 @@ SITE_DIR = Path("uncommitted/data_docs/local_site")  # as in great_expectations.
 MODEL_PAGE = "guarantees.html"
 INTEGRITY_SUITE = "matrix_integrity"
 INTEGRITY = "integrity"  # the kind of the integrity suite's expectations
+REASON_PARAMETER = "guarantee_reason"  # a suite parameter: the row's classification reason, from its manifest entry
 
 # Descriptive columns every row must fill (the others may be null where they do not apply).
 IDENTITY_COLUMNS = ("scenario", "profile", "fault", "guarantee", "fault_effective", "evidence_complete")
@@ -145,6 +146,7 @@ class _Row:
     expectations: tuple[Expectation, ...]
     suites: tuple[str, ...]
     fault_effect: str | None
+    reason: str | None
 
 
 def conservation_column(parts: Sequence[str]) -> str:
@@ -234,8 +236,7 @@ def build_suites() -> list[ExpectationSuite]:
         gx_expectations = [bound(e) for e in expectations]
         if first.kind is Kind.GUARANTEE:
             guarantee = name.removeprefix("guarantee_")
-            gx_expectations.insert(
-                0,
+            gx_expectations[:0] = [
                 explained(
                     gxe.ExpectColumnValuesToBeInSet,
                     "This suite judges only rows that claim this guarantee.",
@@ -244,7 +245,15 @@ def build_suites() -> list[ExpectationSuite]:
                     column="guarantee",
                     value_set=[guarantee],
                 ),
-            )
+                explained(
+                    gxe.ExpectColumnValuesToBeInSet,
+                    "The row carries the reason the model gave for its class at plan time (shown here per scenario).",
+                    "guarantee_reason as planned",
+                    INTEGRITY,
+                    column="guarantee_reason",
+                    value_set={"$PARAMETER": REASON_PARAMETER},
+                ),
+            ]
         summary = _suite_summary(name, first)
         suites.append(
             gx.ExpectationSuite(
@@ -381,8 +390,11 @@ def validate_matrix(run: RunDir, root: Path, run_name: str) -> Verdict:
         # One frame per row, so one row's nulls cannot turn another row's counts into floats.
         frame = _frame([dict(row.record)])
         run_id = RunIdentifier(run_name=f"{run_name}__{scenario}", run_time=run_time)
+        parameters = {REASON_PARAMETER: [row.reason]}
         for name in row.suites:
-            result = context.checkpoints.get(name).run(batch_parameters={"dataframe": frame}, run_id=run_id)
+            result = context.checkpoints.get(name).run(
+                batch_parameters={"dataframe": frame}, expectation_parameters=parameters, run_id=run_id
+            )
             validated += result.run_results
             for found in _failures(name, result, [scenario]).values():
                 failed[scenario] += found
@@ -421,7 +433,7 @@ def _rows(records: list[dict[str, Any]], manifest: Manifest, source: str) -> lis
             ) from None
         expectations = tuple(Expectation(**{**e, "kind": Kind(e["kind"])}) for e in entry.expectations)
         suites = tuple(dict.fromkeys([f"guarantee_{guarantee}", *(e.suite for e in expectations)]))
-        rows.append(_Row(record, expectations, suites, entry.fault_effect))
+        rows.append(_Row(record, expectations, suites, entry.fault_effect, entry.guarantee_reason))
     return rows
 
 

@@ -53,7 +53,7 @@ def reap_orphans(runs_root: Path) -> list[Path]:
     """Tear down every orphaned cluster under `runs_root` (its owner is gone or its lease ran out)."""
     reaped = []
     for root, state in _states(runs_root):
-        if state.is_orphaned():
+        if state.is_orphaned(root):
             teardown(state, root)
             reaped.append(root)
     return reaped

@@ -16,7 +16,7 @@ from acklab.cluster.admin import PROBE_TOPIC, ClusterAdmin
 from acklab.cluster.errors import ClusterStartError
 from acklab.cluster.layout import free_ports, new_cluster_id, plan_nodes, write_configs
 from acklab.cluster.runner import NodeRunner
-from acklab.cluster.state import ClusterState, ProcessState, process_create_time, process_matches
+from acklab.cluster.state import ClusterState, ProcessState, beat, process_create_time, process_matches
 from acklab.paths import runs_dir
 from acklab.proxy.control import ProxyControl
 from acklab.proxy.server import ProxySpec, Route
@@ -43,13 +43,15 @@ class Cluster:
         backend: backends.Backend = "local",
         *,
         owner_pid: int | None = None,
+        heartbeat_s: float | None = None,
         lease_s: float = 3600.0,
         timeout_s: float = 120.0,
     ) -> Cluster:
         """Reap orphans, lay out and start every node and the fault proxy, and wait until healthy.
 
-        `owner_pid`: the cluster is reaped at the next provisioning once this process is gone;
-        without it only the lease (`lease_s`) bounds its life."""
+        The cluster is reaped (at the next provisioning, or by `acklab reap`) once `owner_pid` is
+        gone, or once its heartbeat is older than `heartbeat_s` (tasks of the run refresh it with
+        `acklab.cluster.state.keep_alive`), and in any case after `lease_s`."""
         runner_class = backends.runner_class(backend)
         backends.reap_orphans(runs_dir())
         runner_class.reap_strays()
@@ -64,7 +66,9 @@ class Cluster:
             owner_pid=owner_pid,
             owner_create_time=process_create_time(owner_pid) if owner_pid else None,
             lease_deadline=time.time() + lease_s,
+            heartbeat_s=heartbeat_s,
         )
+        beat(root)
         state.save(root)
         cluster = cls(state, root, backends.runner_for(state, root))
         try:
@@ -174,6 +178,10 @@ class Cluster:
     def is_running(self, node_id: int) -> bool:
         """Running or paused."""
         return self.runner.alive(self.state.node(node_id))
+
+    def is_paused(self, node_id: int) -> bool:
+        """Frozen by `pause`."""
+        return self.runner.paused(self.state.node(node_id))
 
     def start(self, node_id: int) -> None:
         """(Re)start a stopped or killed node on its existing data."""

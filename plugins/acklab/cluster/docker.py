@@ -177,6 +177,10 @@ class DockerRunner:
         container = self._container(node)
         return container is not None and bool(container.attrs["State"]["Running"])
 
+    def paused(self, node: NodeState) -> bool:
+        container = self._container(node)
+        return container is not None and bool(container.attrs["State"]["Paused"])
+
     def crashed(self, node: NodeState) -> str | None:
         container = self._container(node)
         if container is None:

@@ -76,6 +76,12 @@ class LocalRunner:
     def alive(self, node: NodeState) -> bool:
         return process_matches(node.pid, node.create_time)
 
+    def paused(self, node: NodeState) -> bool:
+        try:
+            return self.alive(node) and psutil.Process(node.pid).status() == psutil.STATUS_STOPPED  # type: ignore[arg-type]
+        except psutil.NoSuchProcess:
+            return False
+
     def crashed(self, node: NodeState) -> str | None:
         if node.pid is None or process_matches(node.pid, node.create_time):
             return None

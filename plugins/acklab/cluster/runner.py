@@ -40,6 +40,9 @@ class NodeRunner(Protocol):
     def resume(self, node: NodeState) -> None:
         """Undo `pause`."""
 
+    def paused(self, node: NodeState) -> bool:
+        """Frozen by `pause`."""
+
     def alive(self, node: NodeState) -> bool:
         """Running or paused."""
 

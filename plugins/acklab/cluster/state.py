@@ -1,9 +1,10 @@
 """Persistent cluster state (`cluster.json`: nodes, ports, pids, owner) and process identity.
 
 Every provisioned cluster writes `cluster.json` next to its nodes. A cluster is orphaned when the
-process that owns it is gone (CLI runs, `airflow dags test`) or its lease has expired (scheduler
-deployments, where tasks run in separate processes); `acklab.cluster.backends` reaps orphans. A pid
-is signalled only while it still belongs to the process we started (same create time).
+process that owns it is gone (CLI runs, `airflow dags test`), when its heartbeat stopped (scheduler
+deployments, where the run's tasks are separate processes and each keeps the heartbeat file fresh
+while it runs, `keep_alive`), or when its lease has expired; `acklab.cluster.backends` reaps
+orphans. A pid is signalled only while it still belongs to the process we started (same create time).
 """
 
 from __future__ import annotations
@@ -13,6 +14,8 @@ import os
 import signal
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Literal
 
@@ -22,6 +25,8 @@ from pydantic import BaseModel
 from acklab.topology import Topology
 
 STATE_FILE = "cluster.json"
+HEARTBEAT_FILE = "heartbeat"  # in the cluster folder: its mtime is the run's last sign of life
+HEARTBEAT_EVERY_S = 5.0
 
 
 class NodeState(BaseModel):
@@ -66,6 +71,7 @@ class ClusterState(BaseModel):
     owner_pid: int | None = None
     owner_create_time: float | None = None
     lease_deadline: float
+    heartbeat_s: float | None = None  # orphaned once the heartbeat file is older than this
     status: Literal["running", "torn-down"] = "running"
 
     def save(self, root: Path) -> None:
@@ -83,12 +89,53 @@ class ClusterState(BaseModel):
                 return node
         raise KeyError(f"no node {node_id} in cluster (nodes: {[n.node_id for n in self.nodes]})")
 
-    def is_orphaned(self, now: float | None = None) -> bool:
+    def is_orphaned(self, root: Path, now: float | None = None) -> bool:
+        """Running, but its owner is gone, its heartbeat stopped, or its lease ran out."""
         if self.status != "running":
             return False
+        now = now or time.time()
         if self.owner_pid is not None and not process_matches(self.owner_pid, self.owner_create_time):
             return True
-        return (now or time.time()) > self.lease_deadline
+        if self.heartbeat_s is not None and now - last_heartbeat(root) > self.heartbeat_s:
+            return True
+        return now > self.lease_deadline
+
+
+def beat(root: Path) -> None:
+    """The run is alive: refresh the cluster's heartbeat."""
+    (root / HEARTBEAT_FILE).touch()
+
+
+def last_heartbeat(root: Path) -> float:
+    """When the run last showed life (0 if never)."""
+    try:
+        return (root / HEARTBEAT_FILE).stat().st_mtime
+    except FileNotFoundError:
+        return 0.0
+
+
+@contextmanager
+def keep_alive(root: Path) -> Iterator[None]:
+    """Refresh the cluster's heartbeat every few seconds while the block runs (a task of the run);
+    when the process dies, the heartbeat stops and the reaper can tell."""
+    stop = threading.Event()
+
+    def run() -> None:
+        while True:
+            try:
+                beat(root)
+            except OSError:  # not created yet, or removed: nothing to refresh this time
+                pass
+            if stop.wait(HEARTBEAT_EVERY_S):
+                return
+
+    thread = threading.Thread(target=run, name="cluster-heartbeat", daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join()
 
 
 def process_create_time(pid: int) -> float:

@@ -33,7 +33,9 @@ parent concatenates the parts into the send log through a temp file and one atom
 transactional profiles each producer uses `transactional.id` `acklab-<topic>-p<n>`; `txn` counts its
 transactions from 0, which abort is deterministic (`abort_ratio`, evenly spread), and their records
 are delivered first and then aborted, so they are in the log and must be invisible to read_committed
-readers. Readers treat a column missing from an older send log as its default: {defaults}."""
+readers. The file's key-value metadata records the producers' client: `acklab.client_version`
+(confluent-kafka) and `acklab.librdkafka_version`. Readers treat a column missing from an older send
+log as its default: {defaults}."""
 
 RECORDS_RULES = """\
 Each record's key is the send log key (utf-8); its value starts with the ASCII text `<id>:<seq>:`,

@@ -73,11 +73,17 @@ def _process_fault(action: Literal["kill", "stop", "pause"]) -> Apply:
             event.ended, event.effect = time.time(), f"{step.target} resolved to no broker"
             return event
         controller = victim if target.kind == "controller" else None
+        alone = _sole_replica(ctx, target, victim)
         {"kill": ctx.cluster.kill, "stop": ctx.cluster.stop, "pause": ctx.cluster.pause}[action](victim)
         started = time.monotonic()
         admin = ctx.cluster.admin(timeout_s=1.0, exclude=[victim])
         try:
-            if target.kind in ("leader", "broker", "random-broker"):
+            if alone:  # no other replica can lead: the effect is the process itself, down or frozen
+                def check() -> str | None:
+                    down = ctx.cluster.is_paused(victim) if action == "pause" else not ctx.cluster.is_running(victim)
+                    state = "frozen" if action == "pause" else "down"
+                    return f"broker {victim} {state}, the only replica of partition {target.partition}: no leader can take over" if down else None
+            elif target.kind in ("leader", "broker", "random-broker"):
                 def check() -> str | None:
                     state = admin.partition(target.topic or ctx.topic, target.partition)
                     if state.leader not in (-1, victim):
@@ -103,6 +109,17 @@ def _process_fault(action: Literal["kill", "stop", "pause"]) -> Apply:
         return event
 
     return apply
+
+
+def _sole_replica(ctx: FaultContext, target: Target, victim: int) -> bool:
+    """The victim holds the target partition's only replica (RF=1, or a single broker), so
+    leadership cannot move and the process's own state is the fault's effect."""
+    if len(ctx.cluster.topology.broker_ids) == 1:
+        return True
+    if target.kind not in ("leader", "follower"):
+        return False
+    replicas = ctx.cluster.admin(timeout_s=5).partition(target.topic or ctx.topic, target.partition).replicas
+    return set(replicas) == {victim}
 
 
 def _rolling_restart(ctx: FaultContext, step: FaultStep, window: Window) -> FaultEvent:
@@ -153,8 +170,9 @@ def _replicas_down(ctx: FaultContext, step: FaultStep, window: Window) -> FaultE
 # ---- proxy faults -------------------------------------------------------------------------
 
 
-def _proxy_fault(action: str, counter: str) -> Apply:
-    """Install a proxy rule on the target broker for the window; effective if the proxy counted any."""
+def _proxy_fault(action: str, *counters: str) -> Apply:
+    """Install a proxy rule on the target broker for the window; effective if the proxy counted any
+    frame it acted on (any of `counters`: requests, or responses of requests already in flight)."""
 
     def apply(ctx: FaultContext, step: FaultStep, window: Window) -> FaultEvent:
         victim = resolve(ctx, step.parsed_target)
@@ -170,9 +188,9 @@ def _proxy_fault(action: str, counter: str) -> Apply:
             event.ended = time.time()
         after = proxy.stats().get(victim, {})
         event.counts = {k: after.get(k, 0) - before.get(k, 0) for k in after if after.get(k, 0) != before.get(k, 0)}
-        affected = event.counts.get(counter, 0)
-        event.observe(f"proxy {counter.replace('_', ' ')}: {affected} on broker {victim}" if affected else None,
-                      f"proxy {counter.replace('_', ' ')}: 0 on broker {victim}")
+        affected = sum(event.counts.get(counter, 0) for counter in counters)
+        seen = ", ".join(f"{counter.replace('_', ' ')} {event.counts.get(counter, 0)}" for counter in counters)
+        event.observe(f"proxy {seen} on broker {victim}" if affected else None, f"proxy {seen} on broker {victim}")
         if affected:  # the proxy counted requests of the load inside the window
             event.effective_at = event.started
         return event
@@ -191,6 +209,6 @@ ACTIONS: dict[str, Apply] = {
     "ack-loss": _proxy_fault("drop_response", "dropped_responses"),
     "request-loss": _proxy_fault("drop_request", "dropped_requests"),
     "latency": _proxy_fault("delay_response", "delayed_responses"),
-    "client-partition": _proxy_fault("blackhole", "blackholed_requests"),
+    "client-partition": _proxy_fault("blackhole", "blackholed_requests", "blackholed_responses"),
 }
 """The action of every catalog fault but `none`."""

@@ -9,6 +9,8 @@ import json
 import logging
 import os
 import sys
+import tempfile
+import traceback
 from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any, TypeVar
@@ -20,6 +22,7 @@ from acklab import maven
 from acklab.nemesis.faults import FAULT_NAMES
 from acklab.paths import runs_dir
 from acklab.plan import RunParams, standard_matrix
+from acklab.presets import VERSIONED, with_preset
 from acklab.spec import SpecError, load_yaml
 from acklab.store import RunDir, latest_result
 
@@ -47,6 +50,21 @@ def user_errors(action: Callable[[], T]) -> T:
         raise typer.Exit(2) from None
 
 
+def run_failures(action: Callable[[], T]) -> T:
+    """Run `action`; a run that fails (a full disk, a cluster that would not start, a producer that
+    died...) is one line on stderr with where its traceback went, and exit code 1: no verdict."""
+    try:
+        return action()
+    except (typer.Exit, KeyboardInterrupt):
+        raise
+    except Exception as exc:  # every failure of a run ends it the same way
+        trace = Path(tempfile.mkstemp(prefix="acklab-run-failure-", suffix=".log")[1])
+        trace.write_text(traceback.format_exc())
+        first = (str(exc).strip().splitlines() or [""])[0][:300]
+        console.print(f"[red]error:[/red] the run failed, no verdict ({type(exc).__name__}: {first}); traceback: {trace}", highlight=False)
+        raise typer.Exit(1) from None
+
+
 def _writable_runs() -> None:
     """The run store must be a writable folder (created if missing)."""
     root = runs_dir()
@@ -59,23 +77,36 @@ def _writable_runs() -> None:
 
 
 @app.command()
-def setup(kafka_version: Annotated[list[str], typer.Option(help="Kafka versions to fetch")] = [maven.DEFAULT_KAFKA_VERSION]) -> None:  # noqa: B006
-    """Fetch Kafka broker jars and the Spark Kafka connector from Maven Central (idempotent)."""
+def setup(
+    kafka_version: Annotated[list[str], typer.Option(help="Kafka versions to fetch (3.3.x to 3.9.x, 4.x)")] = [maven.DEFAULT_KAFKA_VERSION],  # noqa: B006
+    client_version: Annotated[list[str] | None, typer.Option(help="confluent-kafka versions to set up (2.0.2 or later), each in its own virtualenv")] = None,
+) -> None:
+    """Fetch Kafka broker jars and the Spark Kafka connector from Maven Central, and set up producer
+    client versions (idempotent)."""
     from importlib.metadata import version
+
+    from acklab.workload import clients
 
     def fetch() -> None:
         for kafka in kafka_version:
             maven.kafka_artifacts(kafka)  # a bad version fails before any download
+        for client in client_version or []:
+            clients.check_version(client)
         for kafka in kafka_version:
             console.print(f"kafka {kafka}: {maven.fetch_kafka(kafka)}")
         spark = version("pyspark")
         console.print(f"spark kafka connector {spark}: {maven.fetch_spark_kafka(spark)}")
+        for client in client_version or []:
+            ready = clients.fetch_client(client)
+            console.print(f"confluent-kafka {ready.version} (librdkafka {ready.librdkafka}): {ready.python}")
 
     user_errors(fetch)
 
 
 @app.command()
 def run(
+    ctx: typer.Context,
+    preset: Annotated[str | None, typer.Option(help="run a named preset (see `acklab presets`); only --kafka-version, --client-version, --backend and --json combine with it")] = None,
     topology: Annotated[str, typer.Option(help="topology name in clusters/ or a YAML path")] = DEFAULTS.topology,
     profile: Annotated[list[str] | None, typer.Option(help=f"producer profile (repeatable; default: {', '.join(DEFAULTS.profiles)})")] = None,
     fault: Annotated[list[str] | None, typer.Option(help=f"fault name (repeatable; default: {', '.join(DEFAULTS.faults)}): {', '.join(FAULT_NAMES)}")] = None,
@@ -87,7 +118,10 @@ def run(
     keys: Annotated[int, typer.Option(help="keys per producer")] = DEFAULTS.keys,
     producers: Annotated[int, typer.Option(help="producer processes per scenario")] = DEFAULTS.producers,
     partitioner: Annotated[str | None, typer.Option(help="consistent_random or murmur2_random (default: the profile's)")] = None,
-    kafka_version: Annotated[str | None, typer.Option(help="override the topology's Kafka version")] = None,
+    kafka_version: Annotated[list[str] | None, typer.Option(help="override the topology's Kafka version (repeatable: a version comparison)")] = None,
+    client_version: Annotated[list[str] | None, typer.Option(help="confluent-kafka version of the producers, default the locked one (repeatable: a version comparison)")] = None,
+    profiles_file: Annotated[Path | None, typer.Option(help="YAML of your own profiles (the catalog's schema; a profile may be {librdkafka: {property: value}}); --profile may name them, default: all of them")] = None,
+    librdkafka: Annotated[list[str] | None, typer.Option(help="PROPERTY=VALUE of one raw librdkafka producer, profile `custom` (repeatable)")] = None,
     backend: Annotated[str, typer.Option(help="local (JVMs) or docker (containers)")] = DEFAULTS.backend,
     fault_at_s: Annotated[float, typer.Option(help="seconds into the load when the fault starts")] = DEFAULTS.fault_at_s,
     fault_duration_s: Annotated[float, typer.Option(help="seconds the fault lasts")] = DEFAULTS.fault_duration_s,
@@ -97,15 +131,16 @@ def run(
 ) -> None:
     """Run scenarios (profiles x faults) end to end and print the delivery matrix; exit 1 unless all pass.
 
-    Without --profile and --fault: leader-ack and idempotent under leader-kill."""
-    from acklab.orchestration.pipeline import run_pipeline, write_result
-    from acklab.orchestration.progress_bars import LoadBars
-    from acklab.plan import make_plan
+    Without --profile and --fault: leader-ack and idempotent under leader-kill. Several
+    --kafka-version and/or --client-version values run the same scenarios on every (Kafka, client)
+    pair and print the comparison, scenarios whose verdict differs first."""
+    from acklab.plan import version_grid
 
     _log_to_console()
     base = standard_matrix() if standard else DEFAULTS
     params: dict[str, Any] = {
         "topology": topology,
+        "client_version": client_version,
         "profiles": profile or base.profiles,
         "faults": fault or base.faults,
         "schedule": None,
@@ -116,7 +151,6 @@ def run(
         "keys": keys,
         "producers": producers,
         "partitioner": partitioner,
-        "kafka_version": kafka_version,
         "backend": backend,
         "fault_at_s": fault_at_s,
         "fault_duration_s": fault_duration_s,
@@ -124,14 +158,48 @@ def run(
     }
 
     def plan() -> Any:
+        nonlocal params
+        if preset is not None:
+            combined = {"preset", "as_json", *VERSIONED}
+            # typer ships its own click: compare the source by name
+            if given := [name for name in ctx.params if name not in combined and ctx.get_parameter_source(name).name != "DEFAULT"]:
+                raise UserError(
+                    f"--preset {preset} fixes the experiment: --{given[0].replace('_', '-')} cannot be combined with it "
+                    "(only --kafka-version, --client-version, --backend and --json)"
+                )
+            params = with_preset(preset, {"backend": backend})
         if schedule is not None:
             params["schedule"] = load_yaml(schedule, "schedule")
+        custom = _custom_profiles(profiles_file, librdkafka)
+        if custom:
+            params["custom_profiles"] = custom
+            params["profiles"] = profile or list(custom)
         _writable_runs()
-        return make_plan(params)
+        return version_grid(params, kafka_version or [None], client_version or [None], minimum=1)
 
-    planned = user_errors(plan)
-    with LoadBars([(g[0].fault, len(g) * planned.load.messages) for g in planned.groups()], console) as bars:
-        result = user_errors(lambda: run_pipeline(params, progress=bars))
+    plans = user_errors(plan)
+    results = [_run_one(plan, as_json and len(plans) == 1) for plan in plans]
+    if len(plans) == 1:
+        raise typer.Exit(0 if results[0].verdict.status == "pass" else 1)
+    from acklab.report.compare import build_comparison
+
+    comparison = build_comparison([result.run.root for result in results])
+    for line in comparison.summary_lines():
+        typer.echo(line)
+    typer.echo(f"comparison: {comparison.html}")
+    if as_json:
+        typer.echo(json.dumps({run.label: list(run.rows.values()) for run in comparison.runs}, indent=2))
+    raise typer.Exit(0 if comparison.status == "pass" else 1)
+
+
+def _run_one(plan: Any, as_json: bool) -> Any:
+    """Run one plan end to end with progress bars; print its verdicts and matrix."""
+    from acklab.orchestration.pipeline import run_pipeline, write_result
+    from acklab.orchestration.progress_bars import LoadBars
+
+    console.print(f"Kafka {plan.topology.kafka_version}, confluent-kafka {plan.client.version} (librdkafka {plan.client.librdkafka})")
+    with LoadBars([(g[0].fault, len(g) * plan.load.messages) for g in plan.groups()], console) as bars:
+        result = run_failures(lambda: user_errors(lambda: run_pipeline(plan, progress=bars)))
     summary = write_result(result.run, result.verdict)
     for line in result.verdict.summary_lines():
         console.print(line, highlight=False)
@@ -140,7 +208,50 @@ def run(
         console.print(f"matrix: {summary['matrix']}\nreport: {summary['report']}")
     else:
         _print_result(result.run, summary)
-    raise typer.Exit(0 if result.verdict.status == "pass" else 1)
+    return result
+
+
+def _custom_profiles(profiles_file: Path | None, librdkafka: list[str] | None) -> dict[str, Any]:
+    """The user's profiles: a profiles file's, and `custom` from PROPERTY=VALUE pairs."""
+    from acklab.profiles import RAW, load_profiles_file
+
+    custom = load_profiles_file(profiles_file) if profiles_file is not None else {}
+    if librdkafka:
+        pairs = [item.partition("=") for item in librdkafka]
+        if bad := [key for key, sign, _ in pairs if not sign or not key]:
+            raise UserError(f"--librdkafka {bad[0]!r}: expected PROPERTY=VALUE, e.g. acks=all")
+        custom["custom"] = {RAW: {key.strip(): value.strip() for key, _, value in pairs}}
+    return custom
+
+
+@app.command()
+def presets(as_json: Annotated[bool, typer.Option("--json", help="print them as JSON")] = False) -> None:
+    """List the presets: name, source and description."""
+    from acklab.presets import PRESETS
+
+    summaries = [PRESETS[name].summary() for name in sorted(PRESETS)]
+    if as_json:
+        typer.echo(json.dumps(summaries, indent=2))
+        return
+    from rich.table import Table
+
+    table = Table("name", "source", "description", title="presets")
+    for summary in summaries:
+        table.add_row(summary["name"], summary["source"], summary["description"])
+    Console(width=160).print(table)
+
+
+@app.command()
+def check_params(
+    dag_id: Annotated[str, typer.Argument(help="the DAG the params are for, e.g. kafka_delivery_matrix")],
+    conf: Annotated[str, typer.Argument(help="the params as JSON, as for `airflow dags test -c`")] = "{}",
+) -> None:
+    """Check a DAG run's params as the trigger form and the `plan` task would, before any cluster
+    starts: one line and exit code 2 if they are wrong."""
+    from acklab.orchestration.dag_conf import check_dag_conf
+
+    user_errors(lambda: check_dag_conf(dag_id, conf))
+    typer.echo(f"{dag_id}: params ok")
 
 
 @app.command()

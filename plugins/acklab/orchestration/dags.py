@@ -2,28 +2,45 @@
 
 Matrix DAG: plan -> provision (setup) -> one mapped task per scenario group, serialized by the
 `acklab_cluster` pool (they share the cluster) -> collect -> Spark audit -> validate, teardown.
-Version DAG: per Kafka version (mapped): provision, every group (pool), Spark audit, validation and
-teardown (after the audit, whatever happened), then the side-by-side comparison.
+Version DAG: per (Kafka version, client version) pair (mapped): provision, every group (pool), Spark
+audit, validation and teardown (after the audit, whatever happened), then the side-by-side comparison.
 
 Parsing imports only this module, `acklab.orchestration.params` and what it needs (pydantic
 models, the catalogs' names); task bodies import their dependencies when they run."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import datetime, timedelta
-from typing import Any
+from pathlib import Path
+from typing import Any, TypeVar
 
 from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
 from airflow.sdk import DAG, TriggerRule, dag, get_current_context, setup, task, teardown
 
 from acklab.checker.submit import APPLICATION, SPARK_CONF
-from acklab.orchestration.params import dag_params, kafka_versions_param
+from acklab.orchestration.params import client_versions_param, dag_params, kafka_versions_param, preset_param
 from acklab.paths import spark_job
 from acklab.plan import RunParams
 
+T = TypeVar("T")
 POOL = "acklab_cluster"
 """One slot: scenario groups share a cluster, so they run one at a time (`make setup` creates it)."""
 LEASE = timedelta(hours=3)
+
+class AuditOperator(SparkSubmitOperator):
+    """The Spark audit: spark-submit as SparkSubmitOperator does, keeping the run's cluster (which the
+    job reads) alive while it runs."""
+
+    def execute(self, context: Any) -> None:
+        from acklab.cluster.state import keep_alive
+        from acklab.store import RunDir
+
+        args = list(self.application_args or [])
+        run = RunDir.of_manifest(Path(args[args.index("--manifest") + 1]))
+        with keep_alive(run.cluster):
+            super().execute(context)
+
 
 AUDIT = {
     "task_id": "audit",
@@ -40,6 +57,18 @@ def _collected(key: str) -> str:
     return "{{ ti.xcom_pull(task_ids='collect')['" + key + "'] }}"
 
 
+def _user_errors(plan: Callable[[], T]) -> T:
+    """Bad params fail the run at once, with their one-line message (no retries)."""
+    from airflow.exceptions import AirflowFailException
+
+    from acklab.spec import SpecError
+
+    try:
+        return plan()
+    except SpecError as exc:
+        raise AirflowFailException(str(exc)) from None
+
+
 def _label(**values: Any) -> None:
     """Name the mapped task instance (map_index_template) after its group or version."""
     get_current_context().update(values)  # type: ignore[arg-type]
@@ -48,14 +77,14 @@ def _label(**values: Any) -> None:
 def delivery_matrix_dag(dag_id: str, schedule: str | None, defaults: RunParams, doc: str, tags: list[str]) -> DAG:
     @dag(
         dag_id=dag_id, schedule=schedule, start_date=datetime(2026, 1, 1), catchup=False, max_active_runs=1,
-        dagrun_timeout=LEASE, tags=["acklab", "kafka", *tags], doc_md=doc, params=dag_params(defaults),
+        dagrun_timeout=LEASE, tags=["acklab", "kafka", *tags], doc_md=doc, params=dag_params(defaults, extra={"preset": preset_param()}),
     )
     def matrix() -> None:
         @task
         def plan(**context: Any) -> dict[str, Any]:
             from acklab.orchestration import tasks
 
-            return tasks.plan_run(dict(context["params"]))
+            return _user_errors(lambda: tasks.plan_run(dict(context["params"])))
 
         @task
         def scenario_groups(run: dict[str, Any]) -> list[dict[str, Any]]:
@@ -98,7 +127,7 @@ def delivery_matrix_dag(dag_id: str, schedule: str | None, defaults: RunParams, 
         cluster = provision_cluster(planned)
         groups = run_group.partial(run=cluster).expand(group=scenario_groups(planned))
         collected = collect(cluster)
-        audit = SparkSubmitOperator(
+        audit = AuditOperator(
             **AUDIT,
             application_args=["--manifest", _collected("manifest"), "--out", _collected("audit_out")],
             jars=_collected("jars"),
@@ -110,8 +139,16 @@ def delivery_matrix_dag(dag_id: str, schedule: str | None, defaults: RunParams, 
     return matrix()
 
 
-def version_regression_dag(dag_id: str, schedule: str | None, defaults: RunParams, versions: list[str], doc: str) -> DAG:
-    params = dag_params(defaults, drop=["kafka_version"], extra={"kafka_versions": kafka_versions_param(versions)})
+def version_regression_dag(
+    dag_id: str, schedule: str | None, defaults: RunParams, kafka_versions: list[str], client_versions: list[str], doc: str
+) -> DAG:
+    params = dag_params(
+        defaults, drop=["kafka_version", "client_version"],
+        extra={
+            "kafka_versions": kafka_versions_param(kafka_versions), "client_versions": client_versions_param(client_versions),
+            "preset": preset_param(),
+        },
+    )
 
     @dag(
         dag_id=dag_id, schedule=schedule, start_date=datetime(2026, 1, 1), catchup=False, max_active_runs=1,
@@ -122,34 +159,34 @@ def version_regression_dag(dag_id: str, schedule: str | None, defaults: RunParam
         def plan(**context: Any) -> list[dict[str, Any]]:
             from acklab.orchestration import tasks
 
-            return tasks.plan_versions(dict(context["params"]))
+            return _user_errors(lambda: tasks.plan_versions(dict(context["params"])))
 
-        @task(map_index_template="{{ kafka_version }}")
+        @task(map_index_template="{{ versions }}")
         def provision_cluster(run: dict[str, Any]) -> dict[str, Any]:
             from acklab.orchestration import tasks
 
-            _label(kafka_version=run["params"]["kafka_version"])
+            _label(versions=run["label"])
             return tasks.provision_cluster(run, LEASE.total_seconds())
 
-        @task(pool=POOL, map_index_template="{{ kafka_version }}")
+        @task(pool=POOL, map_index_template="{{ versions }}")
         def run_groups(run: dict[str, Any]) -> dict[str, Any]:
             from acklab.orchestration import tasks
 
-            _label(kafka_version=run["params"]["kafka_version"])
+            _label(versions=run["label"])
             return tasks.run_all_groups(run)
 
-        @task(trigger_rule=TriggerRule.ALL_DONE, map_index_template="{{ kafka_version }}")
+        @task(trigger_rule=TriggerRule.ALL_DONE, map_index_template="{{ versions }}")
         def teardown_cluster(run: dict[str, Any]) -> None:
             from acklab.orchestration import tasks
 
-            _label(kafka_version=run["params"]["kafka_version"])
+            _label(versions=run["label"])
             tasks.teardown_cluster(run)
 
-        @task(map_index_template="{{ kafka_version }}")
+        @task(map_index_template="{{ versions }}")
         def validate(audit: dict[str, Any]) -> dict[str, Any]:
             from acklab.orchestration import tasks
 
-            _label(kafka_version=audit["params"]["kafka_version"])
+            _label(versions=audit["label"])
             return tasks.validate(audit, raise_on_failure=False)
 
         @task
@@ -160,7 +197,7 @@ def version_regression_dag(dag_id: str, schedule: str | None, defaults: RunParam
 
         clusters = provision_cluster.expand(run=plan())
         ran = run_groups.expand(run=clusters)
-        audit = SparkSubmitOperator.partial(**AUDIT).expand_kwargs(ran.map(lambda r: {"application_args": r["application_args"], "jars": r["jars"]}))
+        audit = AuditOperator.partial(**AUDIT).expand_kwargs(ran.map(lambda r: {"application_args": r["application_args"], "jars": r["jars"]}))
         validated = validate.expand(audit=ran)
         audit >> validated
         audit >> teardown_cluster.expand(run=clusters)

@@ -12,8 +12,10 @@ from airflow.sdk import Param
 from acklab.maven import KAFKA_VERSION_PATTERN
 from acklab.nemesis.faults import FAULT_NAMES, NO_FAULT
 from acklab.plan import RunParams
+from acklab.presets import PRESETS
 from acklab.profiles import profile_names
 from acklab.topology import topology_names
+from acklab.workload.clients import CLIENT_VERSION_PATTERN, LOCKED
 
 SCHEMA_NOISE = ("title", "default")
 
@@ -44,7 +46,8 @@ def run_time_enums() -> dict[str, dict[str, Any]]:
     """Schema additions for fields whose allowed values come from the catalogs and clusters/."""
     return {
         "topology": {"enum": topology_names()},
-        "profiles": {"items": {"type": "string", "enum": profile_names()}, "uniqueItems": True},
+        # any name: a run's own custom_profiles may add some (checked by `plan`); the catalog's are examples
+        "profiles": {"items": {"type": "string"}, "uniqueItems": True, "examples": profile_names()},
         "faults": {"items": {"type": "string", "enum": list(FAULT_NAMES)}, "uniqueItems": True},
     }
 
@@ -73,9 +76,25 @@ def dag_params(defaults: RunParams, drop: Iterable[str] = (), extra: Mapping[str
     return {**params, **(extra or {})}
 
 
+def preset_param() -> Param:
+    """A named preset instead of the params (only the versions and the backend combine with it)."""
+    return Param(
+        None, type=["null", "string"], enum=[None, *sorted(PRESETS)],
+        description="Run a named preset (acklab presets) instead of the params above; only the versions and backend apply beside it",
+    )
+
+
 def kafka_versions_param(versions: list[str]) -> Param:
     """The version-regression DAG's list of Kafka versions."""
     return Param(
-        versions, type="array", minItems=2, uniqueItems=True, items={"type": "string", "pattern": KAFKA_VERSION_PATTERN},
-        description="Kafka versions to run the same matrix on, side by side (each fetched by `acklab setup`)",
+        versions, type="array", minItems=1, uniqueItems=True, items={"type": "string", "pattern": KAFKA_VERSION_PATTERN},
+        description="Kafka versions to run the same matrix on, side by side, with each client version (each fetched by `acklab setup`)",
+    )
+
+
+def client_versions_param(versions: list[str]) -> Param:
+    """The version-regression DAG's list of producer client versions."""
+    return Param(
+        versions, type="array", minItems=1, uniqueItems=True, items={"type": "string", "pattern": CLIENT_VERSION_PATTERN},
+        description=f"confluent-kafka versions of the producers, with each Kafka version (each set up by `acklab setup --client-version`; the locked one is {LOCKED})",
     )

@@ -19,9 +19,11 @@ from acklab.store import RunDir
 from acklab.workload.producer import Progress
 
 
-def provision(plan: RunPlan, run: RunDir, *, bind_to_pid: int | None, lease_s: float) -> Cluster:
+def provision(plan: RunPlan, run: RunDir, *, bind_to_pid: int | None, lease_s: float, heartbeat_s: float | None = None) -> Cluster:
     """Start the run's cluster on the plan's backend (reaping orphans of earlier runs first)."""
-    return Cluster.provision(plan.topology, run.cluster, plan.params.backend, owner_pid=bind_to_pid, lease_s=lease_s)
+    return Cluster.provision(
+        plan.topology, run.cluster, plan.params.backend, owner_pid=bind_to_pid, heartbeat_s=heartbeat_s, lease_s=lease_s
+    )
 
 
 def verdict(run: RunDir) -> Verdict:
@@ -36,7 +38,7 @@ def write_result(run: RunDir, result: Verdict) -> dict[str, Any]:
     statuses = {s.scenario: s.status for s in result.scenarios}
     record_run(
         run.run_id, time.time(), result.status, manifest.topology["name"], manifest.topology["kafka_version"],
-        run.read_matrix(), statuses,
+        run.read_matrix(), statuses, client_version=manifest.client_version,
     )
     found = regressions(run.run_id)
     html = build_report(run, statuses, result.status, result.data_docs_index, found)
@@ -58,9 +60,11 @@ class RunResult:
     verdict: Verdict
 
 
-def run_pipeline(params: dict[str, object], progress: Progress | None = None, spark_master: str | None = None) -> RunResult:
-    """Plan, provision, load under faults, audit with Spark and validate — the DAG's path, in one process."""
-    plan = make_plan(params)
+def run_pipeline(plan: RunPlan | dict[str, object], progress: Progress | None = None, spark_master: str | None = None) -> RunResult:
+    """Plan (unless given a plan), provision, load under faults, audit with Spark and validate — the
+    DAG's path, in one process."""
+    if not isinstance(plan, RunPlan):
+        plan = make_plan(plan)
     run = RunDir.create()
     cluster = provision(plan, run, bind_to_pid=os.getpid(), lease_s=6 * 3600)
     try:

@@ -13,9 +13,10 @@ from typing import Any
 from acklab import execution
 from acklab.checker.submit import audit_job
 from acklab.cluster.cluster import Cluster
-from acklab.cluster.state import STATE_FILE
+from acklab.cluster.state import STATE_FILE, keep_alive
 from acklab.orchestration.pipeline import provision, verdict, write_result
-from acklab.plan import RunParams, make_plan
+from acklab.plan import RunParams, make_plan, version_grid
+from acklab.presets import with_preset
 from acklab.report.compare import build_comparison
 from acklab.store import RunDir
 from acklab.workload.producer import ProgressMeter
@@ -23,9 +24,11 @@ from acklab.workload.producer import ProgressMeter
 log = logging.getLogger(__name__)
 
 
-def plan_run(params: dict[str, Any]) -> dict[str, Any]:
-    """Validate params (fails before any cluster starts), open a run folder, list the scenario groups."""
+def plan_run(params: dict[str, Any], create: bool = True) -> dict[str, Any]:
+    """Validate params (fails before any cluster starts) and, if `create`, open a run folder."""
     plan = make_plan(_run_params(params))
+    if not create:
+        return {"params": plan.params.model_dump(mode="json")}
     run = RunDir.create()
     groups = plan.groups()
     log.info(
@@ -41,49 +44,65 @@ def scenario_groups(run: dict[str, Any]) -> list[dict[str, Any]]:
     return [{"index": i, "fault": group[0].fault, "scenarios": [s.name for s in group]} for i, group in enumerate(groups)]
 
 
-def plan_versions(params: dict[str, Any]) -> list[dict[str, Any]]:
-    """One run per Kafka version in `params["kafka_versions"]`, each validated before anything starts."""
-    versions = params.get("kafka_versions") or []
-    if len(versions) < 2 or len(set(versions)) != len(versions):
-        raise ValueError(f"params.kafka_versions: two or more distinct versions, got {versions}")
-    plans = [make_plan(_run_params({**params, "kafka_version": kafka_version})) for kafka_version in versions]
-    log.info("versions %s: %d scenario(s) each", versions, len(plans[0].scenarios))
-    return [{"run_dir": str(RunDir.create().root), "params": plan.params.model_dump(mode="json")} for plan in plans]
+def plan_versions(params: dict[str, Any], create: bool = True) -> list[dict[str, Any]]:
+    """One run per (Kafka version, client version) pair of `params["kafka_versions"]` x
+    `params["client_versions"]`, each validated before anything starts (and given a folder if `create`)."""
+    plans = version_grid(_run_params(params), params.get("kafka_versions") or [], params.get("client_versions") or [None])
+    if not create:
+        return [{"params": plan.params.model_dump(mode="json")} for plan in plans]
+    log.info("%d version pair(s): %d scenario(s) each", len(plans), len(plans[0].scenarios))
+    return [
+        {"run_dir": str(RunDir.create().root), "params": plan.params.model_dump(mode="json"),
+         "label": f"{plan.topology.kafka_version} / {plan.client.version}"}
+        for plan in plans
+    ]
 
 
 def _run_params(params: dict[str, Any]) -> dict[str, Any]:
-    return {k: v for k, v in params.items() if k in RunParams.model_fields}
+    """The RunParams of a DAG run's params: the preset's, if one is named."""
+    own = {k: v for k, v in params.items() if k in RunParams.model_fields}
+    return with_preset(params["preset"], own) if params.get("preset") else own
 
 
 def provision_cluster(run: dict[str, Any], lease_s: float) -> dict[str, Any]:
-    """Start the cluster. Bound to this process when ACKLAB_BIND_CLUSTER_TO_PID=1 (`airflow dags test`),
-    otherwise bounded by the lease; either way an orphan is reaped at the next start."""
-    cluster = provision(make_plan(run["params"]), RunDir(Path(run["run_dir"])), bind_to_pid=_owner(), lease_s=lease_s)
+    """Start the cluster. Bound to this process when ACKLAB_BIND_CLUSTER_TO_PID=1 (`airflow dags test`,
+    one process), otherwise to the heartbeat the run's tasks keep (`keep_alive`): once no task of
+    the run is alive for `heartbeat_s()`, the next provisioning or `acklab reap` removes it."""
+    run_dir = RunDir(Path(run["run_dir"]))
+    owner = os.getpid() if os.environ.get("ACKLAB_BIND_CLUSTER_TO_PID") == "1" else None
+    with keep_alive(run_dir.cluster):
+        cluster = provision(
+            make_plan(run["params"]), run_dir, bind_to_pid=owner, heartbeat_s=None if owner else heartbeat_s(), lease_s=lease_s
+        )
     return {**run, "bootstrap_servers": cluster.bootstrap_servers}
 
 
-def _owner() -> int | None:
-    return os.getpid() if os.environ.get("ACKLAB_BIND_CLUSTER_TO_PID") == "1" else None
+def heartbeat_s() -> float:
+    """How long a cluster outlives the last sign of life of its run's tasks (ACKLAB_HEARTBEAT_S, default 60)."""
+    return float(os.environ.get("ACKLAB_HEARTBEAT_S", "60"))
 
 
 def run_group(run: dict[str, Any], group: dict[str, Any]) -> list[str]:
     """Run one scenario group on the run's cluster (the DAG maps this task over the groups)."""
     run_dir = RunDir(Path(run["run_dir"]))
-    entries = execution.run_group(Cluster.attach(run_dir.cluster), make_plan(run["params"]), group["index"], run_dir, ProgressMeter(log.info))
+    with keep_alive(run_dir.cluster):
+        entries = execution.run_group(Cluster.attach(run_dir.cluster), make_plan(run["params"]), group["index"], run_dir, ProgressMeter(log.info))
     return [entry.scenario for entry in entries]
 
 
 def collect(run: dict[str, Any]) -> dict[str, Any]:
     """Join the groups' evidence into the manifest; return the audit job for SparkSubmitOperator."""
     run_dir = RunDir(Path(run["run_dir"]))
-    execution.write_manifest(Cluster.attach(run_dir.cluster), make_plan(run["params"]), run_dir)
+    with keep_alive(run_dir.cluster):
+        execution.write_manifest(Cluster.attach(run_dir.cluster), make_plan(run["params"]), run_dir)
     return _audit(run, run_dir)
 
 
 def run_all_groups(run: dict[str, Any]) -> dict[str, Any]:
     """Every scenario group of the run, one after the other, on its cluster; return the audit job."""
     run_dir = RunDir(Path(run["run_dir"]))
-    execution.run_scenarios(Cluster.attach(run_dir.cluster), make_plan(run["params"]), run_dir, ProgressMeter(log.info))
+    with keep_alive(run_dir.cluster):
+        execution.run_scenarios(Cluster.attach(run_dir.cluster), make_plan(run["params"]), run_dir, ProgressMeter(log.info))
     return _audit(run, run_dir)
 
 

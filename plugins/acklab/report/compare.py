@@ -1,4 +1,5 @@
-"""Side-by-side report of the same matrix on several Kafka versions (the version-regression DAG)."""
+"""Side-by-side report of the same matrix on several (Kafka version, client version) pairs (the
+version-regression DAG and `acklab versions`)."""
 
 from __future__ import annotations
 
@@ -17,10 +18,19 @@ COUNTS = ("lost", "duplicates", "failed", "reordered")
 @dataclass(frozen=True)
 class VersionRun:
     kafka_version: str
+    client_version: str
     run_dir: Path
     status: str
     statuses: dict[str, str]
     rows: dict[str, dict]
+
+    @property
+    def label(self) -> str:
+        return f"Kafka {self.kafka_version} / client {self.client_version}"
+
+    @property
+    def slug(self) -> str:
+        return f"{self.kafka_version}-{self.client_version}"
 
 
 @dataclass(frozen=True)
@@ -35,9 +45,9 @@ class Comparison:
         return "fail" if "fail" in statuses else "incomplete" if statuses != {"pass"} else "pass"
 
     def summary_lines(self) -> list[str]:
-        lines = [f"Kafka {run.kafka_version}: {run.status} ({run.run_dir.name})" for run in self.runs]
+        lines = [f"{run.label}: {run.status} ({run.run_dir.name})" for run in self.runs]
         for scenario in self.differing:
-            verdicts = ", ".join(f"{run.kafka_version} {run.statuses.get(scenario, 'absent')}" for run in self.runs)
+            verdicts = ", ".join(f"{run.slug} {run.statuses.get(scenario, 'absent')}" for run in self.runs)
             lines.append(f"DIFFERS {scenario}: {verdicts}")
         return lines
 
@@ -51,23 +61,24 @@ def load_run(run_dir: Path) -> VersionRun:
     run = RunDir(run_dir)
     result = run.read_result()
     rows = {row["scenario"]: row for row in run.read_matrix()}
-    return VersionRun(run.read_manifest().topology["kafka_version"], run_dir, result["status"], result["scenarios"], rows)
+    manifest = run.read_manifest()
+    return VersionRun(manifest.topology["kafka_version"], manifest.client_version, run_dir, result["status"], result["scenarios"], rows)
 
 
 def build_comparison(run_dirs: list[Path]) -> Comparison:
     """Write `runs/comparisons/<first run>/index.html`: each version's heatmap side by side, and one
     table of every scenario's verdict and counts per version, differing verdicts first."""
-    runs = sorted((load_run(d) for d in run_dirs), key=lambda r: _version_key(r.kafka_version))
+    runs = sorted((load_run(d) for d in run_dirs), key=lambda r: (_version_key(r.kafka_version), _version_key(r.client_version)))
     scenarios = sorted({s for run in runs for s in run.statuses})
     differing = [s for s in scenarios if len({run.statuses.get(s) for run in runs}) > 1]
     out = ComparisonDir.named(min(d.name for d in run_dirs))
     out.root.mkdir(parents=True, exist_ok=True)
     heatmaps = []
     for run in runs:
-        png = out.heatmap(run.kafka_version)
+        png = out.heatmap(run.slug)
         report = RunDir(run.run_dir).report
         shutil.copyfile(report.heatmap, png)
-        heatmaps.append({"version": run.kafka_version, "status": run.status, "png": png.name, "report": os.path.relpath(report.index, out.root)})
+        heatmaps.append({"version": run.label, "status": run.status, "png": png.name, "report": os.path.relpath(report.index, out.root)})
     table = [
         {
             "scenario": s,

@@ -18,7 +18,7 @@ from acklab.store import history_db
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS runs (
     run_id TEXT PRIMARY KEY, finished REAL NOT NULL, status TEXT NOT NULL,
-    topology TEXT NOT NULL, kafka_version TEXT NOT NULL
+    topology TEXT NOT NULL, kafka_version TEXT NOT NULL, client_version TEXT NOT NULL DEFAULT ''
 );
 CREATE TABLE IF NOT EXISTS verdicts (
     run_id TEXT NOT NULL REFERENCES runs(run_id), scenario TEXT NOT NULL, profile TEXT NOT NULL,
@@ -40,6 +40,9 @@ def _db(path: Path | None = None) -> Iterator[sqlite3.Connection]:
     connection = sqlite3.connect(path or history_db())
     try:
         connection.executescript(SCHEMA)
+        columns = {row[1] for row in connection.execute("PRAGMA table_info(runs)")}
+        if "client_version" not in columns:  # a history written before client versions were recorded
+            connection.execute("ALTER TABLE runs ADD COLUMN client_version TEXT NOT NULL DEFAULT ''")
         with connection:
             yield connection
     finally:
@@ -48,12 +51,15 @@ def _db(path: Path | None = None) -> Iterator[sqlite3.Connection]:
 
 def record_run(
     run_id: str, finished: float, status: str, topology: str, kafka_version: str,
-    rows: list[dict], statuses: dict[str, str], db: Path | None = None,
+    rows: list[dict], statuses: dict[str, str], db: Path | None = None, client_version: str = "",
 ) -> None:
     """Store (or replace) a run's matrix rows and verdicts."""
     with _db(db) as db:
         db.execute("DELETE FROM verdicts WHERE run_id = ?", (run_id,))
-        db.execute("INSERT OR REPLACE INTO runs VALUES (?, ?, ?, ?, ?)", (run_id, finished, status, topology, kafka_version))
+        db.execute(
+            "INSERT OR REPLACE INTO runs (run_id, finished, status, topology, kafka_version, client_version) VALUES (?, ?, ?, ?, ?, ?)",
+            (run_id, finished, status, topology, kafka_version, client_version),
+        )
         db.executemany(
             "INSERT INTO verdicts VALUES (?, ?, ?, ?, ?, ?, ?)",
             [
@@ -64,14 +70,15 @@ def record_run(
 
 
 def regressions(run_id: str, db: Path | None = None) -> list[Regression]:
-    """Scenarios failing in `run_id` that passed in the last earlier green run of the same topology and version."""
+    """Scenarios failing in `run_id` that passed in the last earlier green run of the same topology,
+    Kafka version and client version."""
     with _db(db) as db:
-        run = db.execute("SELECT finished, topology, kafka_version FROM runs WHERE run_id = ?", (run_id,)).fetchone()
+        run = db.execute("SELECT finished, topology, kafka_version, client_version FROM runs WHERE run_id = ?", (run_id,)).fetchone()
         if run is None:
             raise KeyError(f"run {run_id} is not in the history")
         green = db.execute(
             "SELECT run_id FROM runs WHERE status = 'pass' AND finished < ? AND topology = ? AND kafka_version = ? "
-            "ORDER BY finished DESC LIMIT 1",
+            "AND client_version = ? ORDER BY finished DESC LIMIT 1",
             run,
         ).fetchone()
         if green is None:

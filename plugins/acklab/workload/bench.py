@@ -2,10 +2,11 @@
 
 On one fresh 3-broker cluster and one profile, each round measures, in rotating order and each on
 a fresh topic (3 partitions, RF 3): (a) a bare confluent-kafka produce loop with no delivery
-callback and a constant payload, (b) the instrumented workload (`run_load`), (c) Kafka's own
+callback and a constant payload, (b) the same loop with a minimal delivery callback (the loop
+users actually run: it counts failures), (c) the instrumented workload (`run_load`), (d) Kafka's own
 `org.apache.kafka.tools.ProducerPerformance` from the cluster's jars. Throughput is messages per
 second from the first send until every message is acknowledged; the medians over the rounds give
-the ratios printed as the last two lines.
+the ratios printed as the last three lines.
 """
 
 from __future__ import annotations
@@ -39,9 +40,12 @@ KEYS = 16
 RDKAFKA_LOG = logging.getLogger("acklab.rdkafka")
 
 
-def bare(bootstrap: str, topic: str, profile: ProducerProfile, messages: int, size: int) -> float:
-    """Messages per second of the simplest loop: produce a constant keyed value, poll now and then."""
-    producer = Producer({**profile.producer_config(), "bootstrap.servers": bootstrap}, logger=RDKAFKA_LOG)
+def bare(bootstrap: str, topic: str, profile: ProducerProfile, messages: int, size: int, callback: bool = False) -> float:
+    """Messages per second of the simplest loop: produce a constant keyed value, poll now and then;
+    with `callback`, a delivery callback that counts failures."""
+    failures = []
+    hooks = {"on_delivery": lambda err, msg: err is None or failures.append(err)} if callback else {}
+    producer = Producer({**profile.producer_config(), "bootstrap.servers": bootstrap, **hooks}, logger=RDKAFKA_LOG)
     producer.list_topics(topic, timeout=30)
     value, keys = b"x" * size, [f"p0-k{k}".encode() for k in range(KEYS)]
     produce, poll = producer.produce, producer.poll
@@ -55,8 +59,8 @@ def bare(bootstrap: str, topic: str, profile: ProducerProfile, messages: int, si
                 poll(0.01)
         if i % 64 == 0:
             poll(0)
-    if producer.flush(profile.delivery_timeout_ms / 1000 + 10):
-        raise RuntimeError("bare loop: messages left unacknowledged")
+    if producer.flush(profile.delivery_timeout_ms / 1000 + 10) or failures:
+        raise RuntimeError(f"bare loop: messages left unacknowledged or failed ({len(failures)} failed)")
     return messages / (time.monotonic() - started)
 
 
@@ -114,13 +118,14 @@ def main() -> None:
             n, size, bs = args.messages, args.message_bytes, cluster.bootstrap_servers
             contenders: dict[str, Callable[[str], float]] = {
                 "bare": lambda topic: bare(bs, topic, profile, n, size),
+                "bare-callback": lambda topic: bare(bs, topic, profile, n, size, callback=True),
                 "instrumented": lambda topic: instrumented(bs, topic, profile, n, size, args.producers, Path(work)),
                 "kafka-perf": lambda topic: kafka_perf(bs, topic, profile, n, size, libs),
             }
             rates: dict[str, list[float]] = {name: [] for name in contenders}
             names = list(contenders)
             for round_ in range(args.rounds):
-                for name in names[round_ % 3 :] + names[: round_ % 3]:
+                for name in names[round_ % len(names) :] + names[: round_ % len(names)]:
                     topic = f"bench-{round_}-{name}"
                     cluster.admin().create_topic(topic, topology.partitions, topology.replication_factor)
                     cluster.admin().wait_in_sync(topic, 60)
@@ -138,6 +143,7 @@ def main() -> None:
     for name, value in median.items():
         print(f"  {name:>12}: {value:>10,.0f} msg/s  (rounds: {', '.join(f'{v:,.0f}' for v in rates[name])})")
     print(f"ratio instrumented/bare: {median['instrumented'] / median['bare']:.3f}")
+    print(f"ratio instrumented/bare-callback: {median['instrumented'] / median['bare-callback']:.3f}")
     print(f"ratio instrumented/kafka-perf: {median['instrumented'] / median['kafka-perf']:.3f}")
 
 

@@ -27,6 +27,7 @@ import subprocess
 import sys
 import threading
 import traceback
+from collections.abc import Mapping
 from pathlib import Path
 from typing import ClassVar, TextIO
 
@@ -69,28 +70,30 @@ class ForkedProcess:
 
 
 class ForkServer:
-    """Client of a running fork server; `shared()` gives this process's one, started on first use."""
+    """Client of a running fork server; `shared(python)` gives this process's one for an interpreter
+    (each producer client version has its own), started on first use."""
 
-    _shared: ClassVar[ForkServer | None] = None
+    _shared: ClassVar[dict[str, ForkServer]] = {}
     _shared_lock = threading.Lock()
 
     @classmethod
-    def shared(cls) -> ForkServer:
+    def shared(cls, python: str = sys.executable, env: Mapping[str, str] | None = None) -> ForkServer:
+        """The server running `python` (with `env`, default this process's environment)."""
         with cls._shared_lock:
-            current = cls._shared
+            current = cls._shared.get(python)
             if current is None or current.owner != os.getpid() or not current.alive:
-                cls._shared = cls()
-            return cls._shared  # type: ignore[return-value]
+                current = cls._shared[python] = cls(python, env)
+            return current
 
-    def __init__(self) -> None:
+    def __init__(self, python: str = sys.executable, env: Mapping[str, str] | None = None) -> None:
         self.owner = os.getpid()
         client, server = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         with server:
             self._process = subprocess.Popen(
-                [sys.executable, "-m", __name__, str(server.fileno())],
+                [python, "-m", __name__, str(server.fileno())],
                 pass_fds=[server.fileno()],
                 stdin=subprocess.DEVNULL,
-                env={**os.environ, "OPENBLAS_NUM_THREADS": "1"},  # no BLAS threads in a process that forks
+                env={**(env or os.environ), "OPENBLAS_NUM_THREADS": "1"},  # no BLAS threads in a process that forks
             )
         self._control = client
         self._spawn_lock = threading.Lock()
@@ -246,8 +249,12 @@ def _fork(control: socket.socket, fds: list[int]) -> int:
         os._exit(code)
 
 
+PRODUCER_NICENESS = 5  # load generators yield the CPU to the brokers under test (their heartbeats time out otherwise)
+
+
 def main() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the whole group: the client decides
+    os.nice(PRODUCER_NICENESS)  # inherited by every producer process it forks
     worker.preload()
     with socket.socket(fileno=int(sys.argv[1])) as control:
         serve(control)

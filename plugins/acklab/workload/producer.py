@@ -24,7 +24,8 @@ import pyarrow.parquet as pq
 from acklab.evidence.schemas import PRODUCER_STATS
 from acklab.profiles import ProducerProfile
 from acklab.store import ScenarioDir
-from acklab.workload import stats
+from acklab.workload import clients, stats
+from acklab.workload.clients import Client
 from acklab.workload.forkserver import ForkedProcess, ForkServer
 from acklab.workload.sendlog import combine
 from acklab.workload.spec import LoadSpec
@@ -53,6 +54,8 @@ class LoadResult:
     stats: dict[str, int] = field(default_factory=dict)
     stop_reasons: dict[str, str] = field(default_factory=dict)  # producer -> why it stopped before its plan
     fatal_errors: dict[str, str] = field(default_factory=dict)  # producer -> its fatal error
+    client_version: str = ""  # confluent-kafka, as the producer processes reported it
+    librdkafka_version: str = ""
 
 
 Progress = Callable[[int, int, int], None]
@@ -91,8 +94,11 @@ def run_load(
     files: ScenarioDir,
     progress: Progress | None = None,
     on_start: Callable[[], None] | None = None,
+    client: Client | None = None,
 ) -> LoadResult:
-    """Send `spec` to `topic` with `profile`; write the send log and the producer statistics into `files`."""
+    """Send `spec` to `topic` with `profile` from producer processes of `client` (default: the
+    locked one); write the send log and the producer statistics into `files`."""
+    client = client or clients.client(None)
     files.producers.mkdir(parents=True, exist_ok=True)
     progress_file = files.producer_file("", PROGRESS_FILE)
     counters = np.memmap(progress_file, dtype=np.int64, mode="w+", shape=(spec.producers, 3))
@@ -117,7 +123,8 @@ def run_load(
         )
         for n, (first_id, count) in enumerate(spec.ranges())
     ]
-    workers = [_spawn(job) for job in jobs]
+    server = ForkServer.shared(client.python, client.env)
+    workers = [_spawn(server, job) for job in jobs]
     try:
         for job, worker in zip(jobs, workers, strict=True):
             if worker.stdout.readline().strip() != "ready":
@@ -162,6 +169,10 @@ def run_load(
         for name, count in result["errors"].items():
             errors[name] = errors.get(name, 0) + count
     total = {name: sum(r[name] for r in results) for name in ("planned", "sent", "acked", "failed", "unknown", "unsent", "aborted", "refused", "fatal")}
+    versions = {(r["client_version"], r["librdkafka_version"]) for r in results}
+    if len(versions) != 1 or next(iter(versions))[0] != client.version:
+        raise WorkloadError(f"producer processes ran clients {sorted(versions)}, not {client.version}")
+    ((client_version, librdkafka_version),) = versions
     return LoadResult(
         started=min(r["started"] for r in results),
         ended=max(r["ended"] for r in results),
@@ -170,11 +181,13 @@ def run_load(
         stats=stats.summarize(stats_table),
         stop_reasons={r["producer"]: r["stop_reason"] for r in results if r["stop_reason"] and r["stop_reason"] != DEADLINE},
         fatal_errors={r["producer"]: r["fatal_error"] for r in results if r["fatal_error"]},
+        client_version=client_version,
+        librdkafka_version=librdkafka_version,
     )
 
 
-def _spawn(job: WorkerJob) -> ForkedProcess:
-    worker = ForkServer.shared().spawn(job.file(".log"))
+def _spawn(server: ForkServer, job: WorkerJob) -> ForkedProcess:
+    worker = server.spawn(job.file(".log"))
     worker.stdin.write(job.model_dump_json() + "\n")
     worker.stdin.flush()
     return worker

@@ -62,8 +62,11 @@ class ProducerLog:
         keys: int,
         key_partitions: Sequence[int],
         transactional: bool = False,
+        metadata: dict[str, str] | None = None,
     ) -> None:
+        """`metadata`: key-value pairs for the file (e.g. the client versions), as `acklab.<key>`."""
         self.path, self.producer, self.first_id, self.keys = path, producer, first_id, keys
+        self.schema = SEND_LOG.with_metadata({f"acklab.{k}": v for k, v in (metadata or {}).items()})
         self.capacity = capacity
         self.key_partitions = np.asarray(key_partitions, dtype=np.int32)
         self.transactional = transactional
@@ -133,7 +136,7 @@ class ProducerLog:
         if not self.sent <= planned <= self.capacity:
             raise EvidenceError(f"p{self.producer}: {planned} planned messages, but {self.sent} sent of {self.capacity}")
         tmp = self.path.with_name(self.path.name + ".tmp")
-        with pq.ParquetWriter(tmp, SEND_LOG, **WRITE_OPTIONS) as writer:
+        with pq.ParquetWriter(tmp, self.schema, **WRITE_OPTIONS) as writer:
             for lo in range(0, planned, BATCH_ROWS):
                 writer.write_table(self._table(lo, min(planned, lo + BATCH_ROWS)), row_group_size=BATCH_ROWS)
         os.replace(tmp, self.path)
@@ -205,7 +208,7 @@ class ProducerLog:
             "refused": pa.array(self.refused[lo:hi]),
             "fatal": pa.array(fatal),
         }
-        return pa.table(columns, schema=SEND_LOG)
+        return pa.table(columns, schema=self.schema)
 
 
 def _strings(indices: np.ndarray, values: list[str], mask: np.ndarray | None = None) -> pa.Array:
@@ -217,7 +220,8 @@ def combine(parts: Sequence[Path], path: Path) -> int:
     """Concatenate the producers' parts into `path` (temp file + atomic rename); return the row count."""
     tmp = path.with_name(path.name + ".tmp")
     rows = 0
-    with pq.ParquetWriter(tmp, SEND_LOG, **WRITE_OPTIONS) as writer:
+    schema = pq.read_schema(parts[0]) if parts else SEND_LOG  # the producers' metadata (client versions) kept
+    with pq.ParquetWriter(tmp, schema, **WRITE_OPTIONS) as writer:
         for part in parts:
             source = pq.ParquetFile(part)
             for group in range(source.num_row_groups):

@@ -12,13 +12,14 @@ load goes on. A fatal error (librdkafka's idempotent producer giving up) ends th
 message it did not acknowledge, sent or not, failed by it (`fatal`).
 
 The hot loop does as little per message as Python allows: values are built BLOCK at a time with
-numpy, each message costs one `produce` call and one delivery callback that only appends to
-lists; send and ack times are stamped per chunk and per poll, and the reports are folded into
-the send-log arrays in bulk every TICK_S.
+numpy, each message costs one `produce` call and one delivery callback that keeps the report (and
+notes a failure); send and ack times are stamped per chunk and per poll. The reports are read and
+folded into the send-log arrays in bulk once FOLD_EVERY of them are pending, and when the load ends.
 """
 
 from __future__ import annotations
 
+import gc
 import importlib.abc
 import json
 import logging
@@ -29,6 +30,7 @@ import sys
 import time
 from pathlib import Path
 
+import confluent_kafka
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -48,7 +50,7 @@ log = logging.getLogger("acklab.workload.worker")
 CHUNK = 64  # messages between two polls at full speed
 BLOCK = 4096  # values built at once
 TOPIC_WAIT_S = 60.0  # for the topic to appear in the metadata
-WHOLE_VALUE_MAX = 1024  # larger values: the delivery callback keeps only the id prefix
+FOLD_EVERY = 131072  # delivery reports kept as they came before they are folded into the send log
 TICK_S = 0.25  # delivery reports folded into the arrays, progress published
 STOP_FLUSH_S = 5.0  # flush budget once interrupted
 DEADLINE = "duration_s reached"  # the stop reason of a load ended by its clock, as planned
@@ -88,6 +90,12 @@ class WorkerJob(BaseModel):
 PROGRESS_FILE = "progress.bin"  # the load's int64 [producers, 3]: sent, acked, failed
 
 
+def client_versions() -> dict[str, str]:
+    """The confluent-kafka and librdkafka versions this process produces with."""
+    client = confluent_kafka.version()  # a (version, int) tuple before 2.16, a string since
+    return {"client_version": client[0] if isinstance(client, tuple) else client, "librdkafka_version": confluent_kafka.libversion()[0]}
+
+
 class Worker:
     def __init__(self, job: WorkerJob) -> None:
         self.job = job
@@ -98,11 +106,9 @@ class Worker:
         self.format = ValueFormat.for_ids(job.max_id, job.message_bytes)
         self.keys = [key(job.producer, k).encode() for k in range(job.keys)]
         self.stats_rows: list[dict[str, object]] = []
-        self._values: list[bytes] = []
+        self._reports: list[Message] = []  # delivery reports not folded yet
+        self._failures: list[Message] = []  # those of them that failed (for the live progress)
         self._marks: list[tuple[int, float]] = []  # (delivery reports served, time) after each poll
-        self._partitions: list[int] = []
-        self._offsets: list[int] = []
-        self._errors: list[tuple[int, KafkaError]] = []
         config = {"statistics.interval.ms": stats.STATS_INTERVAL_MS, **job.config}
         self.stats_interval_s = float(config["statistics.interval.ms"]) / 1000
         if job.transaction is not None:
@@ -126,6 +132,7 @@ class Worker:
             job.keys,
             [partition_for(k, self.partitions, job.partitioner) for k in self.keys],
             transactional=job.transaction is not None,
+            metadata=client_versions(),
         )
         if job.transaction is not None:
             self.producer.init_transactions(job.flush_timeout_s)
@@ -143,38 +150,27 @@ class Worker:
             time.sleep(0.2)
 
     def _delivery_callback(self):
-        """Only appends: the value (or its id prefix, for large values), partition, offset, and any error."""
-        values, errors = self._values, self._errors
-        add_value, add_partition, add_offset = values.append, self._partitions.append, self._offsets.append
+        """Keeps the report (and notes a failure); everything else happens when reports are folded."""
+        add, add_failure = self._reports.append, self._failures.append
 
-        if self.format.size <= WHOLE_VALUE_MAX:
-
-            def on_delivery(err: KafkaError | None, msg: Message) -> None:
-                add_value(msg.value())
-                add_partition(msg.partition())
-                add_offset(msg.offset())
-                if err is not None:
-                    errors.append((len(values) - 1, err))
-
-        else:
-            width = self.format.width
-
-            def on_delivery(err: KafkaError | None, msg: Message) -> None:
-                add_value(msg.value()[:width])
-                add_partition(msg.partition())
-                add_offset(msg.offset())
-                if err is not None:
-                    errors.append((len(values) - 1, err))
+        def on_delivery(err: KafkaError | None, msg: Message) -> None:
+            add(msg)
+            if err is not None:
+                add_failure(msg)
 
         return on_delivery
 
     def _polled(self) -> None:
         """Delivery reports served so far are stamped now (called after every call that serves them)."""
-        self._marks.append((len(self._values), time.time()))
+        self._marks.append((len(self._reports), time.time()))
 
     # ---- running ---------------------------------------------------------------------------
 
     def run(self) -> dict[str, object]:
+        # The load allocates nothing cyclic, yet keeps every pending delivery report alive: the
+        # cyclic garbage collector would rescan them all, again and again, for nothing.
+        gc.freeze()
+        gc.disable()
         self.started = time.time()
         self._t0 = time.monotonic()
         self._deadline = self._t0 + self.job.duration_s if self.job.duration_s else math.inf
@@ -208,6 +204,7 @@ class Worker:
             "partitions": self.partitions,
             "stop_reason": self.stop_reason,
             "fatal_error": self.fatal_error,
+            **client_versions(),
             **self.log.summary(planned),
         }
 
@@ -362,25 +359,35 @@ class Worker:
             self._fatal(error)
 
     def _tick(self) -> None:
-        """Fold delivery reports into the arrays, publish progress, check stop conditions."""
+        """Fold delivery reports when enough are pending, publish progress, check stop conditions."""
         now = time.monotonic()
         if now < self._next_tick:
             return
         self._next_tick = now + TICK_S
-        self._fold()
-        self.progress[self.job.producer] = (self.log.sent, self.log.acked, self.log.failed)
+        if len(self._reports) >= FOLD_EVERY:
+            self._fold()
+        self._publish()
         if now >= self._deadline:
             self._stop(DEADLINE)
         elif os.getppid() != self.parent:
             self._stop(PARENT_GONE)
 
+    def _publish(self) -> None:
+        """Progress for the parent: sent, acked and failed, pending reports included."""
+        failed = self.log.failed + len(self._failures)
+        self.progress[self.job.producer] = (self.log.sent, self.log.acked + len(self._reports) - len(self._failures), failed)
+
     def _fold(self) -> None:
         """Move the delivery reports served so far into the send-log arrays."""
         self._polled()
+        reports = self._reports
         served, stamps = zip(*self._marks, strict=True)
-        ack_ts = np.asarray(stamps)[np.searchsorted(served, np.arange(len(self._values)), side="right")]
-        self.log.record_deliveries(self.format.parse_ids(self._values), ack_ts, self._partitions, self._offsets, self._errors)
-        for pending in (self._values, self._marks, self._partitions, self._offsets, self._errors):
+        ack_ts = np.asarray(stamps)[np.searchsorted(served, np.arange(len(reports)), side="right")]
+        width = self.format.width
+        ids = self.format.parse_ids([m.value()[:width] for m in reports])
+        errors = [(position, error) for position, m in enumerate(reports) if (error := m.error()) is not None]
+        self.log.record_deliveries(ids, ack_ts, [m.partition() for m in reports], [m.offset() for m in reports], errors)
+        for pending in (reports, self._failures, self._marks):
             pending.clear()
 
 

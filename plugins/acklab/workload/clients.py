@@ -1,0 +1,124 @@
+"""Producer client versions: the confluent-kafka (and bundled librdkafka) a load runs with.
+
+The locked version runs in acklab's own interpreter. Any other release (wheels for Python 3.11 exist
+from 2.0.2 on) runs in a virtualenv of its own under `<cache>/clients/confluent-kafka-<version>`,
+made by `acklab setup --client-version X` with uv from the package registry: that confluent-kafka
+plus the exact numpy, pyarrow, pydantic and PyYAML acklab's producer processes import, which find
+acklab itself on PYTHONPATH. A client's librdkafka validates profiles for it (`probe`), in its own
+interpreter."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+from functools import cache
+from importlib.metadata import version
+from pathlib import Path
+
+from acklab.maven import SetupError
+from acklab.paths import PROJECT_ROOT, cache_dir
+
+LOCKED = version("confluent-kafka")
+CLIENT_VERSION_PATTERN = r"^2\.\d+\.\d+$"
+OLDEST = (2, 0, 2)  # the first confluent-kafka with wheels for Python 3.11
+# What producer processes import besides confluent-kafka, pinned to acklab's own versions.
+WORKER_PACKAGES = ("numpy", "pyarrow", "pydantic", "pydantic-core", "annotated-types", "typing-extensions", "typing-inspection", "pyyaml")
+COMPLETE = ".complete"  # in a client's folder: JSON {version, librdkafka}, written last
+
+
+@dataclass(frozen=True)
+class Client:
+    """A producer client: confluent-kafka `version` with its `librdkafka`, run by `python`."""
+
+    version: str
+    librdkafka: str
+    python: str
+
+    @property
+    def env(self) -> dict[str, str]:
+        """The environment of its producer processes (acklab importable from any interpreter)."""
+        path = os.pathsep.join(filter(None, [str(PROJECT_ROOT / "plugins"), os.environ.get("PYTHONPATH")]))
+        return {**os.environ, "PYTHONPATH": path}
+
+
+def check_version(client_version: str) -> str:
+    """The version if acklab can run it; SetupError naming what is allowed otherwise."""
+    if not re.match(CLIENT_VERSION_PATTERN, client_version) or tuple(map(int, client_version.split("."))) < OLDEST:
+        raise SetupError(
+            f"client_version {client_version!r}: confluent-kafka releases from {'.'.join(map(str, OLDEST))} on "
+            f"(2.x.y; the locked one is {LOCKED})"
+        )
+    return client_version
+
+
+def client_dir(client_version: str) -> Path:
+    return cache_dir() / "clients" / f"confluent-kafka-{client_version}"
+
+
+@cache
+def _locked() -> Client:
+    import confluent_kafka
+
+    return Client(LOCKED, confluent_kafka.libversion()[0], sys.executable)
+
+
+def client(client_version: str | None) -> Client:
+    """The client of `client_version` (None: the locked one); SetupError if it is not set up."""
+    if client_version is None or client_version == LOCKED:
+        return _locked()
+    folder = client_dir(check_version(client_version))
+    stamp = folder / COMPLETE
+    if not stamp.exists():
+        raise SetupError(f"client {client_version} is not set up: run `acklab setup --client-version {client_version}` (or make setup)")
+    recorded = json.loads(stamp.read_text())
+    return Client(client_version, recorded["librdkafka"], str(folder / "bin" / "python"))
+
+
+def fetch_client(client_version: str) -> Client:
+    """Create the client's virtualenv with uv (idempotent: a complete one is kept)."""
+    folder = client_dir(check_version(client_version))
+    if client_version == LOCKED or (folder / COMPLETE).exists():
+        return client(client_version)
+    uv = shutil.which("uv", path=str(Path(sys.executable).parent)) or shutil.which("uv")
+    if uv is None:
+        raise SetupError("uv is required to set up client versions (make setup installs it)")
+    base = getattr(sys, "_base_executable", sys.executable)
+    shutil.rmtree(folder, ignore_errors=True)
+    pins = [f"{name}=={version(name)}" for name in WORKER_PACKAGES]
+    for command in (
+        [uv, "venv", "-q", "-p", base, str(folder)],
+        [uv, "pip", "install", "-q", "-p", str(folder / "bin" / "python"), f"confluent-kafka=={client_version}", *pins],
+    ):
+        done = subprocess.run(command, capture_output=True, text=True)
+        if done.returncode != 0:
+            shutil.rmtree(folder, ignore_errors=True)
+            raise SetupError(f"setting up client {client_version} failed: {(done.stderr or done.stdout).strip().splitlines()[-1:]}")
+    probe = subprocess.run(
+        [str(folder / "bin" / "python"), "-c", "from acklab.workload.worker import client_versions as v; print(*v().values())"],
+        capture_output=True, text=True, check=True, env=Client(client_version, "", "").env,
+    )
+    installed, librdkafka = probe.stdout.split()
+    if installed != client_version:
+        raise SetupError(f"client {client_version}: the virtualenv has confluent-kafka {installed}")
+    (folder / COMPLETE).write_text(json.dumps({"version": installed, "librdkafka": librdkafka}))
+    return client(client_version)
+
+
+def probe(target: Client, items: list[dict[str, object]]) -> list[dict[str, object]]:
+    """librdkafka's verdict on each item, from `target`'s own librdkafka (`acklab.workload.probe`)."""
+    if target.python == sys.executable:
+        from acklab.workload.probe import check
+
+        return check(items)
+    done = subprocess.run(
+        [target.python, "-m", "acklab.workload.probe"], input=json.dumps(items), capture_output=True, text=True,
+        env=target.env, timeout=120,
+    )
+    if done.returncode != 0:
+        raise SetupError(f"client {target.version} could not check the profiles: {done.stderr.strip().splitlines()[-1:]}")
+    return json.loads(done.stdout)

@@ -1,0 +1,85 @@
+"""Killed runs: a task process SIGKILLed at a random moment of a scenario group with an active fault.
+
+Under a scheduler a cluster is bound to the heartbeat its run's tasks keep: once none is alive for
+ACKLAB_HEARTBEAT_S, `acklab reap` (or the next provisioning) removes it: no JVM, proxy, open port or
+data folder is left, and the killed run never reports a verdict. One kill runs in `make test`; the
+`killed_runs` family kills 10 times at random moments."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+from acklab.cluster.state import ClusterState
+
+from .helpers import assert_nothing_left
+
+pytestmark = pytest.mark.integration
+HEARTBEAT_S = 6.0
+# One process plays the DAG's tasks, as a scheduler runs them: plan, provision, then a scenario group
+# under a fault. It prints the run folder once the group started.
+TASKS = """
+import json, sys
+from acklab.orchestration import tasks
+run = tasks.plan_run(json.loads(sys.argv[1]))
+run = tasks.provision_cluster(run, lease_s=3600)
+print(run["run_dir"], flush=True)
+group = tasks.scenario_groups(run)[0]
+tasks.run_group(run, group)
+print("group done", flush=True)
+"""
+PARAMS = {"profiles": ["leader-ack", "idempotent"], "faults": ["client-partition"], "messages": 40000, "rate": 2000,
+          "fault_at_s": 1.0, "fault_duration_s": 15.0}
+
+
+def _processes_on(folder: Path) -> list[int]:
+    return [p.pid for p in psutil.process_iter(["cmdline"]) if any(str(folder) in part for part in (p.info["cmdline"] or []))]
+
+
+def _kill_a_task_mid_fault(seed: int) -> None:
+    env = {**os.environ, "ACKLAB_HEARTBEAT_S": str(HEARTBEAT_S)}
+    env.pop("ACKLAB_BIND_CLUSTER_TO_PID", None)
+    task = subprocess.Popen([sys.executable, "-c", TASKS, json.dumps(PARAMS)], env=env, stdout=subprocess.PIPE, text=True)
+    try:
+        assert task.stdout is not None
+        run_dir = Path(task.stdout.readline().strip())
+        assert run_dir.is_dir(), "the task did not provision its cluster"
+        cluster = run_dir / "cluster"
+        time.sleep(1.0 + random.Random(seed).uniform(1.0, 10.0))  # the fault runs from ~1 s to ~16 s of the load
+        assert task.poll() is None, "the group ended before the kill"
+        task.send_signal(signal.SIGKILL)
+        task.wait(10)
+    finally:
+        task.kill()
+    state = ClusterState.load(cluster)
+    assert state.status == "running" and state.heartbeat_s == HEARTBEAT_S
+    reap = [str(Path(sys.executable).parent / "acklab"), "reap"]
+    deadline = time.monotonic() + HEARTBEAT_S + 60
+    while ClusterState.load(cluster).status == "running" and time.monotonic() < deadline:
+        subprocess.run(reap, env=env, check=True, capture_output=True, timeout=120)
+        time.sleep(1.0)
+    assert_nothing_left(cluster)
+    assert _processes_on(run_dir) == [], "a producer or proxy of the killed run survived"
+    assert not (run_dir / "result.json").exists(), "a killed run reported a verdict"
+
+
+def test_a_killed_task_leaves_nothing_behind() -> None:
+    started = time.monotonic()
+    _kill_a_task_mid_fault(seed=1)
+    assert time.monotonic() - started < 180
+
+
+@pytest.mark.killed_runs
+@pytest.mark.parametrize("seed", range(10))
+def test_ten_killed_tasks_leave_nothing_behind(seed: int) -> None:
+    _kill_a_task_mid_fault(seed)
+

@@ -1,0 +1,71 @@
+"""Old brokers and old clients on real clusters: the smoke scenarios (leader-ack and idempotent under a
+leader SIGKILL) pass, audited by Spark and judged by GX, and every layer records the versions.
+
+One old broker with the oldest client runs in `make test`; the marked `versions` family covers each
+Kafka version (3.5.2, 3.6.2, 3.9.2, 4.3.1) with the locked client and each client (2.0.2, 2.3.0, the
+locked one) on the default Kafka."""
+
+from __future__ import annotations
+
+import os
+
+import pyarrow.parquet as pq
+import pytest
+
+from acklab.checker.submit import audit_job, submit
+from acklab.checker.verdict import validate_matrix
+from acklab.cluster.cluster import Cluster
+from acklab.execution import run_scenarios
+from acklab.maven import DEFAULT_KAFKA_VERSION
+from acklab.paths import expectations_dir
+from acklab.plan import make_plan
+from acklab.store import RunDir
+from acklab.workload import clients
+
+from .helpers import assert_nothing_left
+
+pytestmark = pytest.mark.integration
+SMOKE = {"profiles": ["leader-ack", "idempotent"], "faults": ["leader-kill"], "messages": 30000, "rate": 3000, "fault_at_s": 1.0}
+
+
+def _smoke(kafka_version: str, client_versions: list[str | None]) -> None:
+    """One cluster of `kafka_version`; the smoke scenarios once per client version, each in its own run."""
+    plans = [make_plan({**SMOKE, "kafka_version": kafka_version, "client_version": client}) for client in client_versions]
+    cluster_run = RunDir.create()
+    cluster = Cluster.provision(plans[0].topology, cluster_run.cluster, owner_pid=os.getpid())
+    runs = []
+    try:
+        for plan in plans:
+            run = RunDir.create()
+            run_scenarios(cluster, plan, run)
+            submit(audit_job(run))
+            runs.append((plan, run))
+    finally:
+        cluster.teardown()
+    assert_nothing_left(cluster_run.cluster)
+    for plan, run in runs:
+        verdict = validate_matrix(run, expectations_dir(), run.run_id)
+        assert {s.status for s in verdict.scenarios} == {"pass"}, verdict.summary_lines()
+        for row in run.read_matrix():
+            assert (row["client_version"], row["librdkafka_version"]) == (plan.client.version, plan.client.librdkafka), row
+            assert row["sent"] == row["planned"] == SMOKE["messages"]
+        entry = run.read_manifest().scenarios[0]
+        assert (entry.client_version, run.read_manifest().topology["kafka_version"]) == (plan.client.version, kafka_version)
+        metadata = pq.read_schema(run.root / entry.send_log).metadata
+        assert metadata[b"acklab.client_version"].decode() == plan.client.version
+        assert metadata[b"acklab.librdkafka_version"].decode() == plan.client.librdkafka
+
+
+def test_an_old_broker_and_the_oldest_client_pass_the_smoke_scenarios() -> None:
+    _smoke("3.5.2", ["2.0.2"])
+
+
+@pytest.mark.versions
+@pytest.mark.parametrize("kafka_version", ["3.5.2", "3.6.2", "3.9.2", DEFAULT_KAFKA_VERSION])
+def test_each_kafka_version_passes_the_smoke_scenarios(kafka_version: str) -> None:
+    _smoke(kafka_version, [None])
+
+
+@pytest.mark.versions
+def test_each_client_version_passes_the_smoke_scenarios() -> None:
+    _smoke(DEFAULT_KAFKA_VERSION, ["2.0.2", "2.3.0", clients.LOCKED])
