@@ -102,6 +102,28 @@ docker-image: setup
 test-docker: setup docker-deps
 	$(BIN)/python -m pytest tests/integration/test_docker_backend.py -q
 
+# Debian packages of the deployment tests: PostgreSQL (without the package's own cluster) and Chromium.
+.PHONY: postgres-deps browser-deps
+postgres-deps:
+	@ls /usr/lib/postgresql/*/bin/postgres >/dev/null 2>&1 || { mkdir -p /etc/postgresql-common/createcluster.d \
+	  && echo "create_main_cluster = false" > /etc/postgresql-common/createcluster.d/acklab.conf \
+	  && apt-get update -qq && apt-get install -y -qq postgresql; }
+
+browser-deps:
+	@command -v chromium >/dev/null || { apt-get update -qq && apt-get install -y -qq chromium; }
+
+# The Airflow stack as teams run it (api-server, scheduler, dag-processor; LocalExecutor) from
+# airflow_home, on its SQLite DB or with AIRFLOW_DB=postgres on a project-local PostgreSQL
+# (airflow_home/postgres); prints the UI's address and login. `make airflow-stop` stops exactly that.
+AIRFLOW_PORT ?= 8080
+AIRFLOW_DB ?= sqlite
+.PHONY: airflow airflow-stop
+airflow: setup $(if $(filter postgres,$(AIRFLOW_DB)),postgres-deps)
+	$(BIN)/acklab airflow up --port $(AIRFLOW_PORT) $(if $(filter postgres,$(AIRFLOW_DB)),--postgres)
+
+airflow-stop:
+	$(BIN)/acklab airflow down
+
 reap:
 	$(BIN)/acklab reap --all
 
