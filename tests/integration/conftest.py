@@ -6,22 +6,22 @@ import os
 import shutil
 import socket
 import subprocess
-import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from acklab.cluster import docker_engine as engine
 from acklab.paths import PROJECT_ROOT
 from acklab.services import airflow_stack as stack
 from acklab.services.airflow_stack import StackState
 
 from .airflow_rest import AirflowRest
+from .helpers import BIN
 
 POOL = "acklab_cluster"  # acklab.dag_factory.POOL (importing it would import Airflow here)
 
-BIN = Path(sys.executable).parent
 
 
 @pytest.fixture(scope="session")
@@ -41,6 +41,7 @@ def acklab_env(tmp_path_factory: pytest.TempPathFactory, isolated_run_store: Pat
         "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
         "AIRFLOW_CONN_SPARK_DEFAULT": '{"conn_type":"spark","host":"local[*]"}',
         "ACKLAB_BIND_CLUSTER_TO_PID": "1",
+        "SPARK_LOCAL_IP": "127.0.0.1",  # the Spark driver's (and executors') sockets on loopback
     }
     subprocess.run([str(BIN / "airflow"), "db", "migrate"], env=env, check=True, capture_output=True)
     subprocess.run([str(BIN / "airflow"), "pools", "set", POOL, "1", "acklab tests"], env=env, check=True, capture_output=True)
@@ -48,10 +49,11 @@ def acklab_env(tmp_path_factory: pytest.TempPathFactory, isolated_run_store: Pat
 
 
 @pytest.fixture(scope="session")
-def airflow_stack(acklab_env: dict[str, str]) -> Iterator[StackState]:
+def airflow_stack(acklab_env: dict[str, str], artifacts_dir: Path) -> Iterator[StackState]:
     """One Airflow stack per session, as teams deploy it: api-server, scheduler and dag-processor
     (LocalExecutor) on a project-local PostgreSQL, all on 127.0.0.1, with this session's run store
-    and GX project. Stopped exactly at the end; nothing it started may survive."""
+    and GX project. Stopped exactly at the end (its logs kept as artifacts); nothing it started may
+    survive."""
     home = Path(tempfile.mkdtemp(prefix="acklab-stack-"))  # under /tmp: PostgreSQL's user must reach it
     home.chmod(0o755)
     state = stack.start(home, use_postgres=True, base_env=acklab_env)
@@ -59,6 +61,8 @@ def airflow_stack(acklab_env: dict[str, str]) -> Iterator[StackState]:
         yield state
     finally:
         stack.stop_stack(home)
+        shutil.rmtree(artifacts_dir / "airflow-stack", ignore_errors=True)
+        shutil.copytree(home / "logs", artifacts_dir / "airflow-stack", dirs_exist_ok=True)
         survivors = [f"{p.name} ({p.pid})" for p in state.all_processes if p.alive()]
         shutil.rmtree(home, ignore_errors=True)
     assert survivors == [], f"stack processes still running: {survivors}"
@@ -78,3 +82,15 @@ def artifacts_dir() -> Path:
     folder = Path(os.environ.get("ACKLAB_TEST_ARTIFACTS", PROJECT_ROOT / "test-artifacts"))
     folder.mkdir(parents=True, exist_ok=True)
     return folder
+
+
+@pytest.fixture(scope="session")
+def docker_engine(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """An answering engine: the running one, or a `dockerd` started (and stopped) by this fixture."""
+    try:
+        started = engine.start(tmp_path_factory.mktemp("dockerd") / "dockerd.log")
+    except engine.EngineUnavailable as exc:
+        pytest.skip(f"Docker not tested: {exc}")
+    yield
+    if started is not None:
+        engine.stop(started)

@@ -55,8 +55,8 @@ def test_rest_trigger_with_params_runs_the_smoke_dag(airflow_rest: AirflowRest, 
     assert response.status_code == 200, response.text
     run_id = response.json()["dag_run_id"]
     run = airflow_rest.wait_for_run(SMOKE, run_id, RUN_TIMEOUT_S)
+    assert run["state"] == "success", airflow_rest.failure_report(SMOKE, run_id)
     states = airflow_rest.task_states(SMOKE, run_id)
-    assert run["state"] == "success", states
     assert run["run_type"] == "manual" and run["conf"] == CONF
     assert set(states.values()) == {"success"} and "run_group[0]" in states, states
     assert "PASS idempotent__leader-kill [exactly-once]" in airflow_rest.task_log(SMOKE, run_id, "validate")
@@ -78,7 +78,7 @@ def test_backfill_runs_the_daily_dag_through_the_scheduler(airflow_rest: Airflow
         finished = airflow_rest.wait_for_run(DAILY, run["dag_run_id"], RUN_TIMEOUT_S)
     finally:
         airflow_rest.set_paused(DAILY, True)
-    assert finished["state"] == "success", airflow_rest.task_states(DAILY, run["dag_run_id"])
+    assert finished["state"] == "success", airflow_rest.failure_report(DAILY, run["dag_run_id"])
     assert finished["run_type"] == "backfill" and finished["logical_date"] == logical_date and finished["conf"] == CONF
     assert [r["run_type"] for r in airflow_rest.runs(DAILY)] == ["backfill"], "the scheduler also ran the default matrix"
     _check_passed(_new_run(isolated_run_store, before))

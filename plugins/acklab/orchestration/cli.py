@@ -146,6 +146,32 @@ def run(
 
 
 @app.command()
+def audit(
+    run: Annotated[Path, typer.Argument(help="the run folder (runs/<id>)")],
+    out: Annotated[Path | None, typer.Option(help="where the audit's outputs go (a new folder; default: the run's audit/)")] = None,
+    from_archive: Annotated[bool, typer.Option(help="audit the run's archived topic records instead of reading Kafka")] = False,
+    master: Annotated[str | None, typer.Option(help="Spark master URL (default: $ACKLAB_SPARK_MASTER or local[*])")] = None,
+) -> None:
+    """(Re-)audit a run with Spark: the same job and arguments as the DAG's audit task; print matrix.json's path."""
+    from acklab.checker.submit import AuditError, audit_job, submit
+    from acklab.store import AuditDir
+
+    def job() -> Any:
+        if not (run / "manifest.json").is_file():
+            raise UserError(f"{run}: no manifest.json (not a run folder)")
+        archive = RunDir(run).audit.topic_records
+        if from_archive and not archive.is_file():
+            raise UserError(f"{archive}: no archived topic records (the run was never audited)")
+        return audit_job(RunDir(run), AuditDir(out) if out else None, archive if from_archive else None)
+
+    try:
+        typer.echo(submit(user_errors(job), master))
+    except AuditError as exc:
+        console.print(f"[red]error:[/red] {exc}", highlight=False)
+        raise typer.Exit(1) from None
+
+
+@app.command()
 def check_topology(name: str) -> None:
     """Validate a topology spec and print it."""
     from acklab.topology import load_topology
