@@ -17,7 +17,6 @@ from pathlib import Path
 
 import docker
 import httpx
-import psutil
 import pytest
 import yaml
 
@@ -26,7 +25,7 @@ from acklab.cluster.docker import LABEL_RUN
 from acklab.cluster.layout import free_ports
 from acklab.paths import PROJECT_ROOT, cache_dir
 from acklab.services import standin_images
-from acklab.services.processes import wait_until
+from acklab.services.processes import listening_pids, wait_until
 from acklab.topology import load_topology
 
 from .airflow_rest import AirflowRest
@@ -98,13 +97,10 @@ def stack(images: dict[str, str], acklab_env: dict[str, str], tmp_path_factory: 
 
 def _service_sockets(project: str) -> dict[str, set[tuple[str, int]]]:
     """Listening TCP sockets of each running service's processes (host network: seen from the host)."""
-    sockets: dict[str, set[tuple[str, int]]] = {}
-    connections = psutil.net_connections(kind="tcp")
-    for container in docker.from_env().containers.list(filters={"label": f"com.docker.compose.project={project}"}):
-        pids = {int(row[1]) for row in container.top()["Processes"]}
-        service = container.labels["com.docker.compose.service"]
-        sockets[service] = {(c.laddr.ip, c.laddr.port) for c in connections if c.pid in pids and c.status == psutil.CONN_LISTEN}
-    return sockets
+    return {
+        container.labels["com.docker.compose.service"]: listening_pids({int(row[1]) for row in container.top()["Processes"]})
+        for container in docker.from_env().containers.list(filters={"label": f"com.docker.compose.project={project}"})
+    }
 
 
 def test_compose_stack_runs_the_smoke_dag_on_the_docker_backend(stack: dict, isolated_run_store: Path) -> None:

@@ -20,7 +20,7 @@ from pathlib import Path
 import psycopg2
 
 from acklab.cluster.layout import free_ports
-from acklab.services.processes import ServiceError, ServiceProcess, spawn, wait_until
+from acklab.services.processes import ServiceError, ServiceProcess, spawn, stop, wait_until
 
 SUPERUSER = "acklab"
 DATABASE = "airflow"
@@ -85,7 +85,11 @@ def start(folder: Path, port: int | None = None) -> Postgres:
         folder / "postgres.log", _env(), user=user, stop_signal=signal.SIGINT,  # SIGINT: fast shutdown
     )
     server = Postgres(process=process, port=port, password=password_file.read_text().strip())
-    wait_until(lambda: _create_database(server), f"PostgreSQL on 127.0.0.1:{port}", [process], 60)
+    try:
+        wait_until(lambda: _create_database(server), f"PostgreSQL on 127.0.0.1:{port}", [process], 60)
+    except BaseException:
+        stop([process])
+        raise
     return server
 
 

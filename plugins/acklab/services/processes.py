@@ -3,6 +3,7 @@ time, stopped exactly (the process and the children it had), and their listening
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import signal
 import subprocess
@@ -83,10 +84,21 @@ def listening(processes: Iterable[ServiceProcess]) -> set[tuple[str, int]]:
         if service.alive():
             parent = psutil.Process(service.pid)
             pids |= {parent.pid, *(child.pid for child in parent.children(recursive=True))}
+    return listening_pids(pids)
+
+
+def listening_pids(pids: set[int]) -> set[tuple[str, int]]:
+    """(address, port) of every TCP socket these pids listen on (IPv4-mapped addresses, as a JVM's
+    socket bound to 127.0.0.1 reports, in their IPv4 form)."""
     return {
-        (conn.laddr.ip, conn.laddr.port) for conn in psutil.net_connections(kind="tcp")
+        (_ipv4(conn.laddr.ip), conn.laddr.port) for conn in psutil.net_connections(kind="tcp")
         if conn.pid in pids and conn.status == psutil.CONN_LISTEN
     }
+
+
+def _ipv4(address: str) -> str:
+    mapped = getattr(ipaddress.ip_address(address), "ipv4_mapped", None)
+    return str(mapped) if mapped else address
 
 
 def wait_until(ready: Callable[[], bool], what: str, processes: Iterable[ServiceProcess], timeout_s: float) -> None:
