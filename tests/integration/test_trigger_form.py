@@ -149,6 +149,7 @@ def test_form_starts_a_run_with_the_values_entered(
     finished = airflow_rest.wait_for_run(SMOKE, run["dag_run_id"], 600)
     assert finished["state"] == "success", airflow_rest.failure_report(SMOKE, run["dag_run_id"])
     page.reload()
+    expect(page.get_by_text("success").first).to_be_visible()
     page.screenshot(path=screenshots / "06-run-passed.png")
     (run_dir,) = [p for p in set(isolated_run_store.iterdir()) - runs_before if (p / "manifest.json").exists()]
     assert json.loads((run_dir / "result.json").read_text())["scenarios"] == {"idempotent__none": "pass"}

@@ -160,7 +160,7 @@ def audit(
         if not (run / "manifest.json").is_file():
             raise UserError(f"{run}: no manifest.json (not a run folder)")
         archive = RunDir(run).audit.topic_records
-        if from_archive and not archive.is_file():
+        if from_archive and not archive.exists():  # a Parquet dataset: a folder
             raise UserError(f"{archive}: no archived topic records (the run was never audited)")
         return audit_job(RunDir(run), AuditDir(out) if out else None, archive if from_archive else None)
 
