@@ -113,6 +113,13 @@ def _password(home: Path) -> str:
     return passwords[USER]
 
 
+def _save(home: Path, state: StackState) -> None:
+    """Write `stack.json`, readable by its owner only (it holds the login)."""
+    path = home / STATE_FILE
+    path.touch(mode=0o600)
+    path.write_text(state.model_dump_json(indent=2))
+
+
 def _healthy(url: str) -> bool:
     try:
         health = httpx.get(f"{url}/api/v2/monitor/health", timeout=5).json()
@@ -147,7 +154,7 @@ def start(
         for component, args in COMPONENTS.items():
             state.processes.append(spawn(component, [str(Path(sys.executable).parent / "airflow"), component, *args],
                                          home / "logs" / f"{component}.log", env, cwd=home))
-            (home / STATE_FILE).write_text(state.model_dump_json(indent=2))
+            _save(home, state)
         wait_until(lambda: _healthy(url), f"Airflow healthy at {url}", state.all_processes, timeout_s)
     except BaseException:
         stop(state.all_processes)
