@@ -35,7 +35,7 @@ pytestmark = [pytest.mark.integration, pytest.mark.compose]
 COMPOSE_FILE = PROJECT_ROOT / "docker-compose.yaml"
 ACKLAB_SERVICES = ("airflow-init", "airflow-api-server", "airflow-scheduler", "airflow-dag-processor", "spark-master", "spark-worker")
 SMOKE = "kafka_delivery_smoke"
-CONF = {"backend": "docker", "profiles": ["leader-ack", "idempotent"], "faults": ["leader-kill"], "messages": 15000, "rate": 5000,
+CONF = {"backend": "docker", "profiles": ["leader-ack", "idempotent"], "faults": ["leader-kill"], "messages": 30000, "rate": 5000,
         "fault_at_s": 1.0}
 
 

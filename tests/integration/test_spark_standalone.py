@@ -17,7 +17,8 @@ from .helpers import assert_nothing_left, dags_test, readme_commands, run_as_use
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark_standalone]
 
-CONF = {"profiles": ["leader-ack", "idempotent"], "faults": ["leader-kill"], "messages": 15000, "rate": 5000, "fault_at_s": 1.0}
+# 6 s of load: the leader kill at 1 s takes effect well before the load ends.
+CONF = {"profiles": ["leader-ack", "idempotent"], "faults": ["leader-kill"], "messages": 30000, "rate": 5000, "fault_at_s": 1.0}
 README_MASTER = "spark://127.0.0.1:7077"  # what the README's commands name
 
 
