@@ -60,9 +60,12 @@ def images(docker_engine: None) -> dict[str, str]:
 
 
 @pytest.fixture(scope="module")
-def stack(images: dict[str, str], acklab_env: dict[str, str], tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict]:
-    """`docker-compose up -d` of the production file with the override; `down -v` afterwards."""
-    folder = tmp_path_factory.mktemp("compose")
+def stack(images: dict[str, str], acklab_env: dict[str, str], artifacts_dir: Path) -> Iterator[dict]:
+    """`docker-compose up -d` of the production file with the override; `down -v` afterwards (the
+    services' logs kept in the artifacts folder)."""
+    folder = artifacts_dir / "compose"
+    shutil.rmtree(folder, ignore_errors=True)
+    folder.mkdir()
     shared = [acklab_env["ACKLAB_RUNS"], acklab_env["ACKLAB_EXPECTATIONS"], str(cache_dir())]
     paths = {"ACKLAB_RUNS": shared[0], "ACKLAB_EXPECTATIONS": shared[1], "ACKLAB_CACHE": shared[2]}
     mounts = [f"{path}:{path}" for path in shared]
@@ -74,7 +77,7 @@ def stack(images: dict[str, str], acklab_env: dict[str, str], tmp_path_factory: 
     env = {
         **acklab_env, **images, "PWD": str(PROJECT_ROOT), "COMPOSE_PROJECT_NAME": project,
         "ACKLAB_AIRFLOW_PORT": str(airflow), "ACKLAB_SPARK_PORT": str(spark), "ACKLAB_SPARK_UI_PORT": str(spark_ui),
-        "ACKLAB_SPARK_WORKER_UI_PORT": str(worker_ui), "ACKLAB_PG_PORT": str(pg), "ACKLAB_JWT_SECRET": secrets.token_urlsafe(24),
+        "ACKLAB_SPARK_WORKER_UI_PORT": str(worker_ui), "ACKLAB_PG_PORT": str(pg), "ACKLAB_JWT_SECRET": secrets.token_urlsafe(48),
     }
     compose = [*_compose_cli(), "-f", str(COMPOSE_FILE), "-f", str(folder / "override.yaml"), "-p", project]
 

@@ -89,7 +89,7 @@ def stack_env(home: Path, port: int, database_url: str | None, base: Mapping[str
         "AIRFLOW_CONN_SPARK_DEFAULT": base.get("AIRFLOW_CONN_SPARK_DEFAULT", '{"conn_type":"spark","host":"local[*]"}'),
         "SPARK_LOCAL_IP": "127.0.0.1",
     })
-    env.setdefault("AIRFLOW__API_AUTH__JWT_SECRET", secrets.token_urlsafe(32))
+    env.setdefault("AIRFLOW__API_AUTH__JWT_SECRET", secrets.token_urlsafe(48))  # 64 bytes: HS512
     if database_url:
         env["AIRFLOW__DATABASE__SQL_ALCHEMY_CONN"] = database_url
     return env
