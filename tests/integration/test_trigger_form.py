@@ -80,7 +80,7 @@ def _field(dialog: Locator, name: str) -> Locator:
 
 
 def _pick_list(dialog: Locator, name: str) -> tuple[list[str], list[str]]:
-    """(chosen values, offered values) of a multi-select param, read by opening it."""
+    """(chosen values of a multi-select, values offered) of a pick-list param, read by opening it."""
     row = _field(dialog, name)
     chosen = [str(chip.get_attribute("aria-label")).removeprefix("Remove ") for chip in row.locator("[aria-label^='Remove ']").all()]
     row.get_by_role("combobox").click()
