@@ -1,12 +1,10 @@
-"""Fixtures that run acklab the way users do: `airflow dags test`, the `acklab` CLI and the Airflow stack, as subprocesses."""
+"""Fixtures that run acklab the way users do: `airflow dags test` and the `acklab` CLI, as subprocesses."""
 
 from __future__ import annotations
 
 import os
 import shutil
-import socket
 import subprocess
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -14,10 +12,7 @@ import pytest
 
 from acklab.cluster import docker_engine as engine
 from acklab.paths import PROJECT_ROOT
-from acklab.services import airflow_stack as stack
-from acklab.services.airflow_stack import StackState
 
-from .airflow_rest import AirflowRest
 from .helpers import BIN
 
 POOL = "acklab_cluster"  # acklab.dag_factory.POOL (importing it would import Airflow here)
@@ -46,34 +41,6 @@ def acklab_env(tmp_path_factory: pytest.TempPathFactory, isolated_run_store: Pat
     subprocess.run([str(BIN / "airflow"), "db", "migrate"], env=env, check=True, capture_output=True)
     subprocess.run([str(BIN / "airflow"), "pools", "set", POOL, "1", "acklab tests"], env=env, check=True, capture_output=True)
     return env
-
-
-@pytest.fixture(scope="session")
-def airflow_stack(acklab_env: dict[str, str], artifacts_dir: Path) -> Iterator[StackState]:
-    """One Airflow stack per session, as teams deploy it: api-server, scheduler and dag-processor
-    (LocalExecutor) on a project-local PostgreSQL, all on 127.0.0.1, with this session's run store
-    and GX project. Stopped exactly at the end (its logs kept as artifacts); nothing it started may
-    survive."""
-    home = Path(tempfile.mkdtemp(prefix="acklab-stack-"))  # under /tmp: PostgreSQL's user must reach it
-    home.chmod(0o755)
-    state = stack.start(home, use_postgres=True, base_env=acklab_env)
-    try:
-        yield state
-    finally:
-        stack.stop_stack(home)
-        shutil.rmtree(artifacts_dir / "airflow-stack", ignore_errors=True)
-        shutil.copytree(home / "logs", artifacts_dir / "airflow-stack", dirs_exist_ok=True)
-        survivors = [f"{p.name} ({p.pid})" for p in state.all_processes if p.alive()]
-        shutil.rmtree(home, ignore_errors=True)
-    assert survivors == [], f"stack processes still running: {survivors}"
-    port = int(state.url.rsplit(":", 1)[1])
-    with socket.socket() as sock:
-        assert sock.connect_ex(("127.0.0.1", port)) != 0, f"{state.url} still answers"
-
-
-@pytest.fixture(scope="session")
-def airflow_rest(airflow_stack: StackState) -> AirflowRest:
-    return AirflowRest(airflow_stack.url, airflow_stack.user, airflow_stack.password)
 
 
 @pytest.fixture(scope="session")

@@ -18,8 +18,8 @@ from playwright.sync_api import Locator, Page, expect, sync_playwright
 from acklab.orchestration.params import run_params_schema
 from acklab.services.airflow_stack import StackState
 
-from .airflow_rest import AirflowRest
-from .helpers import assert_nothing_left
+from ..airflow_rest import AirflowRest
+from ..helpers import assert_nothing_left
 
 pytestmark = [pytest.mark.integration, pytest.mark.browser]
 

@@ -10,8 +10,8 @@ import pytest
 
 from acklab.services.airflow_stack import StackState
 
-from .airflow_rest import AirflowRest
-from .helpers import assert_nothing_left
+from ..airflow_rest import AirflowRest
+from ..helpers import assert_nothing_left
 
 pytestmark = [pytest.mark.integration, pytest.mark.scheduler]
 
