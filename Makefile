@@ -54,7 +54,9 @@ run: setup
 	grep -oE "(PASS|FAIL|INCOMPLETE) [a-z0-9_-]+ \[.*\)" $(AIRFLOW_HOME)/dags-test.log || true
 	$(BIN)/acklab report --require-pass
 
-test: setup
+# Everything but the compose stack (`make test-compose`): unit and integration tests, the DAGs under
+# the Airflow stack on PostgreSQL and in Chromium, the audit on a Spark standalone master.
+test: setup postgres-deps browser-deps
 	$(BIN)/ruff check .
 	$(BIN)/python -m pytest tests -q
 
@@ -104,6 +106,39 @@ docker-image: setup
 
 test-docker: setup docker-deps
 	$(BIN)/python -m pytest tests/integration/test_docker_backend.py -q
+
+# docker-compose.yaml started for real on stand-in images built from Debian's packages (no pull):
+# Debian's docker-compose (v1) and mmdebstrap; the test starts an engine when none answers.
+.PHONY: compose-deps test-compose
+compose-deps: docker-deps
+	@missing=""; command -v docker-compose >/dev/null || missing="$$missing docker-compose"; \
+	command -v mmdebstrap >/dev/null || missing="$$missing mmdebstrap"; \
+	if [ -n "$$missing" ]; then apt-get update -qq && apt-get install -y -qq $$missing; fi
+
+test-compose: setup compose-deps
+	$(BIN)/python -m pytest tests -q -m compose
+
+# Debian packages of the deployment tests: PostgreSQL (without the package's own cluster) and Chromium.
+.PHONY: postgres-deps browser-deps
+postgres-deps:
+	@ls /usr/lib/postgresql/*/bin/postgres >/dev/null 2>&1 || { mkdir -p /etc/postgresql-common/createcluster.d \
+	  && echo "create_main_cluster = false" > /etc/postgresql-common/createcluster.d/acklab.conf \
+	  && apt-get update -qq && apt-get install -y -qq postgresql; }
+
+browser-deps:
+	@command -v chromium >/dev/null || { apt-get update -qq && apt-get install -y -qq chromium; }
+
+# The Airflow stack as teams run it (api-server, scheduler, dag-processor; LocalExecutor) from
+# airflow_home, on its SQLite DB or with AIRFLOW_DB=postgres on a project-local PostgreSQL
+# (airflow_home/postgres); prints the UI's address and login. `make airflow-stop` stops exactly that.
+AIRFLOW_PORT ?= 8080
+AIRFLOW_DB ?= sqlite
+.PHONY: airflow airflow-stop
+airflow: setup $(if $(filter postgres,$(AIRFLOW_DB)),postgres-deps)
+	$(BIN)/acklab airflow up --port $(AIRFLOW_PORT) $(if $(filter postgres,$(AIRFLOW_DB)),--postgres)
+
+airflow-stop:
+	$(BIN)/acklab airflow down
 
 reap:
 	$(BIN)/acklab reap --all

@@ -5,16 +5,18 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from acklab.cluster import docker_engine as engine
 from acklab.paths import PROJECT_ROOT
+
+from .helpers import BIN
 
 POOL = "acklab_cluster"  # acklab.dag_factory.POOL (importing it would import Airflow here)
 
-BIN = Path(sys.executable).parent
 
 
 @pytest.fixture(scope="session")
@@ -34,7 +36,28 @@ def acklab_env(tmp_path_factory: pytest.TempPathFactory, isolated_run_store: Pat
         "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
         "AIRFLOW_CONN_SPARK_DEFAULT": '{"conn_type":"spark","host":"local[*]"}',
         "ACKLAB_BIND_CLUSTER_TO_PID": "1",
+        "SPARK_LOCAL_IP": "127.0.0.1",  # the Spark driver's (and executors') sockets on loopback
     }
     subprocess.run([str(BIN / "airflow"), "db", "migrate"], env=env, check=True, capture_output=True)
     subprocess.run([str(BIN / "airflow"), "pools", "set", POOL, "1", "acklab tests"], env=env, check=True, capture_output=True)
     return env
+
+
+@pytest.fixture(scope="session")
+def artifacts_dir() -> Path:
+    """Where tests keep what a person may want to look at afterwards (screenshots)."""
+    folder = Path(os.environ.get("ACKLAB_TEST_ARTIFACTS", PROJECT_ROOT / "test-artifacts"))
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
+@pytest.fixture(scope="session")
+def docker_engine(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """An answering engine: the running one, or a `dockerd` started (and stopped) by this fixture."""
+    try:
+        started = engine.start(tmp_path_factory.mktemp("dockerd") / "dockerd.log")
+    except engine.EngineUnavailable as exc:
+        pytest.skip(f"Docker not tested: {exc}")
+    yield
+    if started is not None:
+        engine.stop(started)

@@ -1,13 +1,47 @@
-"""Shared checks for integration tests: nothing we started may survive a teardown."""
+"""Shared steps and checks of integration tests: running a DAG with `airflow dags test`, the
+README's commands as a user types them, and that nothing we started survives a teardown."""
 
 from __future__ import annotations
 
+import json
+import os
+import re
 import socket
+import subprocess
+import sys
 from pathlib import Path
 
 import psutil
 
 from acklab.cluster.state import ClusterState
+from acklab.paths import PROJECT_ROOT
+
+BIN = Path(sys.executable).parent
+
+
+def dags_test(env: dict[str, str], conf: dict, dag_id: str = "kafka_delivery_smoke") -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [str(BIN / "airflow"), "dags", "test", dag_id, "-c", json.dumps(conf)],
+        env=env, capture_output=True, text=True, timeout=900,
+    )
+
+
+def readme_commands(after: str) -> list[str]:
+    """The commands of the first bash block in README.md after the text `after` (continuation
+    lines joined, comments dropped)."""
+    readme = (PROJECT_ROOT / "README.md").read_text()
+    block = re.search(r"```bash\n(.*?)```", readme[readme.index(after):], re.S)
+    assert block, f"no bash block after {after!r} in README.md"
+    joined = re.sub(r"\\\n\s*", " ", block[1])
+    return [line.split("  #")[0].strip() for line in joined.splitlines() if line.strip() and not line.lstrip().startswith("#")]
+
+
+def run_as_user(command: str, env: dict[str, str], timeout_s: float = 600) -> subprocess.CompletedProcess[str]:
+    """`command` through bash from the project root, as in a user's shell: the virtualenv is not on PATH."""
+    path = os.pathsep.join(p for p in env.get("PATH", "").split(os.pathsep) if Path(p) != BIN)
+    return subprocess.run(
+        ["bash", "-c", command], cwd=PROJECT_ROOT, env={**env, "PATH": path}, capture_output=True, text=True, timeout=timeout_s,
+    )
 
 
 def assert_nothing_left(cluster_root: Path) -> None:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import BIN
+from .helpers import BIN
 
 pytestmark = pytest.mark.integration
 

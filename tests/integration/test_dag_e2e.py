@@ -3,23 +3,14 @@
 from __future__ import annotations
 
 import json
-import subprocess
 from pathlib import Path
 
 import pytest
 
-from .conftest import BIN
-from .helpers import assert_nothing_left
+from .helpers import assert_nothing_left, dags_test
 
 pytestmark = pytest.mark.integration
 COUNTS = ("sent", "acked", "failed", "unknown", "lost", "duplicates", "reordered", "records_read", "delivered")
-
-
-def dags_test(env: dict[str, str], conf: dict, dag_id: str = "kafka_delivery_smoke") -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [str(BIN / "airflow"), "dags", "test", dag_id, "-c", json.dumps(conf)],
-        env=env, capture_output=True, text=True, timeout=900,
-    )
 
 
 def test_dag_run_matrix_and_verdicts_under_leader_kill(acklab_env: dict[str, str], isolated_run_store: Path) -> None:

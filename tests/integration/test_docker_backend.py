@@ -17,7 +17,6 @@ from pathlib import Path
 import docker
 import pytest
 
-from acklab.cluster import docker_engine as engine
 from acklab.cluster import docker_image
 from acklab.cluster.backends import reap_orphans
 from acklab.cluster.cluster import Cluster
@@ -35,18 +34,6 @@ SCENARIO = {"profiles": ["leader-ack", "idempotent"], "faults": ["leader-kill"],
 
 def _containers(root: Path) -> list[docker.models.containers.Container]:
     return docker.from_env().containers.list(all=True, filters={"label": f"{LABEL_CLUSTER}={root}"})
-
-
-@pytest.fixture(scope="session")
-def docker_engine(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
-    """An answering engine: the running one, or a `dockerd` started (and stopped) by this fixture."""
-    try:
-        started = engine.start(tmp_path_factory.mktemp("dockerd") / "dockerd.log")
-    except engine.EngineUnavailable as exc:
-        pytest.skip(f"Docker backend not tested: {exc}")
-    yield
-    if started is not None:
-        engine.stop(started)
 
 
 @pytest.fixture(scope="module")

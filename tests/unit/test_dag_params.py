@@ -26,6 +26,7 @@ def test_bounds_come_from_the_model_and_enums_from_the_catalogs() -> None:
     assert schema["topology"]["enum"] == topology_names()
     assert schema["profiles"]["examples"] == profile_names()  # any name: custom_profiles may add some
     assert schema["faults"]["items"]["enum"] == list(FAULT_NAMES)
+    assert schema["profiles"]["examples"] == profile_names() and schema["faults"]["examples"] == list(FAULT_NAMES)  # multi-selects
     assert schema["partitioner"]["type"] == ["string", "null"]
 
 

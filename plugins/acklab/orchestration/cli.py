@@ -31,6 +31,8 @@ app = typer.Typer(
 )
 docker_app = typer.Typer(help="The Docker backend's engine and image.", no_args_is_help=True)
 app.add_typer(docker_app, name="docker")
+airflow_app = typer.Typer(help="The Airflow stack: api-server, scheduler, dag-processor (LocalExecutor).", no_args_is_help=True)
+app.add_typer(airflow_app, name="airflow")
 console = Console(stderr=True, soft_wrap=True)
 DEFAULTS = RunParams()
 MATRIX_COLUMNS = ("scenario", "guarantee", "planned", "sent", "acked", "failed", "unknown", "lost", "duplicates", "reordered")
@@ -255,6 +257,32 @@ def check_params(
 
 
 @app.command()
+def audit(
+    run: Annotated[Path, typer.Argument(help="the run folder (runs/<id>)")],
+    out: Annotated[Path | None, typer.Option(help="where the audit's outputs go (a new folder; default: the run's audit/)")] = None,
+    from_archive: Annotated[bool, typer.Option(help="audit the run's archived topic records instead of reading Kafka")] = False,
+    master: Annotated[str | None, typer.Option(help="Spark master URL (default: $ACKLAB_SPARK_MASTER or local[*])")] = None,
+) -> None:
+    """(Re-)audit a run with Spark: the same job and arguments as the DAG's audit task; print matrix.json's path."""
+    from acklab.checker.submit import AuditError, audit_job, submit
+    from acklab.store import AuditDir
+
+    def job() -> Any:
+        if not (run / "manifest.json").is_file():
+            raise UserError(f"{run}: no manifest.json (not a run folder)")
+        archive = RunDir(run).audit.topic_records
+        if from_archive and not archive.exists():  # a Parquet dataset: a folder
+            raise UserError(f"{archive}: no archived topic records (the run was never audited)")
+        return audit_job(RunDir(run), AuditDir(out) if out else None, archive if from_archive else None)
+
+    try:
+        typer.echo(submit(user_errors(job), master))
+    except AuditError as exc:
+        console.print(f"[red]error:[/red] {exc}", highlight=False)
+        raise typer.Exit(1) from None
+
+
+@app.command()
 def check_topology(name: str) -> None:
     """Validate a topology spec and print it."""
     from acklab.topology import load_topology
@@ -343,6 +371,56 @@ def docker_image(
         typer.echo(context)
     else:
         typer.echo(image.build(kafka_version))
+
+
+def _airflow_home() -> Path:
+    return Path(os.environ.get("AIRFLOW_HOME", Path.home() / "airflow"))
+
+
+@airflow_app.command("up")
+def airflow_up(
+    port: Annotated[int, typer.Option(help="the UI's port on 127.0.0.1 (0: any free one)")] = 8080,
+    postgres: Annotated[bool, typer.Option(help="metadata DB on a project-local PostgreSQL instead of SQLite")] = False,
+) -> None:
+    """Start the stack in $AIRFLOW_HOME and print the UI's address and login."""
+    from acklab.cluster.layout import free_ports
+    from acklab.services import airflow_stack
+    from acklab.services.processes import ServiceError
+
+    home = _airflow_home()
+    if (state := airflow_stack.running(home)) is not None:
+        console.print(f"[red]error:[/red] the stack of {home} already runs at {state.url} (stop it: make airflow-stop)", highlight=False)
+        raise typer.Exit(2)
+    if port and not _port_free(port):
+        console.print(f"port {port} is taken; using a free one", highlight=False)
+        port = 0
+    try:
+        state = airflow_stack.start(home, port=port or free_ports(1)[0], use_postgres=postgres)
+    except ServiceError as exc:
+        console.print(f"[red]error:[/red] {exc}", highlight=False)
+        raise typer.Exit(1) from None
+    typer.echo(f"Airflow UI: {state.url}  (metadata DB: {state.database})")
+    typer.echo(f"login: {state.user} / {state.password}")
+    typer.echo(f"logs: {home / 'logs'}; stop: make airflow-stop (acklab airflow down)")
+
+
+def _port_free(port: int) -> bool:
+    import socket
+
+    with socket.socket() as sock:
+        return sock.connect_ex(("127.0.0.1", port)) != 0
+
+
+@airflow_app.command("down")
+def airflow_down() -> None:
+    """Stop exactly the processes `acklab airflow up` started from $AIRFLOW_HOME."""
+    from acklab.services import airflow_stack
+
+    state = airflow_stack.stop_stack(_airflow_home())
+    if state is None:
+        typer.echo("no stack was started from this Airflow home")
+    else:
+        typer.echo(f"stopped: {', '.join(f'{p.name} ({p.pid})' for p in state.all_processes)}")
 
 
 def _print_result(run: RunDir, result: dict[str, Any]) -> None:

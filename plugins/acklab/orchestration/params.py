@@ -44,11 +44,13 @@ def _nullable(schema: dict[str, Any]) -> dict[str, Any]:
 
 def run_time_enums() -> dict[str, dict[str, Any]]:
     """Schema additions for fields whose allowed values come from the catalogs and clusters/."""
+    profiles, faults = profile_names(), list(FAULT_NAMES)
+    # `examples` makes the trigger form show an array as a multi-select of these values.
     return {
         "topology": {"enum": topology_names()},
         # any name: a run's own custom_profiles may add some (checked by `plan`); the catalog's are examples
-        "profiles": {"items": {"type": "string"}, "uniqueItems": True, "examples": profile_names()},
-        "faults": {"items": {"type": "string", "enum": list(FAULT_NAMES)}, "uniqueItems": True},
+        "profiles": {"items": {"type": "string"}, "uniqueItems": True, "examples": profiles},
+        "faults": {"items": {"type": "string", "enum": faults}, "uniqueItems": True, "examples": faults},
     }
 
 

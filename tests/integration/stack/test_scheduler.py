@@ -1,0 +1,85 @@
+"""The DAGs under a real scheduler: the Airflow stack (api-server, scheduler, dag-processor;
+LocalExecutor) on PostgreSQL, driven only through the REST API, the way a team runs acklab."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from acklab.services.airflow_stack import StackState
+
+from ..airflow_rest import AirflowRest
+from ..helpers import assert_nothing_left
+
+pytestmark = [pytest.mark.integration, pytest.mark.scheduler]
+
+SMOKE = "kafka_delivery_smoke"
+DAILY = "kafka_delivery_matrix"
+# 6 s of load: the leader kill at 1 s takes effect well before the load ends.
+CONF = {"profiles": ["leader-ack", "idempotent"], "faults": ["leader-kill"], "messages": 30000, "rate": 5000, "fault_at_s": 1.0}
+RUN_TIMEOUT_S = 600
+
+
+def _new_run(store: Path, before: set[Path]) -> Path:
+    (run,) = [p for p in set(store.iterdir()) - before if p.is_dir() and (p / "manifest.json").exists()]
+    return run
+
+
+def _check_passed(run: Path) -> dict:
+    result = json.loads((run / "result.json").read_text())
+    assert result["status"] == "pass", result
+    assert result["scenarios"] == {"leader-ack__leader-kill": "pass", "idempotent__leader-kill": "pass"}
+    rows = {row["scenario"]: row for row in json.loads(Path(result["matrix"]).read_text())}
+    assert {row["sent"] for row in rows.values()} == {CONF["messages"]}
+    assert (rows["idempotent__leader-kill"]["lost"], rows["idempotent__leader-kill"]["duplicates"]) == (0, 0)
+    assert_nothing_left(run / "cluster")
+    return result
+
+
+def test_stack_listens_on_loopback_only(airflow_stack: StackState) -> None:
+    sockets = airflow_stack.listening()
+    assert {port for _, port in sockets} >= {int(airflow_stack.url.rsplit(":", 1)[1])}
+    assert {address for address, _ in sockets} == {"127.0.0.1"}, sockets
+    assert airflow_stack.database == "postgresql"
+
+
+def test_rest_trigger_with_params_runs_the_smoke_dag(airflow_rest: AirflowRest, isolated_run_store: Path) -> None:
+    airflow_rest.wait_for_dag(SMOKE)
+    airflow_rest.set_paused(SMOKE, False)
+    bad = airflow_rest.trigger(SMOKE, {**CONF, "faults": ["meteor"]})
+    assert bad.status_code == 400 and "meteor" in bad.text, bad.text  # the params' enum, before any run exists
+    before = set(isolated_run_store.iterdir())
+
+    response = airflow_rest.trigger(SMOKE, CONF)
+    assert response.status_code == 200, response.text
+    run_id = response.json()["dag_run_id"]
+    run = airflow_rest.wait_for_run(SMOKE, run_id, RUN_TIMEOUT_S)
+    assert run["state"] == "success", airflow_rest.failure_report(SMOKE, run_id)
+    states = airflow_rest.task_states(SMOKE, run_id)
+    assert run["run_type"] == "manual" and run["conf"] == CONF
+    assert set(states.values()) == {"success"} and "run_group[0]" in states, states
+    assert "PASS idempotent__leader-kill [exactly-once]" in airflow_rest.task_log(SMOKE, run_id, "validate")
+    _check_passed(_new_run(isolated_run_store, before))
+
+
+def test_backfill_runs_the_daily_dag_through_the_scheduler(airflow_rest: AirflowRest, isolated_run_store: Path) -> None:
+    """A backfill of the daily DAG's next interval with small params: the scheduler creates and runs
+    the run from the DAG's timetable. Backfilling that very interval also keeps unpausing the DAG from
+    scheduling it with the default (standard-matrix) params."""
+    dag = airflow_rest.wait_for_dag(DAILY)
+    assert dag["is_paused"] is True
+    logical_date = dag["next_dagrun_logical_date"]
+    before = set(isolated_run_store.iterdir())
+    backfill = airflow_rest.backfill(DAILY, logical_date, CONF)
+    airflow_rest.set_paused(DAILY, False)
+    try:
+        (run,) = [r for r in airflow_rest.runs(DAILY) if r.get("backfill_id") == backfill["id"] or r["run_type"] == "backfill"]
+        finished = airflow_rest.wait_for_run(DAILY, run["dag_run_id"], RUN_TIMEOUT_S)
+    finally:
+        airflow_rest.set_paused(DAILY, True)
+    assert finished["state"] == "success", airflow_rest.failure_report(DAILY, run["dag_run_id"])
+    assert finished["run_type"] == "backfill" and finished["logical_date"] == logical_date and finished["conf"] == CONF
+    assert [r["run_type"] for r in airflow_rest.runs(DAILY)] == ["backfill"], "the scheduler also ran the default matrix"
+    _check_passed(_new_run(isolated_run_store, before))
