@@ -56,7 +56,7 @@ run: setup
 
 # Everything but the compose stack (`make test-compose`): unit and integration tests, the DAGs under
 # the Airflow stack on PostgreSQL and in Chromium, the audit on a Spark standalone master.
-test: setup postgres-deps browser-deps
+test: setup postgres-deps browser-deps docker-deps
 	$(BIN)/ruff check .
 	$(BIN)/python -m pytest tests -q
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from acklab.report.history import record_run, regressions
+from acklab.report.history import record_run, regressions, unverified
 
 
 def rows(*scenarios: str) -> list[dict]:
@@ -29,3 +29,5 @@ def test_no_regression_without_an_earlier_green_run_or_on_another_version(tmp_pa
     record_run("r4", 4.0, "pass", "three-brokers", "4.3.1", rows(*scenario), {scenario[0]: "pass"}, tmp_path / "history.sqlite")
     record_run("r5", 5.0, "incomplete", "three-brokers", "4.3.1", rows(*scenario), {scenario[0]: "incomplete"}, tmp_path / "history.sqlite")
     assert regressions("r5", tmp_path / "history.sqlite") == []  # incomplete is not a regression, it is no evidence
+    (lost,) = unverified("r5", tmp_path / "history.sqlite")  # ... but the guarantee is no longer verified
+    assert (lost.scenario, lost.status, lost.last_green_run) == ("idempotent__leader-kill", "incomplete", "r4")

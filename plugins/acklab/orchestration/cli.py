@@ -433,6 +433,8 @@ def _print_result(run: RunDir, result: dict[str, Any]) -> None:
     Console(width=160).print(table)
     for regression in result.get("regressions", []):
         typer.echo(f"REGRESSION {regression['scenario']}: {regression['status']} now, passed in green run {regression['last_green_run']}")
+    for lost in result.get("unverified", []):
+        typer.echo(f"NO LONGER VERIFIED {lost['scenario']}: incomplete now, passed in green run {lost['last_green_run']}")
     typer.echo(f"status: {result['status']}")
     typer.echo(f"html report: {result['html']}")
     typer.echo(f"matrix: {result['matrix']}")

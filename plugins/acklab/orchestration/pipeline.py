@@ -13,7 +13,7 @@ from acklab.cluster.cluster import Cluster
 from acklab.execution import run_scenarios
 from acklab.paths import expectations_dir
 from acklab.plan import RunPlan, make_plan
-from acklab.report.history import record_run, regressions
+from acklab.report.history import record_run, regressions, unverified
 from acklab.report.html import build_report
 from acklab.store import RunDir
 from acklab.workload.producer import Progress
@@ -40,12 +40,13 @@ def write_result(run: RunDir, result: Verdict) -> dict[str, Any]:
         run.run_id, time.time(), result.status, manifest.topology["name"], manifest.topology["kafka_version"],
         run.read_matrix(), statuses, client_version=manifest.client_version,
     )
-    found = regressions(run.run_id)
-    html = build_report(run, statuses, result.status, result.data_docs_index, found)
+    found, unknown_now = regressions(run.run_id), unverified(run.run_id)
+    html = build_report(run, statuses, result.status, result.data_docs_index, found, unknown_now)
     summary = {
         "status": result.status,
         "scenarios": statuses,
         "regressions": [asdict(r) for r in found],
+        "unverified": [asdict(r) for r in unknown_now],
         "matrix": str(run.matrix_json),
         "html": str(html),
         "report": str(result.data_docs_index),

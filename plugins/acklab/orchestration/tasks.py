@@ -130,6 +130,8 @@ def validate(audit: dict[str, Any], raise_on_failure: bool = True) -> dict[str, 
     summary = write_result(run, result)
     for regression in summary["regressions"]:
         log.error("REGRESSION %(scenario)s: %(status)s now, passed in green run %(last_green_run)s", regression)
+    for lost in summary["unverified"]:
+        log.warning("NO LONGER VERIFIED %(scenario)s: incomplete now, passed in green run %(last_green_run)s", lost)
     log.info("html report: %s", summary["html"])
     log.info("matrix: %s", run.matrix_json)
     log.info("report: %s", result.data_docs_index)

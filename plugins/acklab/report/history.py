@@ -71,22 +71,34 @@ def record_run(
 
 def regressions(run_id: str, db: Path | None = None) -> list[Regression]:
     """Scenarios failing in `run_id` that passed in the last earlier green run of the same topology,
-    Kafka version and client version."""
-    with _db(db) as db:
-        run = db.execute("SELECT finished, topology, kafka_version, client_version FROM runs WHERE run_id = ?", (run_id,)).fetchone()
+    Kafka version and client version: a guarantee that held no longer does."""
+    return _since_green(run_id, "fail", db)
+
+
+def unverified(run_id: str, db: Path | None = None) -> list[Regression]:
+    """Scenarios incomplete in `run_id` that passed in that green run: no evidence of a violation, so
+    no regression, but the guarantee is no longer verified."""
+    return _since_green(run_id, "incomplete", db)
+
+
+def _since_green(run_id: str, status: str, db: Path | None) -> list[Regression]:
+    with _db(db) as connection:
+        run = connection.execute(
+            "SELECT finished, topology, kafka_version, client_version FROM runs WHERE run_id = ?", (run_id,)
+        ).fetchone()
         if run is None:
             raise KeyError(f"run {run_id} is not in the history")
-        green = db.execute(
+        green = connection.execute(
             "SELECT run_id FROM runs WHERE status = 'pass' AND finished < ? AND topology = ? AND kafka_version = ? "
             "AND client_version = ? ORDER BY finished DESC LIMIT 1",
             run,
         ).fetchone()
         if green is None:
             return []
-        rows = db.execute(
+        rows = connection.execute(
             "SELECT now.scenario, now.status FROM verdicts AS now JOIN verdicts AS before "
             "ON before.scenario = now.scenario AND before.run_id = ? "
-            "WHERE now.run_id = ? AND now.status = 'fail' AND before.status = 'pass' ORDER BY now.scenario",
-            (green[0], run_id),
+            "WHERE now.run_id = ? AND now.status = ? AND before.status = 'pass' ORDER BY now.scenario",
+            (green[0], run_id, status),
         ).fetchall()
-    return [Regression(scenario, status, green[0]) for scenario, status in rows]
+    return [Regression(scenario, found, green[0]) for scenario, found in rows]

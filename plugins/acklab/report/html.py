@@ -17,7 +17,9 @@ COLUMNS = (
 )
 
 
-def build_report(run: RunDir, statuses: dict[str, str], status: str, data_docs: Path | None, regressions: list[Regression]) -> Path:
+def build_report(
+    run: RunDir, statuses: dict[str, str], status: str, data_docs: Path | None, regressions: list[Regression], unverified: list[Regression]
+) -> Path:
     """Write the run's HTML report with its PNGs; return the index path."""
     from acklab.model_table import default_tables
 
@@ -46,6 +48,7 @@ def build_report(run: RunDir, statuses: dict[str, str], status: str, data_docs: 
             timelines=timelines,
             model_tables=default_tables(),
             regressions=regressions,
+            unverified=unverified,
             data_docs=os.path.relpath(data_docs, out.root) if data_docs else "",
             matrix_json=os.path.relpath(run.matrix_json, out.root),
         )

@@ -1,0 +1,81 @@
+"""Two validated runs, the second with a planted failing row: the regression shows in result.json,
+in the HTML report and in `acklab report --require-pass`'s exit code (real GX, real history)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from acklab.model import expect
+from acklab.nemesis.schedule import schedule_for
+from acklab.orchestration.pipeline import verdict, write_result
+from acklab.paths import PROJECT_ROOT
+from acklab.profiles import get_profile
+from acklab.store import Manifest, RunDir, ScenarioEntry
+from acklab.topology import load_topology
+
+SCENARIOS = {"idempotent__leader-kill": "idempotent", "leader-ack__leader-kill": "leader-ack"}
+COUNTS = dict.fromkeys(
+    ("unsent", "refused", "fatal", "failed", "unknown", "duplicated", "duplicates", "acked_duplicated", "failed_clean",
+     "indeterminate", "unknown_absent", "unexpected", "reordered", "misrouted", "offset_mismatch", "aborted", "aborted_acked",
+     "aborted_clean", "aborted_visible"),
+    0,
+)
+
+
+def _run(lost: int) -> RunDir:
+    """A run of the two scenarios, everything delivered but `lost` of the idempotent one."""
+    run = RunDir.create()
+    topology = load_topology("three-brokers")
+    entries, rows = [], []
+    for name, profile_name in SCENARIOS.items():
+        expected = expect(get_profile(profile_name), topology, schedule_for("leader-kill"))
+        missing = lost if profile_name == "idempotent" else 0
+        entries.append(ScenarioEntry(
+            scenario=name, profile=profile_name, fault="leader-kill", guarantee=str(expected.guarantee),
+            guarantee_reason=expected.reason, expectations=[e.as_dict() for e in expected.expectations],
+            fault_effect="leader of partition 0 moved 1 -> 2 in 3.0s", planned=1000,
+        ))
+        rows.append({
+            "scenario": name, "profile": profile_name, "fault": "leader-kill", "guarantee": str(expected.guarantee),
+            "guarantee_reason": expected.reason, "client_version": "2.16.1", "librdkafka_version": "2.16.0",
+            "partitioner": "consistent_random", "producers": 1, "transactional": False, "fault_effective": True,
+            "evidence_complete": True, "incomplete_reason": None, "fatal_error": None,
+            "planned": 1000, "sent": 1000, "acked": 1000, "records_read": 1000 - missing, "delivered": 1000 - missing,
+            "lost": missing, **COUNTS, "ack_latency_p50_ms": 2.0, "ack_latency_p95_ms": 5.0, "ack_latency_p99_ms": 9.0,
+            "ack_latency_max_ms": 900.0, "acked_per_s": 2000.0, "longest_ack_gap_s": 3.0, "ack_gap_fault_overlap_s": 3.0,
+        })
+    run.write_manifest(Manifest(run_id=run.run_id, topology=topology.model_dump(), scenarios=entries))
+    run.audit.root.mkdir(parents=True)
+    run.matrix_json.write_text(json.dumps(rows))
+    return run
+
+
+def test_a_planted_failure_after_a_green_run_is_a_regression_everywhere(tmp_path: Path, monkeypatch) -> None:
+    expectations = tmp_path / "expectations"
+    shutil.copytree(PROJECT_ROOT / "expectations" / "gx", expectations / "gx", ignore=shutil.ignore_patterns("uncommitted"))
+    monkeypatch.setenv("ACKLAB_EXPECTATIONS", str(expectations))
+
+    green = _run(lost=0)
+    assert write_result(green, verdict(green))["status"] == "pass"
+    time.sleep(0.01)  # the history orders runs by their finish time
+    red = _run(lost=3)
+    summary = write_result(red, verdict(red))
+
+    assert summary["status"] == "fail"
+    assert summary["regressions"] == [{"scenario": "idempotent__leader-kill", "status": "fail", "last_green_run": green.run_id}]
+    assert red.read_result()["regressions"] == summary["regressions"]
+    html = Path(summary["html"]).read_text()
+    assert "<h2>Regressions</h2>" in html and "idempotent__leader-kill" in html.split("<h2>Regressions</h2>")[1].split("</ul>")[0]
+    report = subprocess.run(
+        [str(Path(sys.executable).parent / "acklab"), "report", "--require-pass"], capture_output=True, text=True,
+        env={**os.environ}, timeout=120,
+    )
+    assert report.returncode == 1
+    assert f"REGRESSION idempotent__leader-kill: fail now, passed in green run {green.run_id}" in report.stdout
+    assert "status: fail" in report.stdout
