@@ -6,19 +6,14 @@ delay and acknowledged only then. Short loads (3 s, faults of 2 s) on one cluste
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
 
-from acklab.checker.submit import audit_job, submit
 from acklab.checker.verdict import Verdict, validate_matrix
-from acklab.cluster.cluster import Cluster
-from acklab.execution import run_scenarios
 from acklab.plan import make_plan
-from acklab.store import RunDir
 
-from .helpers import assert_nothing_left
+from .helpers import run_audited
 
 pytestmark = pytest.mark.integration
 
@@ -36,19 +31,10 @@ Audited = tuple[dict[str, dict], dict[str, dict], Verdict]
 @pytest.fixture(scope="module")
 def audited(tmp_path_factory: pytest.TempPathFactory) -> Audited:
     """Each fault's group on one cluster, one Spark audit, then the GX verdict."""
-    run = RunDir.create()
-    plans = [
+    run = run_audited([
         make_plan({"profiles": PROFILES, "schedule": [{**step, "at_s": 0.5, "duration_s": 2}], "messages": 6000, "rate": 2000})
         for step in SCHEDULES
-    ]
-    cluster = Cluster.provision(plans[0].topology, run.cluster, owner_pid=os.getpid())
-    try:
-        for plan in plans:
-            run_scenarios(cluster, plan, run)
-        submit(audit_job(run))
-    finally:
-        cluster.teardown()
-    assert_nothing_left(run.cluster)
+    ])
     verdict = validate_matrix(run, Path(tmp_path_factory.mktemp("expectations")), run.run_id)
     manifest = {s.scenario: s.model_dump() for s in run.read_manifest().scenarios}
     return manifest, {row["scenario"]: row for row in run.read_matrix()}, verdict
