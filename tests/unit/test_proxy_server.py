@@ -215,7 +215,7 @@ def test_a_held_request_reaches_the_broker_after_its_client_left() -> None:
         proxy.handle({"op": "clear"})
         await asyncio.sleep(0.2)
         assert produce_received(brokers[0]) == [1]
-        assert stats(proxy) == {"held_requests": 1, "released_requests": 1, "discarded_responses": 1}
+        assert stats(proxy) == {"held_requests": 1, "released_requests": 1, "discarded_responses": 1, "discarded_produce_errors.0": 2}
 
     run(scenario)
 
@@ -233,7 +233,7 @@ def test_hold_until_an_end_txn_answered_by_any_broker() -> None:
         assert await producer.answer() == (2, [0, 0])
         answered_end_txn = next(t for api, _, t in brokers[1].received if api == END_TXN)
         assert next(t for api, c, t in brokers[0].received if c == 2) >= answered_end_txn
-        assert stats(proxy) == {"held_requests": 1, "released_requests": 1}
+        assert stats(proxy) == {"held_requests": 1, "released_requests": 1, "released_after_end_txn": 1}
 
     run(scenario, brokers=2)
 

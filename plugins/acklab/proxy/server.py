@@ -5,15 +5,19 @@ request body starts with api_key (int16), api_version (int16), correlation_id (i
 body starts with the correlation_id. A broker answers the requests of a connection in order, so
 the requests forwarded on a connection are kept in order and each response is matched to its
 request (its API and version) by correlation id. Request and response bodies are parsed
-(`acklab.proxy.protocol`) only while a rule that needs it is active: the pass-through path reads
-the first 8 bytes of a request and the first 4 of a response.
+(`acklab.proxy.protocol`) only while a rule that needs it is active, and for the answers to held
+requests whose client has gone: the pass-through path reads the first 8 bytes of a request and the
+first 4 of a response.
 
 Counters (`stats`): `requests.<api>.v<version>` and `responses.<api>` per frame forwarded; per
 fault dropped_requests/responses, blackholed_requests/responses, delayed_responses,
-injected_errors, replaced_errors, held_requests, released_requests; and held_lost (held, but the
-broker connection closed first), discarded_responses (answers to requests whose client had gone),
-closed_after_error (acks=0 requests answered by a closed connection), unparsed_produce (PRODUCE
-of a version the codec does not read: forwarded untouched).
+injected_errors, replaced_errors, held_requests, released_requests (released_after_end_txn of
+them by an EndTxn); held_lost (held, but the broker connection closed first); discarded_responses
+(answers to requests whose client had gone) and, per partition of those to PRODUCE requests,
+discarded_produce_errors.<code> (0: a late write was appended); closed_after_error (acks=0
+requests answered by a closed connection); unparsed_produce (a PRODUCE the codec cannot read:
+forwarded untouched); connection_errors (a connection ended by an unexpected error, traceback on
+stderr).
 """
 
 from __future__ import annotations
@@ -44,6 +48,7 @@ from acklab.proxy.protocol import (
     ProtocolError,
     RequestHeader,
     decode_request,
+    decode_response,
     error_response,
     peek_header,
     with_error,
@@ -177,6 +182,7 @@ class BrokerProxy:
     def end_txn_answered(self) -> None:
         """An EndTxn was answered somewhere: release what a hold `until: end_txn` kept."""
         if self.rule is not None and self.rule.action == "hold_request" and self.rule.until == "end_txn":
+            self.stats["released_after_end_txn"] += sum(len(conn.held) for conn in self.holding)
             self.release_all()
 
     # ---- connections ----------------------------------------------------------------------
@@ -353,13 +359,26 @@ class BrokerProxy:
             if conn.client_open:
                 writer.write(size + body)
             else:
-                self.stats["discarded_responses"] += 1
+                self._discard(body, api_key, version)
             conn.flush_answers()
             if api_key == END_TXN:
                 self.on_end_txn()
             if writer.transport.get_write_buffer_size() > DRAIN_ABOVE:
                 await writer.drain()
 
+
+    def _discard(self, body: bytes, api_key: int, version: int) -> None:
+        """Count an answer whose client has gone, and for PRODUCE what the broker said per partition
+        (`discarded_produce_errors.<code>`: 0 = a late write was appended)."""
+        self.stats["discarded_responses"] += 1
+        if api_key == PRODUCE and version in PRODUCE_VERSIONS:
+            try:
+                _, response = decode_response(body, version)
+            except ProtocolError:
+                return
+            for topic in response.topics:
+                for partition in topic.partitions:
+                    self.stats[f"discarded_produce_errors.{partition.error_code}"] += 1
 
     def _replace_error(self, body: bytes, version: int, rule: ProxyRule) -> bytes:
         """A PRODUCE response whose appended partitions carry the rule's error (unchanged if unparsed)."""
