@@ -21,7 +21,7 @@ from dataclasses import asdict, dataclass
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
-from acklab.nemesis.faults import FAULTS, NO_FAULT
+from acklab.nemesis.faults import FAULTS, NO_FAULT, permanent_error
 from acklab.profiles import ProducerProfile
 from acklab.topology import Topology
 
@@ -80,6 +80,7 @@ class Setting:
     budget_s: float  # a message is retried at least this long before it fails
     silent_s: float  # how long a request lost in flight goes unnoticed (silent faults only, else 0)
     refused_s: float  # a write the leader refuses at once fails within this time
+    permanent_error: bool  # a fault answers writes with an error clients do not retry
 
     @classmethod
     def of(cls, profile: ProducerProfile, topology: Topology, schedule: Sequence[FaultStep]) -> Setting:
@@ -107,6 +108,7 @@ class Setting:
             budget_s=min(delivery_ms, retries * backoff_ms) / 1000,
             silent_s=profile.request_timeout_ms / 1000 if any(step.fault in SILENT_FAULTS for step in schedule) else 0.0,
             refused_s=min(delivery_ms / 1000, retries * backoff_max_ms / 1000 + (retries + 1) * REFUSAL_S),
+            permanent_error=any(permanent_error(step.fault, step.options) for step in schedule),
         )
 
     def has(self, fault: str) -> bool:
@@ -306,10 +308,14 @@ RULES: tuple[Rule, ...] = (
     Rule(
         "outage-outlasted",
         Kind.AVAILABILITY,
-        f"faults all in {{{', '.join(sorted(BOUNDED_FAULTS))}}}, acks != 0, and the producer retries "
-        f"at least the outage + {RECOVERY_S:g} s (min(delivery.timeout.ms, retries x retry.backoff.ms)), "
-        f"+ request.timeout.ms for {', '.join(sorted(SILENT_FAULTS))} (a lost request is noticed only then)",
-        lambda s: s.only(BOUNDED_FAULTS) and s.acks != "0" and s.budget_s >= s.outage_s + s.silent_s + RECOVERY_S,
+        f"faults all in {{{', '.join(sorted(BOUNDED_FAULTS))}}}, none answering a non-retriable error, acks != 0, "
+        f"and the producer retries at least the outage + {RECOVERY_S:g} s (min(delivery.timeout.ms, retries x "
+        f"retry.backoff.ms)), + request.timeout.ms for {', '.join(sorted(SILENT_FAULTS))} (a lost or held "
+        "request is noticed only then)",
+        lambda s: s.only(BOUNDED_FAULTS)
+        and not s.permanent_error
+        and s.acks != "0"
+        and s.budget_s >= s.outage_s + s.silent_s + RECOVERY_S,
         (("failed_clean", 0, 0), ("indeterminate", 0, 0)),
         "The producer keeps retrying until the cluster serves again, so no write fails (records of "
         "aborted transactions are counted apart).",
@@ -341,6 +347,41 @@ RULES: tuple[Rule, ...] = (
         lambda s: s.has("ack-loss") and s.acks != "0" and s.retries == 0,
         (("indeterminate", 1, None),),
         "Without retries, a response dropped after the append reports a stored record as failed.",
+    ),
+    Rule(
+        "injected-errors-fail",
+        Kind.EFFICACY,
+        "error-inject, acks != 0, not transactional, and the error is non-retriable or the producer gives up "
+        "a refused write within the window (refused within min(delivery.timeout.ms, retries x "
+        f"retry.backoff.max.ms + (retries + 1) x {REFUSAL_S:g} s) < its duration)",
+        lambda s: s.has("error-inject")
+        and s.acks != "0"
+        and not s.transactional
+        and (s.permanent_error or s.refused_s < s.longest("error-inject")),
+        (("failed_clean", 1, None),),
+        "The proxy answers every write of the window with the error and the broker never sees it, so a "
+        "producer that does not retry it, or runs out of retries, reports writes failed that are absent; "
+        "none failing means the fault never met the load.",
+    ),
+    Rule(
+        "error-after-append-duplicates",
+        Kind.EFFICACY,
+        "error-after-append with a retriable error, acks != 0, no idempotence, retries > 0",
+        lambda s: s.has("error-after-append") and s.acks != "0" and not s.idempotent and s.retries > 0 and not s.permanent_error,
+        (("duplicates", 1, None),),
+        "The broker appended the batch but the producer is told it failed with a retriable error, so it "
+        "sends the stored batch again.",
+    ),
+    Rule(
+        "error-after-append-indeterminate",
+        Kind.EFFICACY,
+        "error-after-append, acks != 0, not transactional, and the error is non-retriable or retries = 0",
+        lambda s: s.has("error-after-append") and s.acks != "0" and not s.transactional and (s.permanent_error or s.retries == 0),
+        (("indeterminate", 1, None),),
+        "A write the broker appended but reported failed, and that the producer does not retry, is "
+        "stored yet failed in the client. (With bounded retries of a retriable error no bound is set: "
+        "each attempt is a real append, and in a 10 s window librdkafka 2.16 made at most 6 attempts "
+        "per message, so 5 retries were not used up.)",
     ),
     Rule(
         "transaction-aborts",

@@ -1,5 +1,6 @@
-"""Shared steps and checks of integration tests: running a DAG with `airflow dags test`, the
-README's commands as a user types them, and that nothing we started survives a teardown."""
+"""Shared steps and checks of integration tests: plans run and audited on one cluster, running a DAG
+with `airflow dags test`, the README's commands as a user types them, and that nothing we started
+survives a teardown."""
 
 from __future__ import annotations
 
@@ -13,8 +14,13 @@ from pathlib import Path
 
 import psutil
 
+from acklab.checker.submit import audit_job, submit
+from acklab.cluster.cluster import Cluster
 from acklab.cluster.state import ClusterState
+from acklab.execution import run_scenarios
 from acklab.paths import PROJECT_ROOT
+from acklab.plan import RunPlan
+from acklab.store import RunDir
 
 BIN = Path(sys.executable).parent
 
@@ -42,6 +48,21 @@ def run_as_user(command: str, env: dict[str, str], timeout_s: float = 600) -> su
     return subprocess.run(
         ["bash", "-c", command], cwd=PROJECT_ROOT, env={**env, "PATH": path}, capture_output=True, text=True, timeout=timeout_s,
     )
+
+
+def run_audited(plans: list[RunPlan]) -> RunDir:
+    """Run every plan on one cluster (of the first plan's topology) into one run folder, then one
+    Spark audit; the cluster is torn down and nothing of it may be left."""
+    run = RunDir.create()
+    cluster = Cluster.provision(plans[0].topology, run.cluster, owner_pid=os.getpid())
+    try:
+        for plan in plans:
+            run_scenarios(cluster, plan, run)
+        submit(audit_job(run))
+    finally:
+        cluster.teardown()
+    assert_nothing_left(run.cluster)
+    return run
 
 
 def assert_nothing_left(cluster_root: Path) -> None:

@@ -5,17 +5,11 @@ acks=all writes into NOT_ENOUGH_REPLICAS failures without loss while acks=1 keep
 
 from __future__ import annotations
 
-import os
-
 import pytest
 
-from acklab.checker.submit import audit_job, submit
-from acklab.cluster.cluster import Cluster
-from acklab.execution import run_scenarios
 from acklab.plan import make_plan
-from acklab.store import RunDir
 
-from .helpers import assert_nothing_left
+from .helpers import run_audited
 
 pytestmark = pytest.mark.integration
 
@@ -29,16 +23,7 @@ PLANS = [
 @pytest.fixture(scope="module")
 def audited() -> tuple[dict, dict[str, dict]]:
     """Run every plan on one cluster into one run folder, then one Spark audit."""
-    run = RunDir.create()
-    plans = [make_plan({**p, "messages": 20000, "rate": 2500, "fault_at_s": 1.5, "fault_duration_s": 8}) for p in PLANS]
-    cluster = Cluster.provision(plans[0].topology, run.cluster, owner_pid=os.getpid())
-    try:
-        for plan in plans:
-            run_scenarios(cluster, plan, run)
-        submit(audit_job(run))
-    finally:
-        cluster.teardown()
-    assert_nothing_left(run.cluster)
+    run = run_audited([make_plan({**p, "messages": 20000, "rate": 2500, "fault_at_s": 1.5, "fault_duration_s": 8}) for p in PLANS])
     manifest = {s.scenario: s.model_dump() for s in run.read_manifest().scenarios}
     return manifest, {row["scenario"]: row for row in run.read_matrix()}
 

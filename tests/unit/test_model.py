@@ -20,7 +20,7 @@ from acklab.model import (
 )
 from acklab.model_table import DOC, default_tables, to_markdown
 from acklab.nemesis.faults import FAULT_NAMES
-from acklab.nemesis.schedule import schedule_for
+from acklab.nemesis.schedule import FaultStep, schedule_for
 from acklab.profiles import ProducerProfile, catalog, get_profile
 from acklab.spec import parse_model
 from acklab.topology import Topology, load_topology
@@ -36,9 +36,12 @@ def topology(**fields: Any) -> Topology:
     return THREE.model_copy(update=fields)
 
 
-def expected(p: ProducerProfile | str, fault: str = "leader-kill", duration_s: float = 10.0, topo: Topology = THREE) -> Expected:
+def expected(
+    p: ProducerProfile | str, fault: str = "leader-kill", duration_s: float = 10.0, topo: Topology = THREE, **options: Any
+) -> Expected:
     p = get_profile(p) if isinstance(p, str) else p
-    return expect(p, topo, schedule_for(fault, 2.0, duration_s))
+    step = {"fault": fault, "at_s": 2.0, "duration_s": duration_s, "options": options}
+    return expect(p, topo, [parse_model(FaultStep, step, "step")] if options else schedule_for(fault, 2.0, duration_s))
 
 
 def texts(result: Expected, kind: Kind) -> set[str]:
@@ -223,7 +226,7 @@ def test_unbounded_faults_set_no_availability_expectation() -> None:
         assert texts(expected("at-least-once", fault), Kind.AVAILABILITY) == set()
 
 
-@pytest.mark.parametrize("fault", ["request-loss", "client-partition"])
+@pytest.mark.parametrize("fault", ["request-loss", "client-partition", "request-hold"])
 def test_silent_faults_add_the_request_timeout_to_the_outage(fault: str) -> None:
     """A request lost in flight is retried only after request.timeout.ms (librdkafka: socket.timeout.ms)."""
     assert texts(expected("at-least-once", fault), Kind.AVAILABILITY) == ALL_ACKED  # 60 >= 10 + 10 + 30
@@ -231,6 +234,41 @@ def test_silent_faults_add_the_request_timeout_to_the_outage(fault: str) -> None
     assert texts(expected(slow, fault), Kind.AVAILABILITY) == set()  # 60 < 10 + 30 + 30
     assert texts(expected(slow, "leader-kill"), Kind.AVAILABILITY) == ALL_ACKED
     assert slow.producer_config()["socket.timeout.ms"] == 30000
+
+
+def test_injected_errors() -> None:
+    """Retriable errors are retried within the budget; non-retriable ones fail writes (never appended)."""
+    assert texts(expected("at-least-once", "error-inject"), Kind.AVAILABILITY) == ALL_ACKED  # NOT_ENOUGH_REPLICAS
+    assert texts(expected("at-least-once", "error-inject"), Kind.EFFICACY) == set()
+    assert texts(expected("at-least-once-bounded", "error-inject"), Kind.EFFICACY) == REFUSED  # 5 retries: failed in 8 s of 10
+    assert texts(expected("at-least-once-bounded", "error-inject", 8), Kind.EFFICACY) == set()
+    for name in ("at-least-once", "leader-ack", "idempotent"):
+        permanent = expected(name, "error-inject", error="INVALID_RECORD")
+        assert texts(permanent, Kind.AVAILABILITY) & ALL_ACKED == set(), name
+        assert texts(permanent, Kind.EFFICACY) == REFUSED, name
+    idempotent = expected("idempotent", "error-inject", error="TOPIC_AUTHORIZATION_FAILED")
+    assert {"lost == 0", "duplicates == 0"} <= texts(idempotent, Kind.GUARANTEE)
+    assert texts(idempotent, Kind.AVAILABILITY) == {"fatal == 0"}  # measured: librdkafka fails the writes, raises no fatal error
+    assert texts(expected(profile(**TRANSACTIONAL), "error-inject", error="INVALID_RECORD"), Kind.EFFICACY) == {"aborted >= 1"}
+    assert texts(expected("at-most-once", "error-inject", error="INVALID_RECORD"), Kind.EFFICACY) == set()  # acks=0: never answered
+
+
+def test_errors_after_append() -> None:
+    """Appended but reported failed: a retrying non-idempotent producer stores duplicates; the
+    idempotent one is deduplicated by the broker; without retries the write is indeterminate."""
+    alo = expected("at-least-once", "error-after-append")  # NOT_ENOUGH_REPLICAS_AFTER_APPEND
+    assert texts(alo, Kind.EFFICACY) == {"duplicates >= 1"}
+    assert texts(alo, Kind.AVAILABILITY) == ALL_ACKED
+    assert "duplicates == 0" not in texts(alo, Kind.GUARANTEE)
+    idem = expected("idempotent", "error-after-append")
+    assert {"duplicates == 0", "lost == 0"} <= texts(idem, Kind.GUARANTEE)
+    assert texts(idem, Kind.EFFICACY) == set()
+    assert texts(expected(profile(acks="all", retries=0), "error-after-append"), Kind.EFFICACY) == {"indeterminate >= 1"}
+    assert texts(expected("at-least-once-bounded", "error-after-append"), Kind.EFFICACY) == {"duplicates >= 1"}
+    permanent = expected("at-least-once", "error-after-append", error="UNKNOWN_SERVER_ERROR")
+    assert texts(permanent, Kind.EFFICACY) == {"indeterminate >= 1"}
+    assert texts(permanent, Kind.AVAILABILITY) == set()
+    assert texts(expected("idempotent", "error-after-append", error="INVALID_RECORD"), Kind.EFFICACY) == {"indeterminate >= 1"}
 
 
 def test_retry_budget() -> None:

@@ -210,5 +210,8 @@ ACTIONS: dict[str, Apply] = {
     "request-loss": _proxy_fault("drop_request", "dropped_requests"),
     "latency": _proxy_fault("delay_response", "delayed_responses"),
     "client-partition": _proxy_fault("blackhole", "blackholed_requests", "blackholed_responses"),
+    "error-inject": _proxy_fault("inject_error", "injected_errors"),
+    "error-after-append": _proxy_fault("replace_error", "replaced_errors"),
+    "request-hold": _proxy_fault("hold_request", "held_requests"),
 }
 """The action of every catalog fault but `none`."""

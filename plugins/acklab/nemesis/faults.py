@@ -6,9 +6,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from acklab.proxy.protocol import ERRORS
+from acklab.proxy.rules import check_error
 
 NO_FAULT = "none"
 TargetKind = Literal["leader", "follower", "controller", "broker", "random-broker"]
@@ -25,26 +28,63 @@ class ReplicasDownOptions(NoOptions):
 
 
 class ProxyOptions(NoOptions):
+    """Options of every proxy fault: each request (or response) is affected with `probability`,
+    at most `count` of them in the window."""
+
     probability: float = Field(1.0, ge=0, le=1)
+    count: int | None = Field(None, ge=1, description="at most this many requests affected (default: no limit)")
+
+
+class FrameOptions(ProxyOptions):
     apis: list[int] = Field(default_factory=lambda: [0], description="Kafka API keys (0 = PRODUCE; empty = all)")
 
 
-class AckLossOptions(ProxyOptions):
+class AckLossOptions(FrameOptions):
     probability: float = Field(0.3, ge=0, le=1)
     then: Literal["hold", "close"] = "close"
 
 
-class RequestLossOptions(ProxyOptions):
+class RequestLossOptions(FrameOptions):
     probability: float = Field(0.3, ge=0, le=1)
 
 
-class LatencyOptions(ProxyOptions):
+class LatencyOptions(FrameOptions):
     delay_s: float = Field(30.0, gt=0)
     apis: list[int] = Field(default_factory=list)
 
 
-class PartitionOptions(ProxyOptions):
+class PartitionOptions(FrameOptions):
     apis: list[int] = Field(default_factory=list)
+
+
+class ErrorOptions(ProxyOptions):
+    """The error PRODUCE requests are answered with, by name (`acklab.proxy.protocol.ERRORS`)."""
+
+    error: str = "NOT_ENOUGH_REPLICAS"
+
+    @field_validator("error")
+    @classmethod
+    def _known(cls, name: str) -> str:
+        return check_error(name)  # type: ignore[return-value]
+
+
+class AfterAppendOptions(ErrorOptions):
+    error: str = "NOT_ENOUGH_REPLICAS_AFTER_APPEND"
+
+
+class HoldOptions(ProxyOptions):
+    """Held PRODUCE requests are forwarded after `delay_s`, or right after the next EndTxn answered
+    (`until: end_txn`), and at the latest when the window ends."""
+
+    delay_s: float = Field(0.0, ge=0, description="release each request this long after it arrived (0: at `until`)")
+    until: Literal["end", "end_txn"] = Field("end", description="end: the window's end; end_txn: the next EndTxn answered")
+    transactional_only: bool = Field(False, description="hold only requests of transactional producers")
+
+    @model_validator(mode="after")
+    def _one_release(self) -> HoldOptions:
+        if self.delay_s and self.until == "end_txn":
+            raise ValueError("delay_s and until: end_txn exclude each other (a held request is released by one of them)")
+        return self
 
 
 @dataclass(frozen=True)
@@ -68,14 +108,19 @@ class FaultSpec:
     moves_leaders: bool = False
     stops_nodes: bool = False
     needs_proxy: bool = False
+    answers_error: bool = False  # it answers writes with its option `error` (a Kafka error name)
 
 
 def _process(name: str, description: str, target: str) -> FaultSpec:
     return FaultSpec(name, description, target, ANY_NODE, moves_leaders=True, stops_nodes=True)
 
 
-def _proxy(name: str, description: str, options: type[BaseModel], *, bounded: bool = True, silent: bool = False) -> FaultSpec:
-    return FaultSpec(name, description, "leader:0", ANY_NODE, options, bounded=bounded, silent=silent, needs_proxy=True)
+def _proxy(
+    name: str, description: str, options: type[BaseModel], *, bounded: bool = True, silent: bool = False, answers_error: bool = False
+) -> FaultSpec:
+    return FaultSpec(
+        name, description, "leader:0", ANY_NODE, options, bounded=bounded, silent=silent, needs_proxy=True, answers_error=answers_error
+    )
 
 
 FAULTS: Mapping[str, FaultSpec] = {
@@ -100,6 +145,27 @@ FAULTS: Mapping[str, FaultSpec] = {
         # A response sent at the end of the window is still delayed by delay_s: not bounded by the window.
         _proxy("latency", "delay every response of the broker by delay_s (default 30 s)", LatencyOptions, bounded=False),
         _proxy("client-partition", "blackhole the broker for clients (replication continues)", PartitionOptions, silent=True),
+        _proxy(
+            "error-inject", "answer produce requests with a broker error (default NOT_ENOUGH_REPLICAS); they never reach the broker",
+            ErrorOptions, answers_error=True,
+        ),
+        _proxy(
+            "error-after-append",
+            "forward produce requests, then report the appended partitions failed (default NOT_ENOUGH_REPLICAS_AFTER_APPEND)",
+            AfterAppendOptions, answers_error=True,
+        ),
+        # Held requests get no answer until released (at the latest at the window's end): the
+        # producer notices only by its request timeout, as with a silent fault.
+        _proxy(
+            "request-hold", "hold produce requests, forward them after delay_s, the next EndTxn, or the window's end",
+            HoldOptions, silent=True,
+        ),
     )
 }
 FAULT_NAMES = tuple(FAULTS)
+
+
+def permanent_error(fault: str, options: Mapping[str, Any]) -> bool:
+    """Whether a schedule step of `fault` with `options` answers writes with an error Kafka
+    clients do not retry (`acklab.proxy.protocol.ERRORS`)."""
+    return FAULTS[fault].answers_error and not ERRORS[options["error"]].retriable

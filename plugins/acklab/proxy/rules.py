@@ -4,11 +4,19 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-PRODUCE = 0
+from acklab.proxy.protocol import ERRORS, PRODUCE, error_table
 
-Action = Literal["drop_response", "drop_request", "delay_response", "blackhole"]
+Action = Literal["drop_response", "drop_request", "delay_response", "blackhole", "inject_error", "replace_error", "hold_request"]
+PRODUCE_ACTIONS = frozenset({"inject_error", "replace_error", "hold_request"})  # they act on PRODUCE requests only
+
+
+def check_error(name: str | None) -> str | None:
+    """`name` if it is an error a fault may answer with (`acklab.proxy.protocol.ERRORS`)."""
+    if name is not None and name not in ERRORS:
+        raise ValueError(f"unknown error {name!r}; valid: {error_table()}")
+    return name
 
 
 class ProxyRule(BaseModel):
@@ -20,6 +28,15 @@ class ProxyRule(BaseModel):
     - delay_response: responses wait `delay_s` (all later responses on the connection queue behind,
       as with a link delay).
     - blackhole: nothing passes in either direction; new connections are accepted and ignored.
+    - inject_error: a PRODUCE request is answered by the proxy with `error` for each of its
+      partitions and never reaches the broker (acks=0: the connection is closed, as a broker does).
+    - replace_error: a PRODUCE request reaches the broker; the partitions its response reports
+      appended carry `error` instead.
+    - hold_request: a PRODUCE request (only transactional ones if `transactional_only`) is held and
+      forwarded after `delay_s` (0 = no timed release), right after the next EndTxn any broker of the
+      proxy answered (`until: end_txn`), and at the latest when the rule ends. Later PRODUCE
+      requests of its connection queue behind it; a held request still reaches the broker when its
+      client has gone (its response is then discarded).
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -29,7 +46,26 @@ class ProxyRule(BaseModel):
     count: int | None = Field(None, ge=1, description="at most this many frames are affected")
     then: Literal["hold", "close"] = "hold"
     delay_s: float = Field(0.0, ge=0.0)
+    error: str | None = Field(None, description="inject_error / replace_error: the error's name")
+    until: Literal["end", "end_txn"] = "end"
+    transactional_only: bool = False
     expires_in_s: float = Field(300.0, gt=0, description="safety: the rule lifts itself after this")
+
+    @field_validator("error")
+    @classmethod
+    def _known_error(cls, name: str | None) -> str | None:
+        return check_error(name)
+
+    @model_validator(mode="after")
+    def _complete(self) -> ProxyRule:
+        if self.action in ("inject_error", "replace_error") and self.error is None:
+            raise ValueError(f"{self.action} needs an error")
+        return self
 
     def matches(self, api_key: int) -> bool:
         return not self.apis or api_key in self.apis
+
+    @property
+    def error_code(self) -> int:
+        assert self.error is not None
+        return ERRORS[self.error].code

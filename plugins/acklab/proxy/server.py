@@ -2,8 +2,22 @@
 
 Kafka framing: every request and response is a 4-byte big-endian size followed by the body. A
 request body starts with api_key (int16), api_version (int16), correlation_id (int32); a response
-body starts with the correlation_id, so responses are matched to their request's API through the
-correlation ids seen on the connection.
+body starts with the correlation_id. A broker answers the requests of a connection in order, so
+the requests forwarded on a connection are kept in order and each response is matched to its
+request (its API and version) by correlation id. Request and response bodies are parsed
+(`acklab.proxy.protocol`) only while a rule that needs it is active, and for the answers to held
+requests whose client has gone: the pass-through path reads the first 8 bytes of a request and the
+first 4 of a response.
+
+Counters (`stats`): `requests.<api>.v<version>` and `responses.<api>` per frame forwarded; per
+fault dropped_requests/responses, blackholed_requests/responses, delayed_responses,
+injected_errors, replaced_errors, held_requests, released_requests (released_after_end_txn of
+them by an EndTxn); held_lost (held, but the broker connection closed first); discarded_responses
+(answers to requests whose client had gone) and, per partition of those to PRODUCE requests,
+discarded_produce_errors.<code> (0: a late write was appended); closed_after_error (acks=0
+requests answered by a closed connection); unparsed_produce (a PRODUCE the codec cannot read:
+forwarded untouched); connection_errors (a connection ended by an unexpected error, traceback on
+stderr).
 """
 
 from __future__ import annotations
@@ -11,21 +25,40 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import math
 import random
 import signal
 import struct
+import sys
 import time
-from collections import Counter
+import traceback
+from collections import Counter, deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Literal
 
 from pydantic import BaseModel
 
-from acklab.proxy.rules import ProxyRule
+from acklab.proxy.protocol import (
+    END_TXN,
+    PRODUCE,
+    PRODUCE_VERSIONS,
+    ProduceRequest,
+    ProtocolError,
+    RequestHeader,
+    decode_request,
+    decode_response,
+    error_response,
+    peek_header,
+    with_error,
+)
+from acklab.proxy.rules import PRODUCE_ACTIONS, ProxyRule
 
-REQUEST_HEADER = struct.Struct(">hhi")
 CORRELATION = struct.Struct(">i")
 DRAIN_ABOVE = 1 << 20
+CLOSED = (ConnectionError, asyncio.IncompleteReadError, OSError)  # how a connection ends
+LINGER_S = 30.0  # how long a connection whose client has gone waits for the answers to its released requests
 
 
 class Route(BaseModel):
@@ -39,6 +72,70 @@ class ProxySpec(BaseModel):
     routes: list[Route]
 
 
+def _frame(body: bytes) -> bytes:
+    return len(body).to_bytes(4, "big") + body
+
+
+@dataclass
+class Held:
+    """A PRODUCE request held back: its frame, when it is due (inf: when the rule ends or an EndTxn
+    is answered), and whether the broker will answer it (acks != 0)."""
+
+    frame: bytes
+    correlation: int
+    version: int
+    due: float
+    answered: bool
+
+
+class Connection:
+    """One client connection and its connection to the broker.
+
+    `expected` holds, in send order, what the client will be answered: (correlation, api_key,
+    api_version, None) for a request the broker will answer, (correlation, PRODUCE, version, body)
+    for an answer the proxy wrote itself, sent once the broker answered everything before it."""
+
+    def __init__(self, upstream: asyncio.StreamWriter, client: asyncio.StreamWriter) -> None:
+        self.upstream, self.client = upstream, client
+        self.expected: deque[tuple[int, int, int, bytes | None]] = deque()
+        self.held: deque[Held] = deque()
+        self.awaiting: set[int] = set()  # released requests not answered yet
+        self.client_open = True
+        self.wake = asyncio.Event()
+        self.released = asyncio.Event()
+
+    def forward(self, frame: bytes, correlation: int, api_key: int, version: int) -> None:
+        self.expected.append((correlation, api_key, version, None))
+        self.upstream.write(frame)
+
+    def answer(self, correlation: int, version: int, body: bytes) -> None:
+        """Answer a request in the proxy's name, in order behind the answers still due from the broker."""
+        if self.expected:
+            self.expected.append((correlation, PRODUCE, version, body))
+        else:
+            self.to_client(_frame(body))
+
+    def answered(self, correlation: int) -> tuple[int, int]:
+        """(api_key, api_version) of the request `correlation` answers (-1, -1 if unknown); answers
+        of the proxy due before it are sent first, requests never answered (acks=0) forgotten."""
+        while self.expected:
+            expected, api_key, version, body = self.expected.popleft()
+            if expected == correlation and body is None:
+                return api_key, version
+            if body is not None:
+                self.to_client(_frame(body))
+        return -1, -1
+
+    def flush_answers(self) -> None:
+        """Send the proxy's answers now at the head of `expected`."""
+        while self.expected and self.expected[0][3] is not None:
+            self.to_client(_frame(self.expected.popleft()[3]))  # type: ignore[arg-type]
+
+    def to_client(self, frame: bytes) -> None:
+        if self.client_open:
+            self.client.write(frame)
+
+
 @dataclass
 class BrokerProxy:
     """Forwards one broker's client connections and applies its active rule."""
@@ -48,6 +145,8 @@ class BrokerProxy:
     rule_expires: float = 0.0
     affected: int = 0
     stats: Counter[str] = field(default_factory=Counter)
+    holding: set[Connection] = field(default_factory=set)
+    on_end_txn: Callable[[], None] = lambda: None
 
     def active(self, api_key: int | None = None) -> ProxyRule | None:
         """The rule if it is live, not exhausted, matches `api_key` and wins its coin toss."""
@@ -55,7 +154,7 @@ class BrokerProxy:
         if rule is None:
             return None
         if time.monotonic() > self.rule_expires:
-            self.rule = None
+            self.end_rule()
             return None
         if rule.count is not None and self.affected >= rule.count:
             return None
@@ -66,65 +165,234 @@ class BrokerProxy:
         return rule
 
     def set_rule(self, rule: ProxyRule) -> None:
+        self.end_rule()
         self.rule, self.affected = rule, 0
         self.rule_expires = time.monotonic() + rule.expires_in_s
+        asyncio.get_running_loop().call_later(rule.expires_in_s, self._expire, rule)
+
+    def end_rule(self) -> None:
+        """Lift the rule; every held request is released."""
+        self.rule = None
+        self.release_all()
+
+    def _expire(self, rule: ProxyRule) -> None:
+        if self.rule is rule:
+            self.end_rule()
+
+    def end_txn_answered(self) -> None:
+        """An EndTxn was answered somewhere: release what a hold `until: end_txn` kept."""
+        if self.rule is not None and self.rule.action == "hold_request" and self.rule.until == "end_txn":
+            self.stats["released_after_end_txn"] += sum(len(conn.held) for conn in self.holding)
+            self.release_all()
+
+    # ---- connections ----------------------------------------------------------------------
 
     async def serve(self, client_reader: asyncio.StreamReader, client_writer: asyncio.StreamWriter) -> None:
         self.stats["connections"] += 1
         upstream_writer = None
         try:
             upstream_reader, upstream_writer = await asyncio.open_connection("127.0.0.1", self.route.upstream_port)
-            inflight: dict[int, int] = {}
-            requests = asyncio.create_task(self._requests(client_reader, upstream_writer, inflight))
-            responses = asyncio.create_task(self._responses(upstream_reader, client_writer, inflight))
-            done, pending = await asyncio.wait({requests, responses}, return_when=asyncio.FIRST_COMPLETED)
-            for task in pending:
+            conn = Connection(upstream_writer, client_writer)
+            requests = asyncio.create_task(self._requests(client_reader, conn))
+            responses = asyncio.create_task(self._responses(upstream_reader, conn))
+            done, _ = await asyncio.wait({requests, responses}, return_when=asyncio.FIRST_COMPLETED)
+            if responses not in done and (conn.held or conn.awaiting):  # the client went away: still deliver what is held
+                conn.client_open = False
+                client_writer.close()
+                await self._linger(conn, responses)
+            for task in (requests, responses):
                 task.cancel()
-        except (ConnectionError, asyncio.IncompleteReadError, OSError):
+                error = task.exception() if task.done() and not task.cancelled() else None
+                if error is not None and not isinstance(error, CLOSED):
+                    self.stats["connection_errors"] += 1
+                    traceback.print_exception(error, file=sys.stderr)
+            if conn.held:
+                self.stats["held_lost"] += len(conn.held)
+                conn.held.clear()
+            conn.wake.set()
+            self.holding.discard(conn)
+        except CLOSED:
             pass
         finally:
             client_writer.close()
             if upstream_writer is not None:
                 upstream_writer.close()
 
-    async def _requests(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, inflight: dict[int, int]) -> None:
+    async def _linger(self, conn: Connection, responses: asyncio.Task[None]) -> None:
+        """Keep a connection whose client has gone until its held requests are released and answered."""
+        while conn.held and not responses.done():
+            conn.released.clear()
+            released = asyncio.ensure_future(conn.released.wait())
+            await asyncio.wait({released, responses}, return_when=asyncio.FIRST_COMPLETED)
+            released.cancel()
+        deadline = time.monotonic() + LINGER_S
+        while conn.awaiting and not responses.done() and time.monotonic() < deadline:
+            await asyncio.sleep(0.05)
+
+    async def _requests(self, reader: asyncio.StreamReader, conn: Connection) -> None:
+        writer = conn.upstream
         while True:
             size = await reader.readexactly(4)
             body = await reader.readexactly(int.from_bytes(size, "big"))
-            api_key, _version, correlation = REQUEST_HEADER.unpack_from(body)
-            self.stats[f"requests.{api_key}"] += 1
-            rule = self.active(api_key)
-            if rule is not None and rule.action in ("drop_request", "blackhole"):
-                self.affected += 1
-                self.stats["dropped_requests" if rule.action == "drop_request" else "blackholed_requests"] += 1
+            api_key, version, correlation = peek_header(body)
+            self.stats[f"requests.{api_key}.v{version}"] += 1
+            if conn.held and api_key == PRODUCE:  # a connection's PRODUCE requests stay in order
+                self._hold(conn, size + body, correlation, version, conn.held[-1].due, self._parse(body, version))
                 continue
-            inflight[correlation] = api_key
-            writer.write(size + body)
+            rule = self.active(api_key)
+            if rule is not None:
+                action = rule.action
+                if action in ("drop_request", "blackhole"):
+                    self.affected += 1
+                    self.stats["dropped_requests" if action == "drop_request" else "blackholed_requests"] += 1
+                    continue
+                if action in PRODUCE_ACTIONS and api_key == PRODUCE:
+                    outcome = self._produce_fault(conn, size + body, body, correlation, version, rule)
+                    if outcome == "close":
+                        return
+                    if outcome == "taken":
+                        continue
+            conn.forward(size + body, correlation, api_key, version)
             if writer.transport.get_write_buffer_size() > DRAIN_ABOVE:
                 await writer.drain()
 
-    async def _responses(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, inflight: dict[int, int]) -> None:
+    def _parse(self, body: bytes, version: int) -> tuple[RequestHeader, ProduceRequest] | None:
+        """A PRODUCE request, or None (counted as unparsed) if the codec cannot read it."""
+        if version in PRODUCE_VERSIONS:
+            try:
+                return decode_request(body)
+            except ProtocolError:
+                pass
+        self.stats["unparsed_produce"] += 1
+        return None
+
+    def _produce_fault(
+        self, conn: Connection, frame: bytes, body: bytes, correlation: int, version: int, rule: ProxyRule
+    ) -> Literal["taken", "close", "forward"]:
+        """Apply an inject_error or hold_request rule to a PRODUCE request: "taken" by the proxy,
+        "close" the connection (an error for an acks=0 request, as a broker does), or "forward" it
+        (replace_error acts on the response; an unparsed request passes, and so does a
+        non-transactional one when a hold is `transactional_only`)."""
+        if rule.action == "replace_error" or (parsed := self._parse(body, version)) is None:
+            return "forward"
+        header, request = parsed
+        if rule.action == "inject_error":
+            self.affected += 1
+            self.stats["injected_errors"] += 1
+            if request.acks == 0:
+                self.stats["closed_after_error"] += 1
+                return "close"
+            conn.answer(correlation, version, error_response(header, request, rule.error_code))
+            return "taken"
+        if rule.transactional_only and request.transactional_id is None:
+            return "forward"
+        self.affected += 1
+        self._hold(conn, frame, correlation, version, time.monotonic() + rule.delay_s if rule.delay_s else math.inf, parsed)
+        return "taken"
+
+    def _hold(
+        self, conn: Connection, frame: bytes, correlation: int, version: int, due: float, parsed: tuple[RequestHeader, ProduceRequest] | None
+    ) -> None:
+        conn.held.append(Held(frame, correlation, version, due, parsed is None or parsed[1].acks != 0))
+        self.stats["held_requests"] += 1
+        if conn not in self.holding:
+            self.holding.add(conn)
+            asyncio.get_running_loop().create_task(self._release_when_due(conn))
+
+    async def _release_when_due(self, conn: Connection) -> None:
+        """Forward a connection's held requests as they fall due (or all, when woken by `release_all`)."""
+        while conn.held:
+            wait_s = conn.held[0].due - time.monotonic()
+            if wait_s > 0:
+                conn.wake.clear()
+                try:
+                    await asyncio.wait_for(conn.wake.wait(), None if math.isinf(wait_s) else wait_s)
+                except TimeoutError:
+                    pass
+                continue
+            self._release(conn, 1)
+        self.holding.discard(conn)
+
+    def _release(self, conn: Connection, count: int) -> None:
+        for _ in range(min(count, len(conn.held))):
+            held = conn.held.popleft()
+            if conn.upstream.is_closing():
+                self.stats["held_lost"] += 1
+                continue
+            conn.forward(held.frame, held.correlation, PRODUCE, held.version)
+            if held.answered:
+                conn.awaiting.add(held.correlation)
+            self.stats["released_requests"] += 1
+        conn.released.set()
+
+    def release_all(self) -> None:
+        for conn in list(self.holding):
+            self._release(conn, len(conn.held))
+            conn.wake.set()
+
+    async def _responses(self, reader: asyncio.StreamReader, conn: Connection) -> None:
+        writer = conn.client
         while True:
             size = await reader.readexactly(4)
             body = await reader.readexactly(int.from_bytes(size, "big"))
             (correlation,) = CORRELATION.unpack_from(body)
-            api_key = inflight.pop(correlation, -1)
+            api_key, version = conn.answered(correlation)
+            conn.awaiting.discard(correlation)
             rule = self.active(api_key)
-            if rule is not None and rule.action in ("drop_response", "blackhole"):
-                self.affected += 1
-                self.stats["dropped_responses" if rule.action == "drop_response" else "blackholed_responses"] += 1
-                if rule.action == "drop_response" and rule.then == "close":
-                    self.stats["closed_after_drop"] += 1
-                    return
-                continue
-            if rule is not None and rule.action == "delay_response":
-                self.affected += 1
-                self.stats["delayed_responses"] += 1
-                await asyncio.sleep(rule.delay_s)
+            if rule is not None:
+                action = rule.action
+                if action in ("drop_response", "blackhole"):
+                    self.affected += 1
+                    self.stats["dropped_responses" if action == "drop_response" else "blackholed_responses"] += 1
+                    if action == "drop_response" and rule.then == "close":
+                        self.stats["closed_after_drop"] += 1
+                        return
+                    continue
+                if action == "delay_response":
+                    self.affected += 1
+                    self.stats["delayed_responses"] += 1
+                    await asyncio.sleep(rule.delay_s)
+                elif action == "replace_error" and api_key == PRODUCE:
+                    body = self._replace_error(body, version, rule)
+                    size = len(body).to_bytes(4, "big")
             self.stats[f"responses.{api_key}"] += 1
-            writer.write(size + body)
+            if conn.client_open:
+                writer.write(size + body)
+            else:
+                self._discard(body, api_key, version)
+            conn.flush_answers()
+            if api_key == END_TXN:
+                self.on_end_txn()
             if writer.transport.get_write_buffer_size() > DRAIN_ABOVE:
                 await writer.drain()
+
+
+    def _discard(self, body: bytes, api_key: int, version: int) -> None:
+        """Count an answer whose client has gone, and for PRODUCE what the broker said per partition
+        (`discarded_produce_errors.<code>`: 0 = a late write was appended)."""
+        self.stats["discarded_responses"] += 1
+        if api_key == PRODUCE and version in PRODUCE_VERSIONS:
+            try:
+                _, response = decode_response(body, version)
+            except ProtocolError:
+                return
+            for topic in response.topics:
+                for partition in topic.partitions:
+                    self.stats[f"discarded_produce_errors.{partition.error_code}"] += 1
+
+    def _replace_error(self, body: bytes, version: int, rule: ProxyRule) -> bytes:
+        """A PRODUCE response whose appended partitions carry the rule's error (unchanged if unparsed)."""
+        try:
+            if version not in PRODUCE_VERSIONS:
+                raise ProtocolError(f"version {version}")
+            body, changed = with_error(body, version, rule.error_code)
+        except ProtocolError:
+            self.stats["unparsed_produce"] += 1
+            return body
+        if changed:
+            self.affected += 1
+            self.stats["replaced_errors"] += 1
+        return body
 
 
 class ProxyServer:
@@ -132,7 +400,11 @@ class ProxyServer:
 
     def __init__(self, spec: ProxySpec) -> None:
         self.spec = spec
-        self.brokers = {route.broker: BrokerProxy(route) for route in spec.routes}
+        self.brokers = {route.broker: BrokerProxy(route, on_end_txn=self._end_txn_answered) for route in spec.routes}
+
+    def _end_txn_answered(self) -> None:
+        for proxy in self.brokers.values():
+            proxy.end_txn_answered()
 
     async def run(self, stop: asyncio.Event) -> None:
         servers = [
@@ -167,7 +439,7 @@ class ProxyServer:
         if op == "clear":
             targets = [self.brokers[int(command["broker"])]] if "broker" in command else list(self.brokers.values())
             for proxy in targets:
-                proxy.rule = None
+                proxy.end_rule()
             return {"ok": True}
         if op == "stats":
             return {"ok": True, "stats": {str(b): dict(p.stats) for b, p in self.brokers.items()}}

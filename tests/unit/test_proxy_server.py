@@ -1,0 +1,257 @@
+"""The proxy's connection logic for the PRODUCE faults, against a stand-in broker that answers
+every PRODUCE with success (pure logic: framing, ordering, holding, releasing). Real brokers and
+librdkafka under these faults: tests/integration/test_proxy_faults.py."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable
+from contextlib import suppress
+from dataclasses import dataclass, field
+
+import pytest
+
+from acklab.proxy.protocol import (
+    END_TXN,
+    PRODUCE,
+    PartitionData,
+    PartitionResponse,
+    ProduceRequest,
+    ProduceResponse,
+    RequestHeader,
+    TopicData,
+    TopicResponse,
+    Writer,
+    decode_request,
+    decode_response,
+    encode_request,
+    encode_response,
+)
+from acklab.proxy.rules import ProxyRule
+from acklab.proxy.server import BrokerProxy, ProxyServer, ProxySpec, Route
+
+VERSION = 10
+
+
+@dataclass
+class Broker:
+    """Answers each PRODUCE (acks != 0) with success at the next offset, after `delay_s`; EndTxn with an empty body."""
+
+    delay_s: float = 0.0
+    received: list[tuple[int, int, float]] = field(default_factory=list)  # (api key, correlation id, time)
+    offset: int = 0
+
+    async def serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        with suppress(asyncio.IncompleteReadError, ConnectionError):
+            while True:
+                body = await reader.readexactly(int.from_bytes(await reader.readexactly(4), "big"))
+                api_key = int.from_bytes(body[:2], "big")
+                correlation = int.from_bytes(body[4:8], "big")
+                self.received.append((api_key, correlation, time.monotonic()))
+                if api_key == END_TXN:
+                    answer = correlation.to_bytes(4, "big") + b"\x00"
+                else:
+                    header, request = decode_request(body)
+                    if request.acks == 0:
+                        continue
+                    self.offset += 1
+                    topics = tuple(TopicResponse(t.name, tuple(PartitionResponse(p.index, 0, self.offset) for p in t.partitions)) for t in request.topics)
+                    answer = encode_response(correlation, ProduceResponse(topics), header.api_version)
+                await asyncio.sleep(self.delay_s)
+                writer.write(len(answer).to_bytes(4, "big") + answer)
+        writer.close()
+
+
+class Client:
+    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.reader, self.writer = reader, writer
+
+    def produce(self, correlation: int, acks: int = -1, transactional_id: str | None = None) -> None:
+        request = ProduceRequest(transactional_id, acks, 1000, (TopicData("t", (PartitionData(0, b"records"), PartitionData(1, b"r"))),))
+        self.send(encode_request(RequestHeader(PRODUCE, VERSION, correlation, "test"), request))
+
+    def send(self, body: bytes) -> None:
+        self.writer.write(len(body).to_bytes(4, "big") + body)
+
+    async def answer(self, timeout_s: float = 2.0) -> tuple[int, list[int]]:
+        """(correlation id, error code per partition) of the next answer."""
+        size = await asyncio.wait_for(self.reader.readexactly(4), timeout_s)
+        correlation, response = decode_response(await self.reader.readexactly(int.from_bytes(size, "big")), VERSION)
+        return correlation, [p.error_code for t in response.topics for p in t.partitions]
+
+
+Scenario = Callable[[ProxyServer, list[Broker], Callable[[int], Awaitable[Client]]], Awaitable[None]]
+
+
+def run(scenario: Scenario, brokers: int = 1, delay_s: float = 0.0) -> None:
+    """Run `scenario` with a proxy in front of `brokers` stand-in brokers (ports chosen by the OS)."""
+
+    async def main() -> None:
+        fakes = [Broker(delay_s) for _ in range(brokers)]
+        upstreams = [await asyncio.start_server(fake.serve, "127.0.0.1", 0) for fake in fakes]
+        spec = ProxySpec(control_port=0, routes=[
+            Route(broker=n, listen_port=0, upstream_port=server.sockets[0].getsockname()[1]) for n, server in enumerate(upstreams)
+        ])
+        proxy = ProxyServer(spec)
+        listeners = [await asyncio.start_server(proxy.brokers[n].serve, "127.0.0.1", 0) for n in range(brokers)]
+
+        async def connect(n: int) -> Client:
+            return Client(*await asyncio.open_connection("127.0.0.1", listeners[n].sockets[0].getsockname()[1]))
+
+        try:
+            await scenario(proxy, fakes, connect)
+        finally:
+            for server in (*listeners, *upstreams):
+                server.close()
+
+    asyncio.run(main())
+
+
+def produce_received(broker: Broker) -> list[int]:
+    return [correlation for api_key, correlation, _ in broker.received if api_key == PRODUCE]
+
+
+def stats(proxy: ProxyServer, broker: int = 0) -> dict[str, int]:
+    return {k: v for k, v in proxy.brokers[broker].stats.items() if not k.startswith(("requests.", "responses.", "connections"))}
+
+
+def set_rule(proxy: ProxyServer, broker: int = 0, **rule: object) -> BrokerProxy:
+    proxy.handle({"op": "set", "broker": broker, "rule": rule})
+    return proxy.brokers[broker]
+
+
+def test_injected_error_answers_every_partition_and_never_reaches_the_broker() -> None:
+    async def scenario(proxy: ProxyServer, brokers: list[Broker], connect: Callable[[int], Awaitable[Client]]) -> None:
+        set_rule(proxy, action="inject_error", error="NOT_ENOUGH_REPLICAS", count=1)
+        client = await connect(0)
+        client.produce(1)
+        assert await client.answer() == (1, [19, 19])
+        client.produce(2)  # count=1: forwarded
+        assert await client.answer() == (2, [0, 0])
+        assert produce_received(brokers[0]) == [2]
+        assert stats(proxy) == {"injected_errors": 1}
+
+    run(scenario)
+
+
+def test_injected_error_waits_for_the_answers_due_before_it() -> None:
+    """A broker answers a connection's requests in order, so the proxy's answer comes after the broker's."""
+
+    async def scenario(proxy: ProxyServer, brokers: list[Broker], connect: Callable[[int], Awaitable[Client]]) -> None:
+        client = await connect(0)
+        client.produce(1)  # the broker answers it 0.3 s later
+        await asyncio.sleep(0.1)
+        set_rule(proxy, action="inject_error", error="REQUEST_TIMED_OUT")
+        client.produce(2)
+        assert [await client.answer(), await client.answer()] == [(1, [0, 0]), (2, [7, 7])]
+
+    run(scenario, delay_s=0.3)
+
+
+def test_injected_error_for_acks_0_closes_the_connection() -> None:
+    async def scenario(proxy: ProxyServer, brokers: list[Broker], connect: Callable[[int], Awaitable[Client]]) -> None:
+        set_rule(proxy, action="inject_error", error="NOT_LEADER_OR_FOLLOWER")
+        client = await connect(0)
+        client.produce(1, acks=0)
+        assert await asyncio.wait_for(client.reader.read(), 2) == b""  # closed, no answer
+        assert produce_received(brokers[0]) == []
+        assert stats(proxy) == {"injected_errors": 1, "closed_after_error": 1}
+
+    run(scenario)
+
+
+def test_replaced_error_after_the_broker_appended() -> None:
+    async def scenario(proxy: ProxyServer, brokers: list[Broker], connect: Callable[[int], Awaitable[Client]]) -> None:
+        set_rule(proxy, action="replace_error", error="NOT_ENOUGH_REPLICAS_AFTER_APPEND")
+        client = await connect(0)
+        client.produce(1)
+        assert await client.answer() == (1, [20, 20])
+        assert produce_received(brokers[0]) == [1]
+        assert stats(proxy) == {"replaced_errors": 1}
+
+    run(scenario)
+
+
+def test_held_requests_are_released_after_their_delay_in_order() -> None:
+    async def scenario(proxy: ProxyServer, brokers: list[Broker], connect: Callable[[int], Awaitable[Client]]) -> None:
+        set_rule(proxy, action="hold_request", delay_s=0.4, count=1)
+        client = await connect(0)
+        started = time.monotonic()
+        client.produce(1)
+        client.produce(2)  # beyond count, but queued behind the held one
+        assert [await client.answer(), await client.answer()] == [(1, [0, 0]), (2, [0, 0])]
+        assert time.monotonic() - started >= 0.4
+        assert produce_received(brokers[0]) == [1, 2]
+        assert stats(proxy) == {"held_requests": 2, "released_requests": 2}
+
+    run(scenario)
+
+
+def test_other_requests_pass_a_held_one() -> None:
+    async def scenario(proxy: ProxyServer, brokers: list[Broker], connect: Callable[[int], Awaitable[Client]]) -> None:
+        set_rule(proxy, action="hold_request")  # until the rule ends
+        client = await connect(0)
+        client.produce(1)
+        client.send(_end_txn(2))
+        size = await asyncio.wait_for(client.reader.readexactly(4), 2)
+        assert (await client.reader.readexactly(int.from_bytes(size, "big")))[:4] == (2).to_bytes(4, "big")
+        assert produce_received(brokers[0]) == []
+        proxy.handle({"op": "clear", "broker": 0})
+        assert await client.answer() == (1, [0, 0])
+
+    run(scenario)
+
+
+def test_a_held_request_reaches_the_broker_after_its_client_left() -> None:
+    async def scenario(proxy: ProxyServer, brokers: list[Broker], connect: Callable[[int], Awaitable[Client]]) -> None:
+        set_rule(proxy, action="hold_request")
+        client = await connect(0)
+        client.produce(1)
+        await asyncio.sleep(0.1)
+        client.writer.close()
+        await asyncio.sleep(0.1)
+        assert produce_received(brokers[0]) == []
+        proxy.handle({"op": "clear"})
+        await asyncio.sleep(0.2)
+        assert produce_received(brokers[0]) == [1]
+        assert stats(proxy) == {"held_requests": 1, "released_requests": 1, "discarded_responses": 1, "discarded_produce_errors.0": 2}
+
+    run(scenario)
+
+
+def test_hold_until_an_end_txn_answered_by_any_broker() -> None:
+    async def scenario(proxy: ProxyServer, brokers: list[Broker], connect: Callable[[int], Awaitable[Client]]) -> None:
+        set_rule(proxy, 0, action="hold_request", until="end_txn", transactional_only=True)
+        producer, coordinator = await connect(0), await connect(1)
+        producer.produce(1)  # not transactional: passes
+        assert await producer.answer() == (1, [0, 0])
+        producer.produce(2, transactional_id="txn")
+        await asyncio.sleep(0.2)
+        assert produce_received(brokers[0]) == [1]
+        coordinator.send(_end_txn(7))
+        assert await producer.answer() == (2, [0, 0])
+        answered_end_txn = next(t for api, _, t in brokers[1].received if api == END_TXN)
+        assert next(t for api, c, t in brokers[0].received if c == 2) >= answered_end_txn
+        assert stats(proxy) == {"held_requests": 1, "released_requests": 1, "released_after_end_txn": 1}
+
+    run(scenario, brokers=2)
+
+
+def test_rules_validate_their_options() -> None:
+    with pytest.raises(ValueError, match="inject_error needs an error"):
+        ProxyRule(action="inject_error")
+    with pytest.raises(ValueError, match=r"unknown error 'NOPE'; valid: CORRUPT_MESSAGE \(2, retriable\)"):
+        ProxyRule(action="replace_error", error="NOPE")
+
+
+def _end_txn(correlation: int) -> bytes:
+    """An EndTxn v3 request (flexible): transactional id, producer id and epoch, committed."""
+    writer = Writer()
+    RequestHeader(END_TXN, 3, correlation, "test").write(writer)
+    writer.string("txn", True)
+    writer.int64(1)
+    writer.int16(0)
+    writer.out.append(1)
+    writer.tags({}, ())
+    return bytes(writer.out)
