@@ -11,10 +11,11 @@ from collections.abc import Collection
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from acklab.cluster import backends
+from acklab.cluster import backends, links
 from acklab.cluster.admin import PROBE_TOPIC, ClusterAdmin
 from acklab.cluster.errors import ClusterStartError
 from acklab.cluster.layout import free_ports, new_cluster_id, plan_nodes, write_configs
+from acklab.cluster.links import Links
 from acklab.cluster.runner import NodeRunner
 from acklab.cluster.state import ClusterState, ProcessState, process_create_time, process_matches
 from acklab.paths import runs_dir
@@ -45,15 +46,20 @@ class Cluster:
         owner_pid: int | None = None,
         lease_s: float = 3600.0,
         timeout_s: float = 120.0,
+        cut_links: bool = False,
     ) -> Cluster:
         """Reap orphans, lay out and start every node and the fault proxy, and wait until healthy.
 
         `owner_pid`: the cluster is reaped at the next provisioning once this process is gone;
-        without it only the lease (`lease_s`) bounds its life."""
+        without it only the lease (`lease_s`) bounds its life. `cut_links`: set up node-to-node
+        link control (`acklab.cluster.links`) before the nodes start, for faults that cut links."""
         runner_class = backends.runner_class(backend)
         backends.reap_orphans(runs_dir())
         runner_class.reap_strays()
+        links.reap_strays()
         runner_class.check_ready(topology)
+        if cut_links and (problem := links.unavailable()):
+            raise ClusterStartError(f"node-to-node link faults are unavailable here: {problem}")
         root.mkdir(parents=True, exist_ok=True)
         state = ClusterState(
             backend=backend,
@@ -65,10 +71,14 @@ class Cluster:
             owner_create_time=process_create_time(owner_pid) if owner_pid else None,
             lease_deadline=time.time() + lease_s,
         )
-        state.save(root)
+        if cut_links:
+            state.links = links.plan(root, state.cluster_id, [node.node_id for node in state.nodes])
+        state.save(root)  # before anything is created: the reaper finds it all from here
         cluster = cls(state, root, backends.runner_for(state, root))
         try:
             write_configs(state)
+            if cut_links:
+                cluster.links().install()
             cluster._start_proxy()
             with ThreadPoolExecutor(max_workers=len(state.nodes)) as pool:
                 list(pool.map(cluster.runner.create, state.nodes))
@@ -105,6 +115,12 @@ class Cluster:
     def admin(self, timeout_s: float = 10.0, exclude: Collection[int] = ()) -> ClusterAdmin:
         """An admin client bootstrapped from the brokers not in `exclude` (e.g. a killed one)."""
         return ClusterAdmin(self._direct(exclude), timeout_s)
+
+    def links(self) -> Links:
+        """Control of the links between nodes (provisioned with `cut_links`)."""
+        if self.state.links is None:
+            raise RuntimeError(f"cluster {self.root} was provisioned without node-to-node link control (cut_links)")
+        return Links(self.state.links, self.state.nodes, self.root)
 
     def proxy(self) -> ProxyControl:
         """Control of the Kafka-aware fault proxy in front of every broker's client listener."""
@@ -176,9 +192,12 @@ class Cluster:
         return self.runner.alive(self.state.node(node_id))
 
     def start(self, node_id: int) -> None:
-        """(Re)start a stopped or killed node on its existing data."""
-        self.runner.start(self.state.node(node_id))
+        """(Re)start a stopped or killed node on its existing data (in its cgroup, with link control)."""
+        node = self.state.node(node_id)
+        self.runner.start(node)
         self.state.save(self.root)
+        if self.state.links is not None:
+            self.links().place(node_id, self.runner.pids(node))
 
     def kill(self, node_id: int) -> None:
         """SIGKILL: the process dies without flushing or leaving the ISR cleanly."""

@@ -76,6 +76,9 @@ class LocalRunner:
     def alive(self, node: NodeState) -> bool:
         return process_matches(node.pid, node.create_time)
 
+    def pids(self, node: NodeState) -> list[int]:
+        return [node.pid] if node.pid is not None and self.alive(node) else []
+
     def crashed(self, node: NodeState) -> str | None:
         if node.pid is None or process_matches(node.pid, node.create_time):
             return None
