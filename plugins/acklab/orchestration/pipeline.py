@@ -21,7 +21,9 @@ from acklab.workload.producer import Progress
 
 def provision(plan: RunPlan, run: RunDir, *, bind_to_pid: int | None, lease_s: float) -> Cluster:
     """Start the run's cluster on the plan's backend (reaping orphans of earlier runs first)."""
-    return Cluster.provision(plan.topology, run.cluster, plan.params.backend, owner_pid=bind_to_pid, lease_s=lease_s)
+    return Cluster.provision(
+        plan.topology, run.cluster, plan.params.backend, owner_pid=bind_to_pid, lease_s=lease_s, cut_links=plan.cuts_links
+    )
 
 
 def verdict(run: RunDir) -> Verdict:
