@@ -111,12 +111,8 @@ class Links:
             try:
                 procs.write_text(str(pid))
                 membership = Path(f"/proc/{pid}/cgroup").read_text().splitlines()
-            except ProcessLookupError:
+            except (ProcessLookupError, FileNotFoundError):
                 continue  # exited meanwhile: nothing to classify
-            except OSError as exc:
-                if exc.errno == errno.ESRCH or not Path(f"/proc/{pid}").exists():
-                    continue
-                raise
             if expected not in membership:
                 raise ClusterStartError(f"process {pid} of node {node_id} is not in {procs.parent}: {membership}")
 
@@ -217,7 +213,7 @@ def _remove_chains(chain: str) -> None:
 
 
 def _remove_cgroup(cgroup: Path) -> None:
-    if not cgroup.name.startswith(CGROUP_PREFIX) or not cgroup.is_dir():
+    if not cgroup.name.startswith(CGROUP_PREFIX) or cgroup.parent != cgroup2_root() or not cgroup.is_dir():
         return
     home = cgroup.parent / "cgroup.procs"
     for child in [*sorted(p for p in cgroup.iterdir() if p.is_dir()), cgroup]:
