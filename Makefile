@@ -21,10 +21,12 @@ export AIRFLOW_CONN_SPARK_DEFAULT := {"conn_type":"spark","host":"local[*]"}
 
 setup: system-deps $(VENV)/.installed .cache/.jars-$(subst $() ,_,$(KAFKA_VERSIONS) $(CLIENT_VERSIONS)) $(AIRFLOW_HOME)/.migrated
 
-# Java 17 (Kafka, Spark), Maven (jar downloads) and ps (Spark's launcher), from Debian's packages if missing.
+# Java 17 (Kafka, Spark), Maven (jar downloads) and ps (Spark's launcher), from Debian's packages if missing;
+# as root also iptables (node-to-node link faults need root; without it those faults fail at plan time).
 system-deps:
 	@missing=""; command -v java >/dev/null || missing="$$missing openjdk-17-jre-headless"; \
 	command -v mvn >/dev/null || missing="$$missing maven"; command -v ps >/dev/null || missing="$$missing procps"; \
+	if [ "$$(id -u)" = 0 ] && ! command -v iptables >/dev/null; then missing="$$missing iptables"; fi; \
 	if [ -n "$$missing" ]; then apt-get update -qq && apt-get install -y -qq $$missing; fi
 
 $(VENV)/.installed: requirements.lock pyproject.toml
@@ -59,6 +61,11 @@ run: setup
 test: setup postgres-deps browser-deps docker-deps
 	$(BIN)/ruff check .
 	$(BIN)/python -m pytest tests -q
+
+# The `slow` family: repeated real-cluster experiments (README "Tests and benchmarks").
+.PHONY: test-slow
+test-slow: setup
+	$(BIN)/python -m pytest tests -q -m slow
 
 test-unit: setup
 	$(BIN)/python -m pytest tests/unit -q

@@ -34,8 +34,8 @@ REFUSAL_S = 0.5  # one attempt the leader refuses at once (NOT_ENOUGH_REPLICAS),
 LIBRDKAFKA_DEFAULTS: Mapping[str, float] = {"retry.backoff.ms": 100, "retry.backoff.max.ms": 1000}
 
 # Faults whose effect on a producer ends when their window ends (`FaultSpec.bounded`), and those that
-# swallow requests silently (`FaultSpec.silent`): a request lost in flight is retried only after it
-# times out in the client. librdkafka enforces request.timeout.ms on the broker only and times
+# swallow or hold requests silently (`FaultSpec.silent`): a request lost in flight, or held by a
+# leader cut off from its followers, is retried only after it times out. librdkafka enforces request.timeout.ms on the broker only and times
 # requests out after socket.timeout.ms (default 60 s = the default delivery timeout: measured, 10 s
 # of request-loss then failed every write in flight, at 60 s); profiles set socket.timeout.ms =
 # request_timeout_ms, the client-side timeout of Java's request.timeout.ms.
@@ -225,12 +225,13 @@ PROMISES: Mapping[Guarantee, Promise] = {
     Guarantee.LEADER_DURABLE: Promise(
         "A record is acknowledged once the leader has it (acks=1, or an ISR that may shrink to the "
         "leader, or an out-of-sync replica that may be elected): it may be lost when the leader "
-        "fails, and retries may duplicate and reorder.",
+        "fails or is cut off from its followers, and retries may duplicate and reorder.",
         ("misrouted",),
     ),
     Guarantee.AT_LEAST_ONCE: Promise(
         "acks=all with min.insync.replicas >= 2 and clean election: no acknowledged record is "
-        "lost; retries may duplicate, and with more than one request in flight, reorder.",
+        "lost (a leader cut off from its followers cannot acknowledge alone); retries may "
+        "duplicate, and with more than one request in flight, reorder.",
         ("lost", "offset_mismatch", "misrouted"),
     ),
     Guarantee.AT_LEAST_ONCE_ORDERED: Promise(

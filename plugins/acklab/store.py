@@ -43,14 +43,14 @@ class FaultRecord(BaseModel):
     """One applied fault as the manifest records it (`acklab.nemesis.events.FaultEvent`)."""
 
     fault: str = Field(description="catalog name")
-    target: str = Field("", description="what it hit, e.g. `broker:2 (leader:0)`")
-    action: str = Field("", description="kill, stop, pause, stop, or the proxy action")
+    target: str = Field("", description="what it hit, e.g. `broker:2 (leader:0)`, or `node 1 (leader:0); links 1<->2, 1<->3` for a link fault")
+    action: str = Field("", description="kill, stop, pause, stop, the proxy action, or cut / drop <share> (link faults)")
     started: float | None = Field(None, description="epoch seconds the fault was applied")
     ended: float | None = Field(None, description="epoch seconds it was undone (null: never)")
     effect: str = Field("", description="what the cluster showed, or why nothing was seen")
     effective: bool = Field(False, description="its effect was seen")
     effective_at: float | None = Field(None, description="when the effect was first seen")
-    counts: dict[str, int] = Field(default_factory=dict, description="proxy counter deltas during the fault")
+    counts: dict[str, int] = Field(default_factory=dict, description="proxy counter deltas during the fault, or a link fault's dropped_packets")
 
 
 class GroupTiming(BaseModel):

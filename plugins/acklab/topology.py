@@ -60,6 +60,11 @@ class Topology(BaseModel):
             return self.broker_ids[: self.controllers.count]
         return list(range(101, 101 + self.controllers.count))
 
+    @property
+    def node_ids(self) -> list[int]:
+        """Every KRaft node: brokers and controllers (a combined node once)."""
+        return sorted(set(self.broker_ids) | set(self.controller_ids))
+
 
 def load_topology(name_or_path: str) -> Topology:
     """Load a topology by name (`clusters/<name>.yaml`) or by path."""

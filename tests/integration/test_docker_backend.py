@@ -17,7 +17,7 @@ from pathlib import Path
 import docker
 import pytest
 
-from acklab.cluster import docker_image
+from acklab.cluster import docker_image, links
 from acklab.cluster.backends import reap_orphans
 from acklab.cluster.cluster import Cluster
 from acklab.cluster.docker import IMAGE_ENV, LABEL_CLUSTER, LABEL_RUN, DockerRunner, reap_containers
@@ -26,6 +26,8 @@ from acklab.orchestration.pipeline import run_pipeline
 from acklab.paths import PROJECT_ROOT, runs_dir
 from acklab.store import RunDir
 from acklab.topology import load_topology
+
+from .helpers import host_network_state
 
 pytestmark = pytest.mark.integration
 
@@ -118,3 +120,23 @@ def test_container_faults_attach_and_reaper(docker_env: str) -> None:
         assert stray.root in reap_containers(docker.from_env()) and _containers(stray.root) == []
     finally:
         stray.teardown()
+
+
+@pytest.mark.skipif(bool(links.unavailable()), reason=f"link faults: {links.unavailable()}")
+def test_an_isolated_leader_in_containers(docker_env: str) -> None:
+    """Link faults on the Docker backend: each container's processes are placed in its node's
+    cgroup, so the host's rules cut the links between containers; an isolated leader acknowledges
+    acks=1 writes that are lost, the idempotent producer loses none; no rule or cgroup is left."""
+    before = host_network_state()
+    run = run_pipeline(
+        {"profiles": ["leader-ack", "idempotent"], "faults": ["leader-isolate"], "messages": 70000, "rate": 5000,
+         "fault_at_s": 2, "fault_duration_s": 8, "backend": "docker"}
+    )
+    assert {s.status for s in run.verdict.scenarios} == {"pass"}, run.verdict.summary_lines()
+    (event,) = run.run.read_manifest().scenarios[0].fault_timeline
+    assert event.effective and "moved" in event.effect, event
+    rows = {row["scenario"]: row for row in run.run.read_matrix()}
+    assert rows["leader-ack__leader-isolate"]["lost"] > 0
+    assert (rows["idempotent__leader-isolate"]["lost"], rows["idempotent__leader-isolate"]["duplicates"]) == (0, 0)
+    assert _containers(run.run.cluster) == []
+    assert host_network_state() == before

@@ -7,6 +7,7 @@ import sys
 import pytest
 
 from acklab.maven import SetupError
+from acklab.paths import cache_dir
 from acklab.plan import make_plan
 from acklab.spec import SpecError
 from acklab.workload import clients
@@ -25,6 +26,7 @@ def test_the_locked_client_runs_in_acklabs_own_interpreter() -> None:
 
 
 def test_a_client_that_is_not_set_up_fails_the_plan_in_one_line(tmp_path, monkeypatch) -> None:
+    (tmp_path / "kafka").symlink_to(cache_dir() / "kafka")  # the broker jars are there, the client is not
     monkeypatch.setenv("ACKLAB_CACHE", str(tmp_path))
     with pytest.raises(SpecError, match=r"params.client_version: client 2.1.1 is not set up: run `acklab setup --client-version 2.1.1`"):
         make_plan({"client_version": "2.1.1"})

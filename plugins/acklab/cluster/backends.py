@@ -8,6 +8,7 @@ import shutil
 from pathlib import Path
 from typing import Literal
 
+from acklab.cluster import links
 from acklab.cluster.runner import NodeRunner
 from acklab.cluster.state import STATE_FILE, ClusterState, kill_and_wait
 
@@ -27,11 +28,14 @@ def runner_for(state: ClusterState, root: Path) -> NodeRunner:
 
 
 def teardown(state: ClusterState, root: Path) -> None:
-    """Kill every process we started (nodes, proxy), remove the backend's resources and the data
-    dirs (node logs stay as evidence), mark the state torn down; idempotent."""
+    """Kill every process we started (nodes, proxy), remove the backend's resources, the link
+    control's rules and cgroups and the data dirs (node logs stay as evidence), mark the state torn
+    down; idempotent."""
     if state.status == "torn-down":
         return
     runner_for(state, root).remove(state)
+    if state.links is not None:
+        links.remove(state.links, root)
     for node in state.nodes:
         shutil.rmtree(node.data_dir, ignore_errors=True)
     kill_and_wait(state.proxy)

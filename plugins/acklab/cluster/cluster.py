@@ -11,10 +11,11 @@ from collections.abc import Collection
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from acklab.cluster import backends
+from acklab.cluster import backends, links
 from acklab.cluster.admin import PROBE_TOPIC, ClusterAdmin
 from acklab.cluster.errors import ClusterStartError
 from acklab.cluster.layout import free_ports, new_cluster_id, plan_nodes, write_configs
+from acklab.cluster.links import Links
 from acklab.cluster.runner import NodeRunner
 from acklab.cluster.state import ClusterState, ProcessState, beat, process_create_time, process_matches
 from acklab.paths import runs_dir
@@ -46,16 +47,22 @@ class Cluster:
         heartbeat_s: float | None = None,
         lease_s: float = 3600.0,
         timeout_s: float = 120.0,
+        cut_links: bool = False,
     ) -> Cluster:
         """Reap orphans, lay out and start every node and the fault proxy, and wait until healthy.
 
         The cluster is reaped (at the next provisioning, or by `acklab reap`) once `owner_pid` is
         gone, or once its heartbeat is older than `heartbeat_s` (tasks of the run refresh it with
-        `acklab.cluster.state.keep_alive`), and in any case after `lease_s`."""
+        `acklab.cluster.state.keep_alive`), and in any case after `lease_s`. `cut_links`: set up
+        node-to-node link control (`acklab.cluster.links`) before the nodes start, for faults that
+        cut links."""
         runner_class = backends.runner_class(backend)
         backends.reap_orphans(runs_dir())
         runner_class.reap_strays()
+        links.reap_strays()
         runner_class.check_ready(topology)
+        if cut_links and (problem := links.unavailable()):
+            raise ClusterStartError(f"node-to-node link faults are unavailable here: {problem}")
         root.mkdir(parents=True, exist_ok=True)
         state = ClusterState(
             backend=backend,
@@ -68,11 +75,15 @@ class Cluster:
             lease_deadline=time.time() + lease_s,
             heartbeat_s=heartbeat_s,
         )
+        if cut_links:
+            state.links = links.plan(root, state.cluster_id, [node.node_id for node in state.nodes])
         beat(root)
-        state.save(root)
+        state.save(root)  # before anything is created: the reaper finds it all from here
         cluster = cls(state, root, backends.runner_for(state, root))
         try:
             write_configs(state)
+            if cut_links:
+                cluster.links().install()
             cluster._start_proxy()
             with ThreadPoolExecutor(max_workers=len(state.nodes)) as pool:
                 list(pool.map(cluster.runner.create, state.nodes))
@@ -109,6 +120,12 @@ class Cluster:
     def admin(self, timeout_s: float = 10.0, exclude: Collection[int] = ()) -> ClusterAdmin:
         """An admin client bootstrapped from the brokers not in `exclude` (e.g. a killed one)."""
         return ClusterAdmin(self._direct(exclude), timeout_s)
+
+    def links(self) -> Links:
+        """Control of the links between nodes (provisioned with `cut_links`)."""
+        if self.state.links is None:
+            raise RuntimeError(f"cluster {self.root} was provisioned without node-to-node link control (cut_links)")
+        return Links(self.state.links, self.state.nodes, self.root)
 
     def proxy(self) -> ProxyControl:
         """Control of the Kafka-aware fault proxy in front of every broker's client listener."""
@@ -184,9 +201,12 @@ class Cluster:
         return self.runner.paused(self.state.node(node_id))
 
     def start(self, node_id: int) -> None:
-        """(Re)start a stopped or killed node on its existing data."""
-        self.runner.start(self.state.node(node_id))
+        """(Re)start a stopped or killed node on its existing data (in its cgroup, with link control)."""
+        node = self.state.node(node_id)
+        self.runner.start(node)
         self.state.save(self.root)
+        if self.state.links is not None:
+            self.links().place(node_id, self.runner.pids(node))
 
     def kill(self, node_id: int) -> None:
         """SIGKILL: the process dies without flushing or leaving the ISR cleanly."""

@@ -4,8 +4,9 @@ Containers use the host network and bind 127.0.0.1 ports exactly like the local 
 plan, same rendered `server.properties`, node folders bind-mounted at the same path), so the fault
 proxy, admin clients and the Spark audit reach them the same way and no traffic leaves 127.0.0.0/8.
 A user-defined bridge would need port publishing and per-container addresses for nothing the
-faults use: network faults are the fault proxy's (partition, latency, ack loss), so there is no
-container network to disconnect. Process faults map to container operations: kill = SIGKILL,
+faults use: client-side network faults are the fault proxy's (partition, latency, ack loss), and
+node-to-node links are cut on the host network like the local backend's (`acklab.cluster.links`:
+each container's processes are moved into the node's cgroup as it starts, `pids`). Process faults map to container operations: kill = SIGKILL,
 stop = SIGTERM then SIGKILL after the timeout, pause/resume = cgroup freezer.
 
 The image must have `java` and `sh` on PATH and the Kafka jars in /opt/kafka/libs, as the official
@@ -27,6 +28,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import docker
+import psutil
 from docker.errors import APIError, DockerException, ImageNotFound, NotFound
 from docker.models.containers import Container
 
@@ -180,6 +182,17 @@ class DockerRunner:
     def paused(self, node: NodeState) -> bool:
         container = self._container(node)
         return container is not None and bool(container.attrs["State"]["Paused"])
+
+    def pids(self, node: NodeState) -> list[int]:
+        """The container's first process (host pid) and its descendants."""
+        container = self._container(node)
+        pid = container.attrs["State"]["Pid"] if container is not None and container.attrs["State"]["Running"] else 0
+        if not pid:
+            return []
+        try:
+            return [pid, *(child.pid for child in psutil.Process(pid).children(recursive=True))]
+        except psutil.NoSuchProcess:
+            return []
 
     def crashed(self, node: NodeState) -> str | None:
         container = self._container(node)

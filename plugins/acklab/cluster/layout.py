@@ -40,7 +40,7 @@ def plan_nodes(topology: Topology, root: Path) -> list[NodeState]:
     """One node per broker and controller id, with fresh ports and a folder under `root`."""
     ports = iter(free_ports(4 * topology.brokers + len(topology.controller_ids)))
     nodes = []
-    for node_id in sorted(set(topology.broker_ids) | set(topology.controller_ids)):
+    for node_id in topology.node_ids:
         roles = [r for r, ids in (("broker", topology.broker_ids), ("controller", topology.controller_ids)) if node_id in ids]
         broker = "broker" in roles
         nodes.append(

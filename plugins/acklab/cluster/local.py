@@ -82,6 +82,9 @@ class LocalRunner:
         except psutil.NoSuchProcess:
             return False
 
+    def pids(self, node: NodeState) -> list[int]:
+        return [node.pid] if node.pid is not None and self.alive(node) else []
+
     def crashed(self, node: NodeState) -> str | None:
         if node.pid is None or process_matches(node.pid, node.create_time):
             return None

@@ -46,6 +46,9 @@ class NodeRunner(Protocol):
     def alive(self, node: NodeState) -> bool:
         """Running or paused."""
 
+    def pids(self, node: NodeState) -> list[int]:
+        """Host pids of the node's running processes (none when it is not running)."""
+
     def crashed(self, node: NodeState) -> str | None:
         """Why the node exited on its own (not by one of our faults), with its log's tail; else None."""
 

@@ -60,6 +60,16 @@ class ProcessState(BaseModel):
     control_port: int
 
 
+class LinkState(BaseModel):
+    """The host resources of node-to-node link control (`acklab.cluster.links`), recorded before
+    they are created so teardown and the reaper remove exactly these: an iptables chain (its fault
+    chains are named after it), one cgroup per node under `cgroup`, and each node's connection mark."""
+
+    chain: str
+    cgroup: Path
+    marks: dict[int, int]
+
+
 class ClusterState(BaseModel):
     """What is needed to find, control and clean up a cluster from any process."""
 
@@ -68,6 +78,7 @@ class ClusterState(BaseModel):
     cluster_id: str
     nodes: list[NodeState]
     proxy: ProcessState
+    links: LinkState | None = None  # node-to-node link control, when the run's faults cut links
     owner_pid: int | None = None
     owner_create_time: float | None = None
     lease_deadline: float

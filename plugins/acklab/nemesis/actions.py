@@ -198,6 +198,93 @@ def _proxy_fault(action: str, *counters: str) -> Apply:
     return apply
 
 
+# ---- link faults ---------------------------------------------------------------------------
+
+# How long a cut's effect is still looked for after the heal. A leader that is also the active
+# controller, cut off, is fenced by the newly elected controller a session timeout after that one
+# took over, or after the heal while it looks for the new controller (measured here: 10.3 s and
+# 12.9 s after the cut, 0.5 s and 2.9 s after a 10 s cut healed).
+AFTERMATH_S = 10.0
+
+
+def cut_pairs(step: FaultStep, victim: int, nodes: list[int]) -> list[tuple[int, int]]:
+    """The (sender, receiver) node pairs whose packets a link fault drops."""
+    options = step.options
+    if step.fault == "split":
+        side = {victim, *options["side"]}
+        return [(a, b) for a in nodes for b in nodes if (a in side) != (b in side)]
+    peers = [n for n in (options.get("peers") or nodes) if n != victim]
+    if step.fault == "one-way-cut":
+        return [(victim, p) if options["direction"] == "out" else (p, victim) for p in peers]
+    return [pair for p in peers for pair in ((victim, p), (p, victim))]
+
+
+def _link_fault(ctx: FaultContext, step: FaultStep, window: Window) -> FaultEvent:
+    """Cut (or, lossy-link, thin out) links between nodes for the window, then heal. Effective when
+    the cluster shows it: `leader-isolate` once leadership left the isolated leader; the other cuts
+    once a broker at either end is fenced, the target partition's leader moved or its ISR shrank, or
+    the active controller moved; `lossy-link` once packets were dropped."""
+    target = step.parsed_target
+    topic = target.topic or ctx.topic
+    victim = resolve(ctx, target)
+    pairs = cut_pairs(step, victim, ctx.cluster.topology.node_ids) if victim >= 0 else []
+    involved = sorted({node for pair in pairs for node in pair})
+    probability = step.options.get("probability", 1.0)
+    event = FaultEvent(step.fault, f"node {victim} ({step.target}); links {_describe(pairs)}", "cut" if probability == 1 else f"drop {probability:g}")
+    if not pairs:
+        event.ended, event.effect = time.time(), f"{step.target} resolved to node {victim}: no link to cut"
+        return event
+    before = ctx.cluster.admin(timeout_s=5).partition(topic, target.partition)
+    controller = ctx.cluster.active_controller()
+    links = ctx.cluster.links()
+    fault = links.cut(pairs, probability)
+    started = time.monotonic()
+    admin = ctx.cluster.admin(timeout_s=1.0, exclude=[victim])
+    brokers = set(ctx.cluster.topology.broker_ids)
+
+    def check() -> str | None:
+        state = admin.partition(topic, target.partition)
+        moved = before.leader in involved and state.leader not in (-1, before.leader)
+        seen = [f"leader of {topic}[{target.partition}] moved {before.leader} -> {state.leader}"] if moved else []
+        if step.fault == "leader-isolate":
+            return seen[0] if seen else None
+        if fenced := sorted((brokers & set(involved)) - admin.broker_ids()):
+            seen.append(f"broker(s) {fenced} fenced")
+        if shrunk := sorted(set(before.isr) - set(state.isr)):
+            seen.append(f"ISR {list(before.isr)} -> {list(state.isr)} (without {shrunk})")
+        if (now := ctx.cluster.active_controller()) not in (-1, controller):
+            seen.append(f"active controller moved {controller} -> {now}")
+        return "; ".join(seen) or None
+
+    def observe(effect: str | None, when: str = "") -> None:
+        event.observe(effect and f"{effect} in {time.monotonic() - started:.1f}s{when}", f"links cut; no effect seen within {step.duration_s:.0f}s (+{AFTERMATH_S:g}s)")
+
+    try:
+        if probability == 1 and (effect := _poll(window, check)) is not None:
+            observe(effect)
+        window.wait_out()
+        event.counts = {"dropped_packets": links.dropped(fault)}
+    finally:
+        links.heal(fault)
+        event.ended = time.time()
+    if probability == 1:
+        if not event.effective:  # a timer that ran out during the cut may act just after the heal
+            observe(_poll(Window(time.monotonic() + AFTERMATH_S, window.stop), check), " (after the heal)")
+    else:
+        dropped = event.counts["dropped_packets"]
+        event.observe(f"{dropped} packets dropped" if dropped else None, "no packet dropped")
+        if dropped:  # in effect from the start, like the proxy's drops
+            event.effective_at = event.started
+    return event
+
+
+def _describe(pairs: list[tuple[int, int]]) -> str:
+    """`1<->2, 1->3`: each cut link once, both directions as <->."""
+    both = {tuple(sorted(pair)) for pair in pairs if pair[::-1] in pairs}
+    one = [f"{a}->{b}" for a, b in pairs if tuple(sorted((a, b))) not in both]
+    return ", ".join([f"{a}<->{b}" for a, b in sorted(both)] + one)
+
+
 ACTIONS: dict[str, Apply] = {
     "leader-kill": _process_fault("kill"),
     "leader-restart": _process_fault("stop"),
@@ -213,5 +300,10 @@ ACTIONS: dict[str, Apply] = {
     "error-inject": _proxy_fault("inject_error", "injected_errors"),
     "error-after-append": _proxy_fault("replace_error", "replaced_errors"),
     "request-hold": _proxy_fault("hold_request", "held_requests"),
+    "leader-isolate": _link_fault,
+    "node-isolate": _link_fault,
+    "split": _link_fault,
+    "one-way-cut": _link_fault,
+    "lossy-link": _link_fault,
 }
 """The action of every catalog fault but `none`."""

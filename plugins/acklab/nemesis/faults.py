@@ -87,16 +87,35 @@ class HoldOptions(ProxyOptions):
         return self
 
 
+class LinkOptions(NoOptions):
+    peers: list[int] = Field(default_factory=list, description="node ids at the other end of the cut links (empty = every other node)")
+
+
+class OneWayOptions(LinkOptions):
+    direction: Literal["out", "in"] = Field("out", description="out: the target's packets to its peers are dropped; in: theirs to it")
+
+
+class LossyLinkOptions(LinkOptions):
+    probability: float = Field(0.3, gt=0, lt=1, description="share of the packets dropped, each direction")
+
+
+class SplitOptions(NoOptions):
+    side: list[int] = Field(default_factory=list, description="node ids on the target's side besides it (the rest form the other side)")
+
+
 @dataclass(frozen=True)
 class FaultSpec:
     """A catalog fault.
 
     `bounded`: its effect on a producer ends when its window ends (the node is back, the proxy
     forwards again). `silent`: it swallows requests without an answer or a closed connection, so a
-    request lost in flight is noticed only when it times out in the client. `moves_leaders`: it stops
-    or pauses brokers, so partition leaders move (in a schedule without such a fault a leader change
-    is unplanned). `stops_nodes`: it acts on broker processes (two such faults may not overlap).
-    `needs_proxy`: it acts through the Kafka-aware proxy in front of the client listeners."""
+    request lost in flight is noticed only when it times out in the client; link cuts are silent
+    too, as a leader cut off from its followers holds acks=all requests until they time out.
+    `moves_leaders`: partition leaders may move because of it (in a schedule without such a fault
+    a leader change is unplanned). `stops_nodes`: it acts on broker processes (two such faults may
+    not overlap). `needs_proxy`: it acts through the Kafka-aware proxy in front of the client
+    listeners. `cuts_links`: it cuts links between nodes (`acklab.cluster.links`: iptables and
+    cgroups, so root), never between clients and nodes."""
 
     name: str
     description: str
@@ -109,6 +128,7 @@ class FaultSpec:
     stops_nodes: bool = False
     needs_proxy: bool = False
     answers_error: bool = False  # it answers writes with its option `error` (a Kafka error name)
+    cuts_links: bool = False
 
 
 def _process(name: str, description: str, target: str) -> FaultSpec:
@@ -121,6 +141,10 @@ def _proxy(
     return FaultSpec(
         name, description, "leader:0", ANY_NODE, options, bounded=bounded, silent=silent, needs_proxy=True, answers_error=answers_error
     )
+
+
+def _link(name: str, description: str, target: str, options: type[BaseModel], targets: frozenset[TargetKind] = ANY_NODE) -> FaultSpec:
+    return FaultSpec(name, description, target, targets, options, silent=True, moves_leaders=True, cuts_links=True)
 
 
 FAULTS: Mapping[str, FaultSpec] = {
@@ -160,6 +184,14 @@ FAULTS: Mapping[str, FaultSpec] = {
             "request-hold", "hold produce requests, forward them after delay_s, the next EndTxn, or the window's end",
             HoldOptions, silent=True,
         ),
+        _link(
+            "leader-isolate", "cut the leader off from every other node (clients still reach it), heal after the duration",
+            "leader:0", NoOptions, frozenset({"leader"}),
+        ),
+        _link("node-isolate", "cut a node off from its peers (default: every other node; clients still reach it)", "follower:0", LinkOptions),
+        _link("split", "split the nodes into the target's side and the rest, no packet crossing", "controller", SplitOptions),
+        _link("one-way-cut", "drop the target's packets to its peers (direction out) or theirs to it (in)", "leader:0", OneWayOptions),
+        _link("lossy-link", "drop a share of the packets between the target and its peers (default 0.3)", "leader:0", LossyLinkOptions),
     )
 }
 FAULT_NAMES = tuple(FAULTS)

@@ -16,6 +16,7 @@ from acklab.topology import Topology
 TARGET = re.compile(
     r"^(?:(?P<role>leader|follower):(?:(?P<topic>[^/\s]+)/)?(?P<partition>\d+)|controller|broker:(?P<broker>\d+)|random-broker)$"
 )
+NODE_OPTIONS = ("peers", "side")  # options of link faults that name node ids
 TARGET_FORMS = "leader:[<topic>/]<partition>, follower:[<topic>/]<partition>, controller, broker:<id> or random-broker"
 
 
@@ -94,11 +95,19 @@ def schedule_for(fault: str, at_s: float = 2.0, duration_s: float = 10.0) -> lis
 
 
 def check_schedule(steps: Sequence[FaultStep], topology: Topology, source: str) -> None:
-    """SpecError (one line) for a target that cannot exist on `topology`, or for two faults on broker
-    processes whose windows overlap (they could stop the same broker twice)."""
+    """SpecError (one line) for a target or an option's node that cannot exist on `topology`, a link
+    cut on a single node, or two faults on broker processes whose windows overlap (they could stop
+    the same broker twice)."""
     for number, step in enumerate(steps):
+        if FAULTS[step.fault].cuts_links and len(topology.node_ids) < 2:
+            raise SpecError(f"{source}.{number}.fault: {step.fault} cuts links between nodes; topology {topology.name} has one node")
         if step.target is not None and (problem := step.parsed_target.problem(topology)):
             raise SpecError(f"{source}.{number}.target: {step.target!r}: {problem}")
+        for option in NODE_OPTIONS:
+            if unknown := sorted(set(step.options.get(option) or ()) - set(topology.node_ids)):
+                raise SpecError(
+                    f"{source}.{number}.options.{option}: no node {', '.join(map(str, unknown))}; nodes are {', '.join(map(str, topology.node_ids))}"
+                )
     stopping = sorted((step for step in steps if FAULTS[step.fault].stops_nodes), key=lambda step: step.at_s)
     for first, second in zip(stopping, stopping[1:], strict=False):
         if second.at_s < first.end_s:

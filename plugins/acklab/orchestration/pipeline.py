@@ -22,7 +22,8 @@ from acklab.workload.producer import Progress
 def provision(plan: RunPlan, run: RunDir, *, bind_to_pid: int | None, lease_s: float, heartbeat_s: float | None = None) -> Cluster:
     """Start the run's cluster on the plan's backend (reaping orphans of earlier runs first)."""
     return Cluster.provision(
-        plan.topology, run.cluster, plan.params.backend, owner_pid=bind_to_pid, heartbeat_s=heartbeat_s, lease_s=lease_s
+        plan.topology, run.cluster, plan.params.backend, owner_pid=bind_to_pid, heartbeat_s=heartbeat_s, lease_s=lease_s,
+        cut_links=plan.cuts_links,
     )
 
 
