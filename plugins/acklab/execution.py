@@ -180,6 +180,7 @@ def _entry(
         guarantee=str(scenario.expected.guarantee),
         guarantee_reason=scenario.expected.reason,
         expectations=[e.as_dict() for e in scenario.expected.expectations],
+        beliefs=list(scenario.beliefs),
         client_version=result.client_version,
         librdkafka_version=result.librdkafka_version,
         topic=topic,

@@ -235,9 +235,11 @@ PROMISES: Mapping[Guarantee, Promise] = {
         ("lost", "offset_mismatch", "misrouted"),
     ),
     Guarantee.AT_LEAST_ONCE_ORDERED: Promise(
-        "at-least-once with one request in flight: retries may duplicate but not reorder "
-        "(librdkafka retries messages in their original order).",
-        ("lost", "reordered", "offset_mismatch", "misrouted"),
+        "at-least-once with one request in flight per connection: retries may duplicate, and "
+        "librdkafka documents that they may reorder unless enable.idempotence is set (a leader "
+        "change opens another connection); that order holds is the belief `in-flight-1-keeps-order`, "
+        "checked apart (acklab.beliefs), not promised.",
+        ("lost", "offset_mismatch", "misrouted"),
     ),
     Guarantee.EXACTLY_ONCE: Promise(
         "Idempotent producer on a replicated topic: the broker drops retried batches by producer "

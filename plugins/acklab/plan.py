@@ -8,11 +8,13 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from acklab.beliefs import applying
 from acklab.cluster.links import unavailable as links_unavailable
 from acklab.maven import KAFKA_VERSION_PATTERN, SetupError, kafka_libs
-from acklab.model import Expected, expect
+from acklab.model import Expected, Setting, expect
 from acklab.nemesis.faults import FAULT_NAMES, FAULTS
 from acklab.nemesis.schedule import FaultStep, check_schedule, schedule_for
+from acklab.presets import preset
 from acklab.profiles import Partitioner, ProducerProfile, get_profile, profile_from_spec, profile_names
 from acklab.spec import SpecError, parse_model
 from acklab.topology import Topology, load_topology
@@ -29,6 +31,7 @@ class RunParams(BaseModel):
     leadership moves, which takes 5-7 s here."""
 
     model_config = ConfigDict(extra="forbid")
+    preset: str | None = Field(None, description="The named preset these params come from (acklab presets), if any")
     topology: str = Field("three-brokers", description="Cluster topology: a name in clusters/ (or a YAML path)")
     kafka_version: str | None = Field(
         None, pattern=KAFKA_VERSION_PATTERN, description="Apache Kafka version (fetched by `acklab setup`); null = the topology's"
@@ -86,6 +89,7 @@ class ScenarioPlan(BaseModel):
     fault: str
     schedule: list[FaultStep]
     expected: Expected
+    beliefs: tuple[str, ...] = ()  # the beliefs it tests (acklab.beliefs)
 
 
 class RunPlan(BaseModel):
@@ -116,6 +120,8 @@ def make_plan(params: RunParams | dict[str, object]) -> RunPlan:
     """Resolve names and check every constraint; raise SpecError naming the bad field."""
     if not isinstance(params, RunParams):
         params = parse_model(RunParams, params, "params")
+    if params.preset is not None:
+        preset(params.preset)  # SpecError naming the presets
     topology = load_topology(params.topology)
     if params.kafka_version:
         topology = parse_model(Topology, {**topology.model_dump(), "kafka_version": params.kafka_version}, "params.kafka_version")
@@ -164,6 +170,7 @@ def make_plan(params: RunParams | dict[str, object]) -> RunPlan:
                     fault=fault,
                     schedule=steps,
                     expected=expect(profile, topology, steps),
+                    beliefs=applying(Setting.of(profile, topology, steps)),
                 )
             )
     return RunPlan(params=params, topology=topology, client=client, load=load, scenarios=scenarios)

@@ -1,28 +1,276 @@
 """Named presets: a whole experiment (topology, profiles, fault schedule, load) under one name, with
-where it comes from and what it shows. `acklab run --preset NAME`, `acklab presets`, and the DAGs'
-`preset` param run them; the run params are validated like any others (`acklab.plan`)."""
+where it comes from, what its source claims, and how each claim is checked against the run.
+
+`acklab run --preset NAME`, `acklab presets`, the DAGs' `preset` param and the weekly
+`kafka_field_notes` DAG run them; their run params are validated like any others (`acklab.plan`).
+A preset's observations are findings ("reproduced" or not, with what acklab measured); the run's
+verdict stays the guarantee model's.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from statistics import median
+from typing import TYPE_CHECKING, Any
 
 from acklab.spec import SpecError
+
+if TYPE_CHECKING:
+    from acklab.store import RunDir, ScenarioEntry
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """One scenario of a finished run: its matrix row, its manifest entry, and the run folder."""
+
+    row: Mapping[str, Any]
+    entry: ScenarioEntry
+    run: RunDir
+
+
+Check = Callable[[Evidence], tuple[bool, str]]  # reproduced?, what acklab measured
+
+
+@dataclass(frozen=True)
+class Observation:
+    claim: str  # what the source says happens
+    scenario: str  # `<profile>__<fault>` of the preset's run
+    check: Check
 
 
 @dataclass(frozen=True)
 class Preset:
     name: str
-    source: str  # e.g. "field-notes #2", "librdkafka #3584 / PR #4438"
+    source: str  # e.g. "field-notes #2"
     description: str
     params: Mapping[str, Any] = field(default_factory=dict)  # RunParams fields
+    observations: tuple[Observation, ...] = ()
 
     def summary(self) -> dict[str, str]:
         return {"name": self.name, "source": self.source, "description": self.description}
 
 
-PRESETS: dict[str, Preset] = {}
+# --- checks ------------------------------------------------------------------------------------
+
+
+def count(column: str, test: str, value: int) -> Check:
+    """The matrix column compared with `value` (`test` one of ==, >, >=)."""
+    compare = {"==": int.__eq__, ">": int.__gt__, ">=": int.__ge__}[test]
+
+    def check(e: Evidence) -> tuple[bool, str]:
+        observed = int(e.row.get(column) or 0)
+        return compare(observed, value), f"{column} = {observed:,} of {int(e.row.get('planned') or 0):,} planned"
+
+    return check
+
+
+def errors(*names: str) -> Check:
+    """Some delivery failed with one of the librdkafka errors `names`; every error is listed."""
+
+    def check(e: Evidence) -> tuple[bool, str]:
+        seen = e.entry.delivery_errors
+        listed = ", ".join(f"{name} x{n:,}" for name, n in sorted(seen.items(), key=lambda kv: -kv[1])) or "no delivery error"
+        return any(seen.get(name) for name in names), f"delivery errors: {listed}"
+
+    return check
+
+
+def client_stat(counter: str, test: str, value: int) -> Check:
+    """A librdkafka statistics counter (totals over the producers, `acklab.workload.stats`)."""
+    compare = {"==": int.__eq__, ">": int.__gt__}[test]
+
+    def check(e: Evidence) -> tuple[bool, str]:
+        observed = int(e.entry.producer_stats.get(counter) or 0)
+        return compare(observed, value), f"client statistics {counter} = {observed:,}"
+
+    return check
+
+
+def failed_after(low_s: float, high_s: float) -> Check:
+    """The median time from produce() to the failure report of failed messages is in [low, high]."""
+
+    def check(e: Evidence) -> tuple[bool, str]:
+        import pyarrow.compute as pc
+        import pyarrow.parquet as pq
+
+        if e.entry.send_log is None:
+            return False, "no send log"
+        log = pq.read_table(e.run.root / e.entry.send_log, columns=["state", "send_ts", "ack_ts"])
+        failed = log.filter(pc.equal(log["state"], "failed"))
+        waits = [a - s for s, a in zip(failed["send_ts"].to_pylist(), failed["ack_ts"].to_pylist(), strict=True) if a and s]
+        if not waits:
+            return False, "no message failed"
+        middle = median(waits)
+        return low_s <= middle <= high_s, f"{len(waits):,} failed a median {middle:.1f} s after produce()"
+
+    return check
+
+
+def broker_log_lines(text: str, at_least: int) -> Check:
+    """Lines of the brokers' logs (the run's cluster folder) containing `text`."""
+
+    def check(e: Evidence) -> tuple[bool, str]:
+        found = sum(
+            line.count(text) > 0 for log in e.run.cluster.rglob("stdout.log") for line in log.read_text(errors="replace").splitlines()
+        )
+        return found >= at_least, f"{found:,} broker log lines with {text}"
+
+    return check
+
+
+def both(*checks: Check) -> Check:
+    def check(e: Evidence) -> tuple[bool, str]:
+        results = [c(e) for c in checks]
+        return all(ok for ok, _ in results), "; ".join(text for _, text in results)
+
+    return check
+
+
+# --- the presets ---------------------------------------------------------------------------------
+
+
+def _raw(**properties: Any) -> dict[str, Any]:
+    return {"librdkafka": {key.replace("_", "."): value for key, value in properties.items()}}
+
+
+FN2_TIMEOUT_MS = 5000
+FN3_RETRIES = 5
+
+PRESETS: dict[str, Preset] = {
+    preset.name: preset
+    for preset in (
+        Preset(
+            "field-notes-2-broker-down-after-metadata",
+            "field-notes #2",
+            "1 broker, acks=1, retries=10; the producer has metadata, then the broker is killed for 20 s: "
+            f"queued messages expire after message.timeout.ms ({FN2_TIMEOUT_MS} ms), never counted lost",
+            {
+                "topology": "single-broker",
+                "profiles": ["fn2-acks1"],
+                "custom_profiles": {"fn2-acks1": _raw(acks="1", request_timeout_ms=1000, retries=10, message_timeout_ms=FN2_TIMEOUT_MS)},
+                "faults": ["leader-kill"], "fault_at_s": 2.0, "fault_duration_s": 20.0, "messages": 2000, "rate": 200.0,
+            },
+            (
+                Observation("queued records expire with a timeout error", "fn2-acks1__leader-kill", errors("_MSG_TIMED_OUT", "_TIMED_OUT")),
+                Observation(
+                    f"they expire after about the delivery timeout ({FN2_TIMEOUT_MS} ms)", "fn2-acks1__leader-kill",
+                    failed_after(0.8 * FN2_TIMEOUT_MS / 1000, 2.0 * FN2_TIMEOUT_MS / 1000),
+                ),
+                Observation("an expired record is a failure the client knows of, not a loss", "fn2-acks1__leader-kill", count("lost", "==", 0)),
+            ),
+        ),
+        Preset(
+            "field-notes-3-not-enough-replicas",
+            "field-notes #3",
+            f"3 brokers, RF=3, min.insync.replicas=2, acks=all, retries={FN3_RETRIES}; two followers stopped for 10 s: "
+            "the broker rejects each attempt with NOT_ENOUGH_REPLICAS, the producer reports one final error per record",
+            {
+                "topology": "three-brokers",
+                "profiles": ["fn3-acks-all"],
+                "custom_profiles": {"fn3-acks-all": _raw(acks="all", retries=FN3_RETRIES, request_timeout_ms=1000)},
+                "faults": ["replicas-down"], "messages": 4000, "rate": 200.0,
+            },
+            (
+                Observation("records fail with NOT_ENOUGH_REPLICAS", "fn3-acks-all__replicas-down", errors("NOT_ENOUGH_REPLICAS")),
+                Observation(
+                    f"the broker logs a NotEnoughReplicasException per attempt (1 + {FN3_RETRIES} retries)",
+                    "fn3-acks-all__replicas-down",
+                    both(broker_log_lines("NotEnoughReplicasException", 1 + FN3_RETRIES), client_stat("txretries", ">", 0)),
+                ),
+                Observation("no acknowledged record is lost", "fn3-acks-all__replicas-down", count("lost", "==", 0)),
+            ),
+        ),
+        Preset(
+            "field-notes-4-acks0-vs-acks1-leader-kill",
+            "field-notes #4",
+            "3 brokers, RF=3, min.insync.replicas=2; 100,000 records with acks=0 and with acks=1, the leader SIGKILLed "
+            "mid-stream; every record matched by id (the write-up compared log-end offsets and saw no loss)",
+            {"topology": "three-brokers", "profiles": ["at-most-once", "leader-ack"], "faults": ["leader-kill"], "messages": 100_000, "rate": 10_000.0},
+            (
+                Observation("acks=0: no loss (log-end offsets unchanged)", "at-most-once__leader-kill", count("lost", "==", 0)),
+                Observation("acks=1: no loss (log-end offsets unchanged)", "leader-ack__leader-kill", count("lost", "==", 0)),
+                Observation("acks=1: no duplicates", "leader-ack__leader-kill", count("duplicates", "==", 0)),
+            ),
+        ),
+        Preset(
+            "field-notes-5-lost-acks",
+            "field-notes #5",
+            "3 brokers; produce responses dropped after the broker appended: at-least-once stores duplicates, "
+            "the idempotent producer does not",
+            {"topology": "three-brokers", "profiles": ["at-least-once", "idempotent"], "faults": ["ack-loss"], "messages": 40_000, "rate": 2000.0},
+            (
+                Observation("at-least-once retries store duplicates", "at-least-once__ack-loss", count("duplicates", ">", 0)),
+                Observation("the idempotent producer stores each record once", "idempotent__ack-loss", count("duplicates", "==", 0)),
+            ),
+        ),
+        Preset(
+            "field-notes-6-keyed-retries",
+            "field-notes #6",
+            "3 brokers, leader SIGKILLed; keyed records under librdkafka's consistent_random (CRC32) and "
+            "murmur2_random (Java's murmur2): retried records land in their key's partition",
+            {
+                "topology": "three-brokers",
+                "profiles": ["at-least-once", "fn6-murmur2"],
+                "custom_profiles": {"fn6-murmur2": _raw(acks="all", partitioner="murmur2_random")},
+                "faults": ["leader-kill"], "messages": 40_000, "rate": 2000.0,
+            },
+            (
+                Observation("consistent_random: every record in its key's partition", "at-least-once__leader-kill", count("misrouted", "==", 0)),
+                Observation("murmur2_random: every record in its key's partition", "fn6-murmur2__leader-kill", count("misrouted", "==", 0)),
+            ),
+        ),
+        Preset(
+            "field-notes-7-two-brokers-rf1",
+            "field-notes #7",
+            "2 brokers (broker 1 the KRaft controller), topics of RF=1; broker 2 killed for 10 s: "
+            "writes to its partition fail, there is no failover",
+            {
+                "topology": "two-brokers-rf1", "profiles": ["leader-ack"],
+                "schedule": [{"at_s": 2.0, "fault": "leader-kill", "target": "broker:2", "duration_s": 10.0}],
+                "messages": 8000, "rate": 400.0,
+            },
+            (Observation("writes to the dead broker's partition fail", "leader-ack__leader-kill", count("failed", ">", 0)),),
+        ),
+        Preset(
+            "field-notes-7-two-brokers-rf2",
+            "field-notes #7",
+            "2 brokers (broker 1 the KRaft controller), topics of RF=2; broker 2 killed for 10 s: "
+            "leadership moves to broker 1 and writes continue",
+            {
+                "topology": "two-brokers-rf2", "profiles": ["leader-ack"],
+                "schedule": [{"at_s": 2.0, "fault": "leader-kill", "target": "broker:2", "duration_s": 10.0}],
+                "messages": 8000, "rate": 400.0,
+            },
+            (Observation("leadership moves and every write succeeds", "leader-ack__leader-kill", count("failed", "==", 0)),),
+        ),
+        Preset(
+            "field-notes-8-latency-30s",
+            "field-notes #8",
+            "3 brokers; every response of the leader delayed 30 s for 10 s (in user space, the proxy: netem is "
+            "missing here), request.timeout.ms=1500 against 40000",
+            {
+                "topology": "three-brokers",
+                "profiles": ["fn8-rto-1500", "fn8-rto-40000"],
+                "custom_profiles": {
+                    "fn8-rto-1500": _raw(acks="all", request_timeout_ms=1500),
+                    "fn8-rto-40000": _raw(acks="all", request_timeout_ms=40000),
+                },
+                "faults": ["latency"], "messages": 8000, "rate": 400.0,
+            },
+            (
+                Observation(
+                    "request.timeout.ms=1500: requests time out and the client reconnects", "fn8-rto-1500__latency",
+                    both(client_stat("req_timeouts", ">", 0), client_stat("disconnects", ">", 0)),
+                ),
+                Observation(
+                    "request.timeout.ms=40000: a 30 s delay no longer times requests out", "fn8-rto-40000__latency",
+                    client_stat("req_timeouts", "==", 0),
+                ),
+            ),
+        ),
+    )
+}
 
 
 def preset(name: str) -> Preset:
@@ -36,6 +284,32 @@ VERSIONED = ("kafka_version", "client_version", "backend")  # what may be chosen
 
 
 def with_preset(name: str, params: Mapping[str, Any]) -> dict[str, Any]:
-    """The preset `name`'s run params, with the kafka_version, client_version and backend of
-    `params` where they are set: a preset fixes its experiment, not the versions it runs on."""
-    return {**preset(name).params, **{key: params[key] for key in VERSIONED if params.get(key) is not None}}
+    """The preset `name`'s run params (naming the preset), with the kafka_version, client_version and
+    backend of `params` where they are set: a preset fixes its experiment, not the versions it runs on."""
+    return {**preset(name).params, "preset": name, **{key: params[key] for key in VERSIONED if params.get(key) is not None}}
+
+
+def observe(run: RunDir, statuses: Mapping[str, str]) -> list[dict[str, Any]]:
+    """The run's preset observations, each claim with what acklab measured: `reproduced`, `not
+    reproduced`, or `untested` (its scenario is missing or incomplete). [] for a run of no preset."""
+    manifest = run.read_manifest()
+    name = manifest.preset
+    if not name or name not in PRESETS:
+        return []
+    rows = {row["scenario"]: row for row in run.read_matrix()}
+    entries = {entry.scenario: entry for entry in manifest.scenarios}
+    found = []
+    for observation in PRESETS[name].observations:
+        row, entry = rows.get(observation.scenario), entries.get(observation.scenario)
+        if row is None or entry is None or statuses.get(observation.scenario) == "incomplete":
+            status, measured = "untested", "the scenario's evidence is missing or incomplete"
+        else:
+            ok, measured = observation.check(Evidence(row, entry, run))
+            status = "reproduced" if ok else "not reproduced"
+        found.append({"preset": name, "claim": observation.claim, "scenario": observation.scenario, "status": status, "measured": measured})
+    return found
+
+
+def describe(seen: Mapping[str, Any]) -> str:
+    """One line for an `observe` item: `OBSERVED reproduced | claim (scenario): measured`."""
+    return f"CLAIM {seen['status'].upper()}: {seen['claim']} ({seen['scenario']}): {seen['measured']}"

@@ -36,6 +36,7 @@ LAYOUT: tuple[tuple[str, str], ...] = (
     ("dags-test.log", "`make bench-matrix` only: the output of `airflow dags test`"),
 )
 HISTORY_FILE = "history.sqlite"  # in the runs root: every validated run's rows and verdicts
+FIELD_NOTES_DIR = "field-notes"  # FieldNotesDir folders, beside the runs
 COMPARISONS_DIR = "comparisons"  # in the runs root: version comparisons, one folder each
 
 
@@ -75,6 +76,7 @@ class ScenarioEntry(BaseModel):
     guarantee: str = Field("", description="the class the model expects")
     guarantee_reason: str | None = Field(None, description="why: the class rule that matched and the settings that decided it")
     expectations: list[dict[str, Any]] | None = Field(None, description="the exact expectations of the row, recorded at plan time")
+    beliefs: list[str] = Field(default_factory=list, description="the beliefs (`acklab.beliefs`) the scenario tests: findings, not verdicts")
     topic: str | None = Field(None, description="the scenario's own topic")
     partitions: int | None = Field(None, description="its partition count")
     send_log: str | None = Field(None, description="path of the send log, relative to the run folder")
@@ -110,6 +112,12 @@ class Manifest(BaseModel):
     def client_version(self) -> str:
         """The producers' confluent-kafka version ('' if unrecorded, or mixed: ', '-joined)."""
         return ", ".join(sorted({s.client_version for s in self.scenarios if s.client_version}))
+
+    @property
+    def preset(self) -> str | None:
+        """The preset the run's params came from, if any."""
+        return next((p["preset"] for p in self.params if p.get("preset")), None)
+
     scenarios: list[ScenarioEntry] = Field(default_factory=list, description="one entry per scenario (below)")
 
     def entry(self, scenario: str) -> ScenarioEntry:
@@ -266,7 +274,8 @@ class RunDir:
 def runs() -> list[RunDir]:
     """Every run folder in the store, oldest first."""
     root = runs_dir()
-    return sorted((RunDir(p) for p in root.iterdir() if p.is_dir() and p.name != COMPARISONS_DIR), key=lambda r: r.run_id) if root.exists() else []
+    others = {COMPARISONS_DIR, FIELD_NOTES_DIR}
+    return sorted((RunDir(p) for p in root.iterdir() if p.is_dir() and p.name not in others), key=lambda r: r.run_id) if root.exists() else []
 
 
 def latest_result() -> RunDir | None:
@@ -299,6 +308,25 @@ class ComparisonDir:
 
     def heatmap(self, label: str) -> Path:
         return self.root / f"heatmap-{label}.png"
+
+
+@dataclass(frozen=True)
+class FieldNotesDir:
+    """One field-notes DAG run: its page (every preset's claims and measurements) and a JSON summary."""
+
+    root: Path
+
+    @classmethod
+    def named(cls, name: str) -> FieldNotesDir:
+        return cls(runs_dir() / FIELD_NOTES_DIR / name)
+
+    @property
+    def index(self) -> Path:
+        return self.root / "index.html"
+
+    @property
+    def summary(self) -> Path:
+        return self.root / "field-notes.json"
 
 
 def write_json(path: Path, data: object) -> None:

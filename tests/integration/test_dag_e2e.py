@@ -63,5 +63,6 @@ def test_version_regression_dag_compares_two_versions(acklab_env: dict[str, str]
         assert json.loads((run / "result.json").read_text())["scenarios"] == {"idempotent__leader-kill": "pass"}
         assert_nothing_left(run / "cluster")
     html = (comparison.parent / "index.html").read_text()
-    assert "heatmap-3.9.2.png" in html and "heatmap-4.3.1.png" in html
-    assert "Kafka 3.9.2: pass" in output and "Kafka 4.3.1: pass" in output
+    client = json.loads((Path(summary["runs"][0]) / "manifest.json").read_text())["scenarios"][0]["client_version"]
+    assert f"heatmap-3.9.2-{client}.png" in html and f"heatmap-4.3.1-{client}.png" in html
+    assert f"Kafka 3.9.2 / client {client}: pass" in output and f"Kafka 4.3.1 / client {client}: pass" in output

@@ -209,9 +209,10 @@ def test_field_note_6_retries_keep_the_partition(fault: str) -> None:
 
 
 def test_settings_list() -> None:
-    """max.in.flight > 1 without idempotence may reorder; 1 may not; transactions hide aborts."""
+    """Without idempotence retries may reorder, with one request in flight too; transactions hide aborts."""
     assert "reordered == 0" not in texts(expected("at-least-once"), Kind.GUARANTEE)
-    assert "reordered == 0" in texts(expected("at-least-once-ordered"), Kind.GUARANTEE)
+    # librdkafka documents that retries may reorder without idempotence: a belief, not a promise.
+    assert "reordered == 0" not in texts(expected("at-least-once-ordered"), Kind.GUARANTEE)
     assert "reordered == 0" in texts(expected("idempotent"), Kind.GUARANTEE)
     transactional = texts(expected(profile(**TRANSACTIONAL)), Kind.GUARANTEE)
     assert transactional == texts(expected("idempotent"), Kind.GUARANTEE) | {"aborted_visible == 0"}

@@ -18,11 +18,12 @@ from typing import Annotated, Any, TypeVar
 import typer
 from rich.console import Console
 
-from acklab import maven
+from acklab import beliefs, maven
 from acklab.nemesis.faults import FAULT_NAMES
 from acklab.paths import runs_dir
 from acklab.plan import RunParams, standard_matrix
 from acklab.presets import VERSIONED, with_preset
+from acklab.presets import describe as describe_claim
 from acklab.spec import SpecError, load_yaml
 from acklab.store import RunDir, latest_result
 
@@ -435,6 +436,10 @@ def _print_result(run: RunDir, result: dict[str, Any]) -> None:
         typer.echo(f"REGRESSION {regression['scenario']}: {regression['status']} now, passed in green run {regression['last_green_run']}")
     for lost in result.get("unverified", []):
         typer.echo(f"NO LONGER VERIFIED {lost['scenario']}: incomplete now, passed in green run {lost['last_green_run']}")
+    for item in result.get("beliefs", []):
+        typer.echo(beliefs.describe(item))
+    for seen in result.get("observations", []):
+        typer.echo(describe_claim(seen))
     typer.echo(f"status: {result['status']}")
     typer.echo(f"html report: {result['html']}")
     typer.echo(f"matrix: {result['matrix']}")

@@ -19,7 +19,7 @@ from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOpe
 from airflow.sdk import DAG, TriggerRule, dag, get_current_context, setup, task, teardown
 
 from acklab.checker.submit import APPLICATION, SPARK_CONF
-from acklab.orchestration.params import client_versions_param, dag_params, kafka_versions_param, preset_param
+from acklab.orchestration.params import client_versions_param, dag_params, kafka_versions_param, preset_param, version_params
 from acklab.paths import spark_job
 from acklab.plan import RunParams
 
@@ -149,58 +149,68 @@ def version_regression_dag(
             "preset": preset_param(),
         },
     )
+    return _runs_dag(dag_id, schedule, params, doc, ["versions"], plan="plan_versions", finish="compare_versions")
+
+
+def field_notes_dag(dag_id: str, schedule: str | None, doc: str) -> DAG:
+    return _runs_dag(dag_id, schedule, version_params(), doc, ["field-notes"], plan="plan_presets", finish="publish_presets")
+
+
+def _runs_dag(dag_id: str, schedule: str | None, params: dict[str, Any], doc: str, tags: list[str], *, plan: str, finish: str) -> DAG:
+    """Several runs, each on its own cluster (mapped, labelled), then one task over their summaries:
+    `tasks.<plan>(params)` lists the runs, `tasks.<finish>(summaries)` reports on them all."""
 
     @dag(
         dag_id=dag_id, schedule=schedule, start_date=datetime(2026, 1, 1), catchup=False, max_active_runs=1,
-        dagrun_timeout=LEASE * 2, tags=["acklab", "kafka", "versions"], doc_md=doc, params=params,
+        dagrun_timeout=LEASE * 2, tags=["acklab", "kafka", *tags], doc_md=doc, params=params,
     )
-    def versions_dag() -> None:
-        @task
-        def plan(**context: Any) -> list[dict[str, Any]]:
+    def runs_dag() -> None:
+        @task(task_id="plan")
+        def plan_runs(**context: Any) -> list[dict[str, Any]]:
             from acklab.orchestration import tasks
 
-            return _user_errors(lambda: tasks.plan_versions(dict(context["params"])))
+            return _user_errors(lambda: getattr(tasks, plan)(dict(context["params"])))
 
-        @task(map_index_template="{{ versions }}")
+        @task(map_index_template="{{ label }}")
         def provision_cluster(run: dict[str, Any]) -> dict[str, Any]:
             from acklab.orchestration import tasks
 
-            _label(versions=run["label"])
+            _label(label=run["label"])
             return tasks.provision_cluster(run, LEASE.total_seconds())
 
-        @task(pool=POOL, map_index_template="{{ versions }}")
+        @task(pool=POOL, map_index_template="{{ label }}")
         def run_groups(run: dict[str, Any]) -> dict[str, Any]:
             from acklab.orchestration import tasks
 
-            _label(versions=run["label"])
+            _label(label=run["label"])
             return tasks.run_all_groups(run)
 
-        @task(trigger_rule=TriggerRule.ALL_DONE, map_index_template="{{ versions }}")
+        @task(trigger_rule=TriggerRule.ALL_DONE, map_index_template="{{ label }}")
         def teardown_cluster(run: dict[str, Any]) -> None:
             from acklab.orchestration import tasks
 
-            _label(versions=run["label"])
+            _label(label=run["label"])
             tasks.teardown_cluster(run)
 
-        @task(map_index_template="{{ versions }}")
+        @task(map_index_template="{{ label }}")
         def validate(audit: dict[str, Any]) -> dict[str, Any]:
             from acklab.orchestration import tasks
 
-            _label(versions=audit["label"])
+            _label(label=audit["label"])
             return tasks.validate(audit, raise_on_failure=False)
 
-        @task
-        def compare(summaries: list[dict[str, Any]]) -> dict[str, Any]:
+        @task(task_id=finish.split("_")[0])
+        def report(summaries: list[dict[str, Any]]) -> dict[str, Any]:
             from acklab.orchestration import tasks
 
-            return tasks.compare_versions(list(summaries))
+            return getattr(tasks, finish)(list(summaries))
 
-        clusters = provision_cluster.expand(run=plan())
+        clusters = provision_cluster.expand(run=plan_runs())
         ran = run_groups.expand(run=clusters)
         audit = AuditOperator.partial(**AUDIT).expand_kwargs(ran.map(lambda r: {"application_args": r["application_args"], "jars": r["jars"]}))
         validated = validate.expand(audit=ran)
         audit >> validated
         audit >> teardown_cluster.expand(run=clusters)
-        compare(validated)
+        report(validated)
 
-    return versions_dag()
+    return runs_dag()

@@ -78,6 +78,12 @@ def dag_params(defaults: RunParams, drop: Iterable[str] = (), extra: Mapping[str
     return {**params, **(extra or {})}
 
 
+def version_params() -> dict[str, Param]:
+    """Only the run's Kafka and client version params, as `RunParams` states them (default: null)."""
+    fields = run_params_schema()
+    return {name: Param(None, **fields[name]) for name in ("kafka_version", "client_version")}
+
+
 def preset_param() -> Param:
     """A named preset instead of the params (only the versions and the backend combine with it)."""
     return Param(

@@ -7,6 +7,7 @@ import time
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from acklab import beliefs, presets
 from acklab.checker.submit import audit_job, submit
 from acklab.checker.verdict import Verdict, validate_matrix
 from acklab.cluster.cluster import Cluster
@@ -14,7 +15,7 @@ from acklab.execution import run_scenarios
 from acklab.paths import expectations_dir
 from acklab.plan import RunPlan, make_plan
 from acklab.report.history import record_run, regressions, unverified
-from acklab.report.html import build_report
+from acklab.report.html import build_report, write_beliefs_page
 from acklab.store import RunDir
 from acklab.workload.producer import Progress
 
@@ -42,12 +43,20 @@ def write_result(run: RunDir, result: Verdict) -> dict[str, Any]:
         run.read_matrix(), statuses, client_version=manifest.client_version,
     )
     found, unknown_now = regressions(run.run_id), unverified(run.run_id)
-    html = build_report(run, statuses, result.status, result.data_docs_index, found, unknown_now)
+    checked = beliefs.summary(
+        beliefs.findings(run.read_matrix(), {e.scenario: e.beliefs for e in manifest.scenarios}, statuses)
+    )
+    observed = presets.observe(run, statuses)
+    if result.data_docs_index is not None:
+        write_beliefs_page(result.data_docs_index.parent / f"beliefs_{run.run_id}.html", run.run_id, checked)
+    html = build_report(run, statuses, result.status, result.data_docs_index, found, unknown_now, checked, observed)
     summary = {
         "status": result.status,
         "scenarios": statuses,
         "regressions": [asdict(r) for r in found],
         "unverified": [asdict(r) for r in unknown_now],
+        "beliefs": checked,
+        "observations": observed,
         "matrix": str(run.matrix_json),
         "html": str(html),
         "report": str(result.data_docs_index),

@@ -10,14 +10,14 @@ import os
 from pathlib import Path
 from typing import Any
 
-from acklab import execution
+from acklab import beliefs, execution, presets
 from acklab.checker.submit import audit_job
 from acklab.cluster.cluster import Cluster
 from acklab.cluster.state import STATE_FILE, keep_alive
 from acklab.orchestration.pipeline import provision, verdict, write_result
 from acklab.plan import RunParams, make_plan, version_grid
-from acklab.presets import with_preset
 from acklab.report.compare import build_comparison
+from acklab.report.field_notes import build_field_notes
 from acklab.store import RunDir
 from acklab.workload.producer import ProgressMeter
 
@@ -61,7 +61,7 @@ def plan_versions(params: dict[str, Any], create: bool = True) -> list[dict[str,
 def _run_params(params: dict[str, Any]) -> dict[str, Any]:
     """The RunParams of a DAG run's params: the preset's, if one is named."""
     own = {k: v for k, v in params.items() if k in RunParams.model_fields}
-    return with_preset(params["preset"], own) if params.get("preset") else own
+    return presets.with_preset(params["preset"], own) if params.get("preset") else own
 
 
 def provision_cluster(run: dict[str, Any], lease_s: float) -> dict[str, Any]:
@@ -132,6 +132,10 @@ def validate(audit: dict[str, Any], raise_on_failure: bool = True) -> dict[str, 
         log.error("REGRESSION %(scenario)s: %(status)s now, passed in green run %(last_green_run)s", regression)
     for lost in summary["unverified"]:
         log.warning("NO LONGER VERIFIED %(scenario)s: incomplete now, passed in green run %(last_green_run)s", lost)
+    for item in summary["beliefs"]:
+        log.info("%s", beliefs.describe(item))
+    for seen in summary["observations"]:
+        log.info("%s", presets.describe(seen))
     log.info("html report: %s", summary["html"])
     log.info("matrix: %s", run.matrix_json)
     log.info("report: %s", result.data_docs_index)
@@ -149,3 +153,28 @@ def compare_versions(summaries: list[dict[str, Any]]) -> dict[str, Any]:
     if comparison.status != "pass":
         raise RuntimeError(f"version regression run {comparison.status}: {'; '.join(comparison.summary_lines())}")
     return {"status": comparison.status, "html": str(comparison.html)}
+
+
+def plan_presets(params: dict[str, Any], create: bool = True) -> list[dict[str, Any]]:
+    """One run per preset (on `params`' Kafka and client version, if set), each validated before
+    anything starts (and given a folder if `create`)."""
+    versions = {key: params.get(key) for key in ("kafka_version", "client_version")}
+    plans = [make_plan(presets.with_preset(name, versions)) for name in presets.PRESETS]
+    if not create:
+        return [{"params": plan.params.model_dump(mode="json")} for plan in plans]
+    log.info("%d preset(s)", len(plans))
+    return [
+        {"run_dir": str(RunDir.create().root), "params": plan.params.model_dump(mode="json"), "label": plan.params.preset}
+        for plan in plans
+    ]
+
+
+def publish_presets(summaries: list[dict[str, Any]]) -> dict[str, Any]:
+    """One page over the presets' runs; raises if a preset's guarantee verdict failed."""
+    report = build_field_notes([Path(s["run_dir"]) for s in summaries])
+    log.info("field notes: %s", report.html)
+    for line in report.lines:
+        log.info("%s", line)
+    if report.status == "fail":
+        raise RuntimeError(f"field notes run failed: {'; '.join(line for line in report.lines if not line.startswith(' '))}")
+    return {"status": report.status, "html": str(report.html)}

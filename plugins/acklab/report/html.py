@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 from jinja2 import Environment, PackageLoader, select_autoescape
 
@@ -18,7 +19,8 @@ COLUMNS = (
 
 
 def build_report(
-    run: RunDir, statuses: dict[str, str], status: str, data_docs: Path | None, regressions: list[Regression], unverified: list[Regression]
+    run: RunDir, statuses: dict[str, str], status: str, data_docs: Path | None, regressions: list[Regression], unverified: list[Regression],
+    beliefs: list[dict[str, Any]], observations: list[dict[str, Any]],
 ) -> Path:
     """Write the run's HTML report with its PNGs; return the index path."""
     from acklab.model_table import default_tables
@@ -34,7 +36,7 @@ def build_report(
             continue
         png = timeline(send_log, entry.load_started, entry.fault_timeline, entry.scenario, out.timeline(entry.scenario))
         timelines.append({"scenario": entry.scenario, "effect": entry.fault_effect, "png": png.name})
-    template = Environment(loader=PackageLoader("acklab"), autoescape=select_autoescape()).get_template("report.html.j2")
+    template = _templates().get_template("report.html.j2")
     index = out.index
     index.write_text(
         template.render(
@@ -49,8 +51,21 @@ def build_report(
             model_tables=default_tables(),
             regressions=regressions,
             unverified=unverified,
+            beliefs=beliefs,
+            observations=observations,
             data_docs=os.path.relpath(data_docs, out.root) if data_docs else "",
             matrix_json=os.path.relpath(run.matrix_json, out.root),
         )
     )
     return index
+
+
+def write_beliefs_page(path: Path, run_id: str, beliefs: list[dict[str, Any]]) -> Path:
+    """Write the run's belief findings as a page (of the Data Docs site) at `path`."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(_templates().get_template("beliefs_page.html.j2").render(run_id=run_id, beliefs=beliefs))
+    return path
+
+
+def _templates() -> Environment:
+    return Environment(loader=PackageLoader("acklab"), autoescape=select_autoescape())
