@@ -4,7 +4,7 @@ SHELL := /bin/bash
 PYTHON ?= python3.11
 VENV := $(CURDIR)/.venv
 BIN := $(VENV)/bin
-KAFKA_VERSIONS ?= 4.3.1 3.9.2 3.5.2
+KAFKA_VERSIONS ?= 4.3.1 3.9.2 3.6.2 3.5.2
 # Producer client versions besides the locked one (each its own virtualenv under .cache/clients).
 CLIENT_VERSIONS ?= 2.0.2 2.2.0 2.3.0
 RUN_CONF ?= {}

@@ -25,10 +25,10 @@ from acklab.store import RunDir
 BIN = Path(sys.executable).parent
 
 
-def dags_test(env: dict[str, str], conf: dict, dag_id: str = "kafka_delivery_smoke") -> subprocess.CompletedProcess[str]:
+def dags_test(env: dict[str, str], conf: dict, dag_id: str = "kafka_delivery_smoke", timeout_s: float = 900) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [str(BIN / "airflow"), "dags", "test", dag_id, "-c", json.dumps(conf)],
-        env=env, capture_output=True, text=True, timeout=900,
+        env=env, capture_output=True, text=True, timeout=timeout_s,
     )
 
 

@@ -4,6 +4,7 @@ Matrix DAG: plan -> provision (setup) -> one mapped task per scenario group, ser
 `acklab_cluster` pool (they share the cluster) -> collect -> Spark audit -> validate, teardown.
 Version DAG: per (Kafka version, client version) pair (mapped): provision, every group (pool), Spark
 audit, validation and teardown (after the audit, whatever happened), then the side-by-side comparison.
+Field-notes DAG: per preset (mapped, one pool slot), its whole run in one task; then one page.
 
 Parsing imports only this module, `acklab.orchestration.params` and what it needs (pydantic
 models, the catalogs' names); task bodies import their dependencies when they run."""
@@ -153,12 +154,42 @@ def version_regression_dag(
 
 
 def field_notes_dag(dag_id: str, schedule: str | None, doc: str) -> DAG:
-    return _runs_dag(dag_id, schedule, version_params(), doc, ["field-notes"], plan="plan_presets", finish="publish_presets")
+    """Every preset, one after the other (one pool slot: one cluster alive at a time), each run whole
+    in its task (provision, load, spark-submit audit, GX verdict, teardown); then one page."""
+
+    @dag(
+        dag_id=dag_id, schedule=schedule, start_date=datetime(2026, 1, 1), catchup=False, max_active_runs=1,
+        dagrun_timeout=LEASE * 2, tags=["acklab", "kafka", "field-notes"], doc_md=doc, params=version_params(),
+    )
+    def notes() -> None:
+        @task
+        def plan(**context: Any) -> list[dict[str, Any]]:
+            from acklab.orchestration import tasks
+
+            return _user_errors(lambda: tasks.plan_presets(dict(context["params"])))
+
+        @task(pool=POOL, map_index_template="{{ label }}")
+        def run_preset(run: dict[str, Any]) -> dict[str, Any]:
+            from acklab.orchestration import tasks
+
+            _label(label=run["params"]["preset"])
+            return tasks.run_preset(run)
+
+        @task
+        def publish(summaries: list[dict[str, Any]]) -> dict[str, Any]:
+            from acklab.orchestration import tasks
+
+            return tasks.publish_presets(list(summaries))
+
+        publish(run_preset.expand(run=plan()))
+
+    return notes()
 
 
 def _runs_dag(dag_id: str, schedule: str | None, params: dict[str, Any], doc: str, tags: list[str], *, plan: str, finish: str) -> DAG:
     """Several runs, each on its own cluster (mapped, labelled), then one task over their summaries:
-    `tasks.<plan>(params)` lists the runs, `tasks.<finish>(summaries)` reports on them all."""
+    `tasks.<plan>(params)` lists the runs, `tasks.<finish>(summaries)` reports on them all. Every
+    run's cluster is provisioned before the first runs its groups."""
 
     @dag(
         dag_id=dag_id, schedule=schedule, start_date=datetime(2026, 1, 1), catchup=False, max_active_runs=1,

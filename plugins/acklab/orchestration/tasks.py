@@ -14,7 +14,7 @@ from acklab import beliefs, execution, presets
 from acklab.checker.submit import audit_job
 from acklab.cluster.cluster import Cluster
 from acklab.cluster.state import STATE_FILE, keep_alive
-from acklab.orchestration.pipeline import provision, verdict, write_result
+from acklab.orchestration.pipeline import provision, run_pipeline, verdict, write_result
 from acklab.plan import RunParams, make_plan, version_grid
 from acklab.report.compare import build_comparison
 from acklab.report.field_notes import build_field_notes
@@ -155,18 +155,24 @@ def compare_versions(summaries: list[dict[str, Any]]) -> dict[str, Any]:
     return {"status": comparison.status, "html": str(comparison.html)}
 
 
-def plan_presets(params: dict[str, Any], create: bool = True) -> list[dict[str, Any]]:
+def plan_presets(params: dict[str, Any]) -> list[dict[str, Any]]:
     """One run per preset (on `params`' Kafka and client version, if set), each validated before
-    anything starts (and given a folder if `create`)."""
+    anything starts; a preset's run folder is made when it runs."""
     versions = {key: params.get(key) for key in ("kafka_version", "client_version")}
     plans = [make_plan(presets.with_preset(name, versions)) for name in presets.PRESETS]
-    if not create:
-        return [{"params": plan.params.model_dump(mode="json")} for plan in plans]
     log.info("%d preset(s)", len(plans))
-    return [
-        {"run_dir": str(RunDir.create().root), "params": plan.params.model_dump(mode="json"), "label": plan.params.preset}
-        for plan in plans
-    ]
+    return [{"params": plan.params.model_dump(mode="json")} for plan in plans]
+
+
+def run_preset(run: dict[str, Any]) -> dict[str, Any]:
+    """One preset's run, whole: its cluster, load, Spark audit (spark-submit), GX verdict and teardown."""
+    result = run_pipeline(run["params"], progress=ProgressMeter(log.info))
+    summary = write_result(result.run, result.verdict)
+    for line in result.verdict.summary_lines():
+        log.info("%s", line)
+    for seen in summary["observations"]:
+        log.info("%s", presets.describe(seen))
+    return {**summary, "run_dir": str(result.run.root)}
 
 
 def publish_presets(summaries: list[dict[str, Any]]) -> dict[str, Any]:
