@@ -6,6 +6,7 @@ The same functions back the CLI and the DAG tasks, so both run a scenario the sa
 from __future__ import annotations
 
 import logging
+import re
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor, wait
@@ -57,6 +58,12 @@ def _check_unique(plan: RunPlan, run: RunDir) -> None:
         raise SpecError(f"scenarios already in this run: {sorted(clash)}")
 
 
+def topic_name(run: RunDir, scenario: str) -> str:
+    """The scenario's own topic: Kafka allows only ASCII alphanumerics, '.', '_' and '-' (a schedule's
+    label joins its faults with '+')."""
+    return re.sub(r"[^A-Za-z0-9._-]", "-", f"acklab-{run.run_id}-{scenario}")
+
+
 def run_group(cluster: Cluster, plan: RunPlan, index: int, run: RunDir, progress: Progress | None = None) -> list[ScenarioEntry]:
     """Run scenario group `index`: the profiles of one fault side by side on fresh topics with the same
     replica assignment (so the fault's target, partition 0 of the first topic, has the same leader
@@ -66,7 +73,7 @@ def run_group(cluster: Cluster, plan: RunPlan, index: int, run: RunDir, progress
     group = plan.groups()[index]
     group_started = time.time()
     topology = plan.topology
-    topics = [f"acklab-{run.run_id}-{scenario.name}" for scenario in group]
+    topics = [topic_name(run, scenario.name) for scenario in group]
     brokers = sorted(topology.broker_ids)
     assignment = [
         [brokers[(p + index + r) % len(brokers)] for r in range(topology.replication_factor)]

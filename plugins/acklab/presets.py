@@ -151,6 +151,25 @@ def _raw(**properties: Any) -> dict[str, Any]:
 FN2_TIMEOUT_MS = 5000
 FN3_RETRIES = 5
 FN7_TIMEOUT_MS = 5000
+FN7_SCENARIO = "fn7-acks1__leader-kill"
+
+
+def _two_brokers(rf: int, shows: str, observation: Observation) -> Preset:
+    """Field note #7 on topics of replication factor `rf`: broker 2 (not the controller) killed for 10 s."""
+    return Preset(
+        f"field-notes-7-two-brokers-rf{rf}",
+        "field-notes #7",
+        f"2 brokers (broker 1 the KRaft controller), topics of RF={rf}, acks=1, message.timeout.ms={FN7_TIMEOUT_MS}; "
+        f"broker 2 killed for 10 s: {shows}",
+        {
+            "topology": f"two-brokers-rf{rf}", "profiles": ["fn7-acks1"],
+            "custom_profiles": {"fn7-acks1": _raw(acks="1", request_timeout_ms=1000, message_timeout_ms=FN7_TIMEOUT_MS)},
+            "schedule": [{"at_s": 2.0, "fault": "leader-kill", "target": "broker:2", "duration_s": 10.0}],
+            "messages": 8000, "rate": 400.0,
+        },
+        (observation,),
+    )
+
 
 PRESETS: dict[str, Preset] = {
     preset.name: preset
@@ -238,32 +257,10 @@ PRESETS: dict[str, Preset] = {
                 Observation("murmur2_random: every record in its key's partition", "fn6-murmur2__leader-kill", count("misrouted", "==", 0)),
             ),
         ),
-        Preset(
-            "field-notes-7-two-brokers-rf1",
-            "field-notes #7",
-            "2 brokers (broker 1 the KRaft controller), topics of RF=1, acks=1, message.timeout.ms=5000; broker 2 "
-            "killed for 10 s: writes to its partition fail, there is no failover",
-            {
-                "topology": "two-brokers-rf1", "profiles": ["fn7-acks1"],
-                "custom_profiles": {"fn7-acks1": _raw(acks="1", request_timeout_ms=1000, message_timeout_ms=FN7_TIMEOUT_MS)},
-                "schedule": [{"at_s": 2.0, "fault": "leader-kill", "target": "broker:2", "duration_s": 10.0}],
-                "messages": 8000, "rate": 400.0,
-            },
-            (Observation("writes to the dead broker's partition fail", "fn7-acks1__leader-kill", both(count("failed", ">", 0), errors("_MSG_TIMED_OUT"))),),
-        ),
-        Preset(
-            "field-notes-7-two-brokers-rf2",
-            "field-notes #7",
-            "2 brokers (broker 1 the KRaft controller), topics of RF=2, acks=1, message.timeout.ms=5000; broker 2 "
-            "killed for 10 s: leadership moves to broker 1 and writes continue",
-            {
-                "topology": "two-brokers-rf2", "profiles": ["fn7-acks1"],
-                "custom_profiles": {"fn7-acks1": _raw(acks="1", request_timeout_ms=1000, message_timeout_ms=FN7_TIMEOUT_MS)},
-                "schedule": [{"at_s": 2.0, "fault": "leader-kill", "target": "broker:2", "duration_s": 10.0}],
-                "messages": 8000, "rate": 400.0,
-            },
-            (Observation("leadership moves and every write succeeds", "fn7-acks1__leader-kill", count("failed", "==", 0)),),
-        ),
+        _two_brokers(1, "writes to its partition fail, there is no failover",
+                     Observation("writes to the dead broker's partition fail", FN7_SCENARIO, both(count("failed", ">", 0), errors("_MSG_TIMED_OUT")))),
+        _two_brokers(2, "leadership moves to broker 1 and writes continue",
+                     Observation("leadership moves and every write succeeds", FN7_SCENARIO, count("failed", "==", 0))),
         Preset(
             "field-notes-8-latency-30s",
             "field-notes #8",

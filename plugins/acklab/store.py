@@ -14,7 +14,7 @@ import secrets
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar, Self
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -289,14 +289,16 @@ def history_db() -> Path:
 
 
 @dataclass(frozen=True)
-class ComparisonDir:
-    """A version comparison: its page, the versions' heatmaps and a JSON summary."""
+class PageDir:
+    """A report over several runs, in its own folder of the runs root: `index.html` and a JSON summary."""
 
     root: Path
+    FOLDER: ClassVar[str]
+    SUMMARY: ClassVar[str]
 
     @classmethod
-    def named(cls, name: str) -> ComparisonDir:
-        return cls(runs_dir() / COMPARISONS_DIR / name)
+    def named(cls, name: str) -> Self:
+        return cls(runs_dir() / cls.FOLDER / name)
 
     @property
     def index(self) -> Path:
@@ -304,29 +306,24 @@ class ComparisonDir:
 
     @property
     def summary(self) -> Path:
-        return self.root / "comparison.json"
+        return self.root / self.SUMMARY
+
+
+class ComparisonDir(PageDir):
+    """A version comparison: its page, the versions' heatmaps and `comparison.json`."""
+
+    FOLDER = COMPARISONS_DIR
+    SUMMARY = "comparison.json"
 
     def heatmap(self, label: str) -> Path:
         return self.root / f"heatmap-{label}.png"
 
 
-@dataclass(frozen=True)
-class FieldNotesDir:
-    """One field-notes DAG run: its page (every preset's claims and measurements) and a JSON summary."""
+class FieldNotesDir(PageDir):
+    """One field-notes DAG run: its page (every preset's claims and measurements) and `field-notes.json`."""
 
-    root: Path
-
-    @classmethod
-    def named(cls, name: str) -> FieldNotesDir:
-        return cls(runs_dir() / FIELD_NOTES_DIR / name)
-
-    @property
-    def index(self) -> Path:
-        return self.root / "index.html"
-
-    @property
-    def summary(self) -> Path:
-        return self.root / "field-notes.json"
+    FOLDER = FIELD_NOTES_DIR
+    SUMMARY = "field-notes.json"
 
 
 def write_json(path: Path, data: object) -> None:
