@@ -55,12 +55,15 @@ def run_time_enums() -> dict[str, dict[str, Any]]:
 
 
 def run_params_schema() -> dict[str, dict[str, Any]]:
-    """Each `RunParams` field's JSON schema as the trigger form validates it."""
+    """Each `RunParams` field's JSON schema as the trigger form validates it; `preset` is left to the
+    DAGs' own param (`preset_param`), which picks one of the presets."""
     schema = RunParams.model_json_schema()
     defs = schema.get("$defs", {})
     enums = run_time_enums()
     fields = {}
     for name, prop in schema["properties"].items():
+        if name == "preset":
+            continue
         field = _nullable(_resolve(prop, defs))
         fields[name] = {**field, **enums.get(name, {})}
     # A step's other fields are checked by `plan`; a compact schema keeps parsing fast (Airflow
