@@ -9,7 +9,7 @@ verdict stays the guarantee model's.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from statistics import median
 from typing import TYPE_CHECKING, Any
@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from acklab.spec import SpecError
 
 if TYPE_CHECKING:
-    from acklab.store import RunDir, ScenarioEntry
+    from acklab.store import Manifest, RunDir, ScenarioEntry
 
 
 @dataclass(frozen=True)
@@ -309,14 +309,14 @@ def with_preset(name: str, params: Mapping[str, Any]) -> dict[str, Any]:
     return {**preset(name).params, "preset": name, **{key: params[key] for key in VERSIONED if params.get(key) is not None}}
 
 
-def observe(run: RunDir, statuses: Mapping[str, str]) -> list[dict[str, Any]]:
-    """The run's preset observations, each claim with what acklab measured: `reproduced`, `not
-    reproduced`, or `untested` (its scenario is missing or incomplete). [] for a run of no preset."""
-    manifest = run.read_manifest()
+def observe(run: RunDir, manifest: Manifest, matrix: Iterable[Mapping[str, Any]], statuses: Mapping[str, str]) -> list[dict[str, Any]]:
+    """The run's preset observations (`manifest` and `matrix` are the run's), each claim with what
+    acklab measured: `reproduced`, `not reproduced`, or `untested` (its scenario is missing or
+    incomplete). [] for a run of no preset."""
     name = manifest.preset
     if not name or name not in PRESETS:
         return []
-    rows = {row["scenario"]: row for row in run.read_matrix()}
+    rows = {row["scenario"]: row for row in matrix}
     entries = {entry.scenario: entry for entry in manifest.scenarios}
     found = []
     for observation in PRESETS[name].observations:

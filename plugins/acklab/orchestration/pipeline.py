@@ -36,17 +36,17 @@ def verdict(run: RunDir) -> Verdict:
 def write_result(run: RunDir, result: Verdict) -> dict[str, Any]:
     """Keep the run in the history, call out regressions, build the HTML report, and record the
     status and the paths of matrix, Data Docs and report in the run's result."""
-    manifest = run.read_manifest()
+    manifest, rows = run.read_manifest(), run.read_matrix()
     statuses = {s.scenario: s.status for s in result.scenarios}
     record_run(
         run.run_id, time.time(), result.status, manifest.topology["name"], manifest.topology["kafka_version"],
-        run.read_matrix(), statuses, client_version=manifest.client_version,
+        rows, statuses, client_version=manifest.client_version,
     )
     found, unknown_now = regressions(run.run_id), unverified(run.run_id)
     checked = beliefs.summary(
-        beliefs.findings(run.read_matrix(), {e.scenario: e.beliefs for e in manifest.scenarios}, statuses)
+        beliefs.findings(rows, {e.scenario: e.beliefs for e in manifest.scenarios}, statuses)
     )
-    observed = presets.observe(run, statuses)
+    observed = presets.observe(run, manifest, rows, statuses)
     if result.data_docs_index is not None:
         write_beliefs_page(result.data_docs_index.parent / f"beliefs_{run.run_id}.html", run.run_id, checked)
     html = build_report(run, statuses, result.status, result.data_docs_index, found, unknown_now, checked, observed)
