@@ -24,6 +24,11 @@ from acklab.workload.producer import START_TIMEOUT_S, LoadResult, Progress, run_
 
 log = logging.getLogger(__name__)
 
+# After its transaction.timeout.ms, the coordinator aborts an open transaction within
+# transaction.abort.timed.out.transaction.cleanup.interval.ms (broker default 10 s); a partition
+# whose last stable offset stays behind after that holds a transaction no coordinator will end.
+HANGING_MARGIN_S = 15.0
+
 
 def run_scenarios(cluster: Cluster, plan: RunPlan, run: RunDir, progress: Progress | None = None) -> Manifest:
     """Run every scenario group of `plan` on `cluster`; return the manifest.
@@ -126,14 +131,38 @@ def run_group(cluster: Cluster, plan: RunPlan, index: int, run: RunDir, progress
         raise failed[0]  # type: ignore[misc]
     outcome = nemesis.join()
     cluster.wait_healthy(120)
+    hanging = open_transactions(cluster, {t: s for t, s in zip(topics, group, strict=True) if s.profile.transaction}, topology.partitions)
     timing = GroupTiming(index=index, started=group_started, ended=time.time(), scenarios=len(group))
     entries = [
-        _entry(plan, scenario, topic, future.result(), outcome, unplanned, run).model_copy(update={"group": timing})
+        _entry(plan, scenario, topic, future.result(), outcome, unplanned, run, hanging.get(topic)).model_copy(update={"group": timing})
         for scenario, topic, future in zip(group, topics, futures, strict=True)
     ]
     for entry in entries:
         run.write_entry(entry)
     return entries
+
+
+def open_transactions(cluster: Cluster, scenarios: dict[str, ScenarioPlan], partitions: int) -> dict[str, dict[int, tuple[int, int]] | str]:
+    """For each topic of a transactional scenario: its partitions whose last stable offset is still
+    below the high watermark (with both) once every transaction of the load has outlived its
+    transaction.timeout.ms and the coordinator's cleanup (`HANGING_MARGIN_S`): hanging transactions,
+    which stall read_committed readers for good. `{}` for a topic where every transaction ended; a
+    string saying why for a topic whose offsets could not be read."""
+    if not scenarios:
+        return {}
+    timeout_s = max(s.profile.transaction.timeout_ms for s in scenarios.values() if s.profile.transaction) / 1000
+    deadline = time.monotonic() + timeout_s + HANGING_MARGIN_S
+    admin = cluster.admin(timeout_s=5)
+    found: dict[str, dict[int, tuple[int, int]] | str] = {}
+    while True:
+        for topic in scenarios:
+            try:
+                found[topic] = admin.unstable(topic, partitions)
+            except Exception as exc:  # kept if it lasts: that scenario's evidence is then incomplete
+                found[topic] = f"last stable offsets not readable: {exc}"
+        if all(open_ == {} for open_ in found.values()) or time.monotonic() > deadline:
+            return found
+        time.sleep(0.5)
 
 
 class _GroupProgress:
@@ -161,15 +190,26 @@ class _GroupProgress:
 
 
 def _entry(
-    plan: RunPlan, scenario: ScenarioPlan, topic: str, result: LoadResult, outcome: FaultOutcome, unplanned: str | None, run: RunDir
+    plan: RunPlan,
+    scenario: ScenarioPlan,
+    topic: str,
+    result: LoadResult,
+    outcome: FaultOutcome,
+    unplanned: str | None,
+    run: RunDir,
+    hanging: dict[int, tuple[int, int]] | str | None,
 ) -> ScenarioEntry:
-    """The scenario's manifest entry: what was planned, what the load saw, what the fault did.
+    """The scenario's manifest entry: what was planned, what the load saw, what the fault did, and
+    (transactional scenarios) the partitions left with a hanging transaction (`open_transactions`).
 
     Evidence is incomplete when the load did not send what it planned (`load_shortfall`), when a
-    fault started, or first showed its effect, after the load ended, or when a leader changed during
-    a load whose schedule moves no leader (`unplanned`)."""
+    fault started, or first showed its effect, after the load ended, when a leader changed during
+    a load whose schedule moves no leader (`unplanned`), or when the last stable offsets of a
+    transactional scenario could not be read."""
     late = [e for e in outcome.timeline if max(e.started, e.effective_at or 0.0) > result.ended]
     incomplete_reason = load_shortfall(result)
+    if isinstance(hanging, str):
+        incomplete_reason = hanging
     if late:
         incomplete_reason = f"fault {late[0].fault} started or took effect after the load ended"
     if unplanned is not None:
@@ -203,6 +243,9 @@ def _entry(
         aborted=result.aborted,
         stop_reasons=result.stop_reasons,
         fatal_error="; ".join(f"{p}: {e}" for p, e in sorted(result.fatal_errors.items())) or None,
+        hanging_partitions=len(hanging) if isinstance(hanging, dict) else None,
+        hanging_detail="; ".join(f"partition {p}: last stable offset {lso} < high watermark {hwm}" for p, (lso, hwm) in hanging.items())
+        if isinstance(hanging, dict) and hanging else None,
         producer_stats={"path": run.relative(files.stats), **result.stats},
         fault_timeline=[FaultRecord.model_validate(event) for event in outcome.timeline_dicts()],
         fault_effective=outcome.effective and not late,

@@ -207,6 +207,8 @@ ZERO_BECAUSE: Mapping[str, str] = {
     "offset_mismatch": "An acknowledged record must sit at the offset its acknowledgement named.",
     "misrouted": "A keyed record, retried or not, must land in the partition its key hashes to.",
     "aborted_visible": "A read_committed reader must not see records of aborted transactions.",
+    "hanging_partitions": "Every transaction must end: a partition whose last stable offset stays below its high watermark "
+    "after the transactions timed out holds a hanging transaction that stalls read_committed readers (KAFKA-14402).",
 }
 
 
@@ -250,7 +252,7 @@ PROMISES: Mapping[Guarantee, Promise] = {
     Guarantee.TRANSACTIONAL: Promise(
         "Transactional producer: exactly-once, and records of aborted transactions are invisible "
         "to read_committed readers.",
-        ("lost", "duplicates", "reordered", "offset_mismatch", "misrouted", "aborted_visible"),
+        ("lost", "duplicates", "reordered", "offset_mismatch", "misrouted", "aborted_visible", "hanging_partitions"),
     ),
 }
 # Without a fault nothing is lost, duplicated or moved, whatever the class.

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from statistics import median
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from acklab.spec import SpecError
 
@@ -22,11 +22,13 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class Evidence:
-    """One scenario of a finished run: its matrix row, its manifest entry, and the run folder."""
+    """One scenario of a finished run: its matrix row, its manifest entry, the run folder, and the
+    Kafka version it ran on (its client version is the entry's)."""
 
     row: Mapping[str, Any]
     entry: ScenarioEntry
     run: RunDir
+    kafka_version: str
 
 
 Check = Callable[[Evidence], tuple[bool, str]]  # reproduced?, what acklab measured
@@ -129,6 +131,32 @@ def attempts_per_failure(at_least: int) -> Check:
             return False, "no record failed"
         ratio = (sent - acked) / failed
         return ratio >= at_least, f"{sent:,} transmissions for {acked:,} acked and {failed:,} failed records: {ratio:.1f} per failed record"
+
+    return check
+
+
+def fatal(name: str) -> Check:
+    """The producer raised a fatal error named `name`."""
+
+    def check(e: Evidence) -> tuple[bool, str]:
+        error = e.entry.fatal_error
+        return bool(error and name in error), f"fatal error: {error}" if error else "no fatal error"
+
+    return check
+
+
+def _release(version: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in version.split(".")[:3])
+
+
+def fixed_in(component: Literal["kafka", "client"], version: str, before: Check, after: Check) -> Check:
+    """`before` on a `component` (Kafka broker, or confluent-kafka client) older than `version`,
+    `after` on `version` and later: a documented bug and its fix."""
+
+    def check(e: Evidence) -> tuple[bool, str]:
+        ran = e.kafka_version if component == "kafka" else e.entry.client_version or ""
+        ok, measured = (before if _release(ran) < _release(version) else after)(e)
+        return ok, f"{component} {ran}: {measured}"
 
     return check
 
@@ -293,6 +321,71 @@ PRESETS: dict[str, Preset] = {
 }
 
 
+BUG_4438 = "idem-rto3s__request-loss+error-inject"
+BUG_14402 = "txn-rto3s__request-hold"
+BUGS: dict[str, Preset] = {
+    preset.name: preset
+    for preset in (
+        Preset(
+            "librdkafka-4438",
+            "librdkafka #3584, fixed by PR #4438 in 2.3.0",
+            "idempotent producer, socket.timeout.ms=3000; one produce request of the leader dropped (it times out: "
+            "possibly persisted, yet never appended), then its retry answered NOT_ENOUGH_REPLICAS: clients before 2.3.0 "
+            "advanced their sequence numbers and died of a fatal sequence desynchronization",
+            {
+                "topology": "three-brokers",
+                "profiles": ["idem-rto3s"],
+                "custom_profiles": {"idem-rto3s": _raw(enable_idempotence=True, request_timeout_ms=3000, socket_timeout_ms=3000, linger_ms=5)},
+                "schedule": [
+                    {"at_s": 2.0, "fault": "request-loss", "target": "leader:0", "duration_s": 2.5, "options": {"count": 1, "probability": 1.0}},
+                    {"at_s": 4.6, "fault": "error-inject", "target": "leader:0", "duration_s": 3.0, "options": {"error": "NOT_ENOUGH_REPLICAS"}},
+                ],
+                "messages": 12_000, "rate": 1000.0,
+            },
+            (
+                Observation(
+                    "before 2.3.0 the producer dies of a fatal OUT_OF_ORDER_SEQUENCE_NUMBER (sequence desynchronization); "
+                    "from 2.3.0 on it delivers every record", BUG_4438,
+                    fixed_in("client", "2.3.0", fatal("OUT_OF_ORDER_SEQUENCE_NUMBER"), both(count("fatal", "==", 0), count("failed", "==", 0))),
+                ),
+            ),
+        ),
+        Preset(
+            "kafka-14402",
+            "KAFKA-14402 (KIP-890 part 1: transaction verification, Kafka 3.6)",
+            "transactional producer, request.timeout.ms=socket.timeout.ms=3000; one transactional produce request held by "
+            "the leader's proxy and forwarded right after the transaction's EndTxn, so a stale write reaches the partition "
+            "after the marker: on Kafka before 3.6 it opens a transaction no coordinator knows (a hanging transaction, "
+            "the last stable offset stuck), from 3.6 on the broker rejects it",
+            {
+                "topology": "three-brokers",
+                "profiles": ["txn-rto3s"],
+                "custom_profiles": {
+                    "txn-rto3s": _raw(
+                        transactional_id="app", request_timeout_ms=3000, socket_timeout_ms=3000, message_timeout_ms=10000, transaction_timeout_ms=20000
+                    )
+                },
+                "schedule": [
+                    {"at_s": 2.0, "fault": "request-hold", "target": "leader:0", "duration_s": 20.0,
+                     "options": {"until": "end_txn", "transactional_only": True, "count": 1}},
+                ],
+                "messages": 20_000, "rate": 1000.0,
+            },
+            (
+                Observation(
+                    "before Kafka 3.6 the stale write leaves a hanging transaction; from 3.6 on no partition is left with one",
+                    BUG_14402, fixed_in("kafka", "3.6.0", count("hanging_partitions", ">", 0), count("hanging_partitions", "==", 0)),
+                ),
+            ),
+        ),
+    )
+}
+"""Documented client and broker bugs, each rediscovered (or not) per version: run them across versions
+(`acklab run --preset NAME --client-version ... --kafka-version ...`, or the version-regression DAG)."""
+PRESETS.update(BUGS)
+FIELD_NOTES = tuple(name for name, p in PRESETS.items() if p.source.startswith("field-notes"))
+
+
 def preset(name: str) -> Preset:
     """The preset called `name`; SpecError listing the presets otherwise."""
     if name not in PRESETS:
@@ -318,13 +411,14 @@ def observe(run: RunDir, manifest: Manifest, matrix: Iterable[Mapping[str, Any]]
         return []
     rows = {row["scenario"]: row for row in matrix}
     entries = {entry.scenario: entry for entry in manifest.scenarios}
+    kafka = manifest.kafka_version
     found = []
     for observation in PRESETS[name].observations:
         row, entry = rows.get(observation.scenario), entries.get(observation.scenario)
         if row is None or entry is None or statuses.get(observation.scenario) == "incomplete":
             status, measured = "untested", "the scenario's evidence is missing or incomplete"
         else:
-            ok, measured = observation.check(Evidence(row, entry, run))
+            ok, measured = observation.check(Evidence(row, entry, run, kafka))
             status = "reproduced" if ok else "not reproduced"
         found.append({"preset": name, "claim": observation.claim, "scenario": observation.scenario, "status": status, "measured": measured})
     return found

@@ -18,6 +18,7 @@ from typing import Any, ClassVar, Self
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from acklab.maven import DEFAULT_KAFKA_VERSION
 from acklab.paths import runs_dir
 
 # Each path of a run folder, relative to it, and what it holds (the layout section of docs/evidence.md).
@@ -90,6 +91,10 @@ class ScenarioEntry(BaseModel):
     aborted: int = Field(0, description="messages in aborted transactions")
     stop_reasons: dict[str, str] = Field(default_factory=dict, description="producer -> why it stopped before its plan (other than its clock)")
     fatal_error: str | None = Field(None, description="the producers' fatal errors, `p<n>: NAME: message`")
+    hanging_partitions: int | None = Field(
+        None, description="transactional: partitions whose last stable offset stayed below the high watermark after every transaction timed out (hanging transactions); null otherwise"
+    )
+    hanging_detail: str | None = Field(None, description="each such partition with its last stable offset and high watermark")
     producer_stats: dict[str, Any] = Field(default_factory=dict, description="path of the statistics, sample count, counter totals, gauge maxima")
     fault_timeline: list[FaultRecord] = Field(default_factory=list, description="every applied fault (below)")
     fault_effective: bool | None = Field(None, description="every fault took effect while the load ran")
@@ -112,6 +117,11 @@ class Manifest(BaseModel):
     def client_version(self) -> str:
         """The producers' confluent-kafka version ('' if unrecorded, or mixed: ', '-joined)."""
         return ", ".join(sorted({s.client_version for s in self.scenarios if s.client_version}))
+
+    @property
+    def kafka_version(self) -> str:
+        """The brokers' Apache Kafka version (the topology's)."""
+        return str(self.topology.get("kafka_version") or DEFAULT_KAFKA_VERSION)
 
     @property
     def preset(self) -> str | None:

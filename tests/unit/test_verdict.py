@@ -121,6 +121,7 @@ class Run:
                 "evidence_complete": True,
                 "incomplete_reason": None,
                 "fatal_error": None,
+                "hanging_partitions": 0 if profile.transaction is not None else None,
                 **flags,
                 **counts(**outcomes),
                 "ack_latency_p50_ms": 3.1,
@@ -337,6 +338,21 @@ def test_a_fatal_producer_error_fails_an_idempotent_scenario_and_is_named(root: 
         ("availability_outage-outlasted", "failed_clean == 0", 300),
     ]
     assert f"fatal producer error ({error})" in desync.summary_line()
+
+
+def test_a_fatal_error_is_a_fail_even_when_it_leaves_messages_of_unknown_outcome(root: Path, run: Run) -> None:
+    """A transactional producer that dies of a fatal error mid-transaction never learns that
+    transaction's outcome: its messages are unknown, yet the fatal error alone decides the verdict."""
+    error = "p0: OUT_OF_ORDER_SEQUENCE_NUMBER: ProduceRequest failed due to sequence desynchronization"
+    gap = "564 messages of unknown outcome (no delivery report, or a transaction whose outcome was never learned)"
+    run.add("txn-desync", "transactional", "ack-loss", delivered=3000, unknown_absent=564, fatal=26436, fatal_error=error,
+            evidence_complete=False, incomplete_reason=gap)
+    run.add("txn-gap", "transactional", "ack-loss", delivered=3000, unknown_absent=564, evidence_complete=False, incomplete_reason=gap)
+    scenarios = by_scenario(run.judge(root, "fatal-unknown"))
+
+    assert scenarios["txn-desync"].status == "fail"
+    assert ("availability_idempotence-recovers", "fatal == 0", 26436) in failures(scenarios["txn-desync"])
+    assert scenarios["txn-gap"].status == "incomplete"  # without a fatal error the gap stays a gap
 
 
 def test_every_manifest_scenario_needs_a_matrix_row(root: Path, run: Run) -> None:

@@ -10,7 +10,8 @@ apply. Suites, validation definitions and checkpoints live in a File Data Contex
 committed; validation results and Data Docs go to its ``uncommitted/`` directory, next to a page
 with the model's tables (``guarantees.html``).
 
-Status of a row: incomplete if its evidence is (the manifest says so, or an evidence expectation
+Status of a row: fail if the producer raised a fatal error the model rules out (a fatal error is a
+verdict even when it leaves messages of unknown outcome); incomplete if its evidence is (the manifest says so, or an evidence expectation
 failed: the load did not send what it planned); fail if an integrity or guarantee expectation
 failed; incomplete if its fault took no effect (the manifest says so); fail if an availability
 expectation failed; incomplete ("fault ineffective") if an efficacy expectation failed; else pass.
@@ -470,6 +471,8 @@ def _judge(row: _Row, failed: list[FailedExpectation]) -> ScenarioVerdict:
     """Apply the status rules of the module docstring to one row and its failed expectations."""
     record = row.record
     kinds = {failure.kind for failure in failed}
+    if any(f.column == "fatal" for f in failed):  # the producer gave up where the model says it must not
+        return _verdict(record, "fail", failed, None)
     reason = None
     if not record["evidence_complete"]:
         reason = record.get("incomplete_reason") or "evidence incomplete"
@@ -486,7 +489,10 @@ def _judge(row: _Row, failed: list[FailedExpectation]) -> ScenarioVerdict:
         pass
     elif Kind.EFFICACY in kinds:
         reason = "fault ineffective: the anomaly it must cause did not show"
-    status: Status = "incomplete" if reason else "fail" if failed else "pass"
+    return _verdict(record, "incomplete" if reason else "fail" if failed else "pass", failed, reason)
+
+
+def _verdict(record: Mapping[str, Any], status: Status, failed: Sequence[FailedExpectation], reason: str | None) -> ScenarioVerdict:
     return ScenarioVerdict(
         scenario=record["scenario"],
         guarantee=record["guarantee"],

@@ -6,8 +6,8 @@ import logging
 import time
 from dataclasses import dataclass
 
-from confluent_kafka import KafkaError, KafkaException
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka import IsolationLevel, KafkaError, KafkaException, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic, OffsetSpec
 
 PROBE_TOPIC = "__acklab_probe"
 TRANSIENT = frozenset({KafkaError._DESTROY_BROKER, KafkaError._TRANSPORT, KafkaError._TIMED_OUT, KafkaError._ALL_BROKERS_DOWN})
@@ -100,6 +100,18 @@ class ClusterAdmin:
 
     def partition(self, topic: str, partition: int) -> PartitionState:
         return next(p for p in self.partitions(topic) if p.partition == partition)
+
+    def unstable(self, topic: str, partitions: int) -> dict[int, tuple[int, int]]:
+        """The partitions of `topic` whose last stable offset is below the high watermark, each with
+        (LSO, HWM): a transaction is open there (read_committed readers stop at the LSO)."""
+
+        def ends(level: IsolationLevel) -> dict[int, int]:
+            specs = {TopicPartition(topic, p): OffsetSpec.latest() for p in range(partitions)}
+            futures = self._client.list_offsets(specs, isolation_level=level, request_timeout=self._timeout)
+            return {tp.partition: future.result(timeout=self._timeout).offset for tp, future in futures.items()}
+
+        stable, high = ends(IsolationLevel.READ_COMMITTED), ends(IsolationLevel.READ_UNCOMMITTED)
+        return {p: (stable[p], high[p]) for p in sorted(high) if stable[p] < high[p]}
 
     def wait_in_sync(self, topic: str, timeout_s: float) -> list[PartitionState]:
         """Wait until every partition of `topic` has a leader and a full ISR."""

@@ -114,6 +114,11 @@ MATRIX_DESCRIPTIVE = pa.schema(
         column("evidence_complete", pa.bool_(), "the manifest holds the scenario's full evidence"),
         column("incomplete_reason", pa.string(), "why the evidence is incomplete"),
         column("fatal_error", pa.string(), "the producers' fatal errors (`p<n>: NAME: message`), if any"),
+        column(
+            "hanging_partitions", pa.int64(),
+            "transactional: partitions whose last stable offset stayed below the high watermark after every transaction timed out "
+            "(a hanging transaction stalls read_committed readers); null when not transactional",
+        ),
     ]
 )
 MATRIX = pa.schema(

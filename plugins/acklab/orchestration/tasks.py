@@ -156,10 +156,10 @@ def compare_versions(summaries: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def plan_presets(params: dict[str, Any]) -> list[dict[str, Any]]:
-    """One run per preset (on `params`' Kafka and client version, if set), each validated before
-    anything starts; a preset's run folder is made when it runs."""
+    """One run per field-notes preset (on `params`' Kafka and client version, if set), each validated
+    before anything starts; a preset's run folder is made when it runs."""
     versions = {key: params.get(key) for key in ("kafka_version", "client_version")}
-    plans = [make_plan(presets.with_preset(name, versions)) for name in presets.PRESETS]
+    plans = [make_plan(presets.with_preset(name, versions)) for name in presets.FIELD_NOTES]
     log.info("%d preset(s)", len(plans))
     return [{"params": plan.params.model_dump(mode="json")} for plan in plans]
 
