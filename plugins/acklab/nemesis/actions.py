@@ -74,6 +74,11 @@ def _process_fault(action: Literal["kill", "stop", "pause"]) -> Apply:
             return event
         controller = victim if target.kind == "controller" else None
         alone = _sole_replica(ctx, target, victim)
+        # A broker target need not lead the target partition: only a leader's leadership can move.
+        led = target.kind == "leader" or (
+            target.kind in ("broker", "random-broker")
+            and ctx.cluster.admin(timeout_s=5).partition(target.topic or ctx.topic, target.partition).leader == victim
+        )
         {"kill": ctx.cluster.kill, "stop": ctx.cluster.stop, "pause": ctx.cluster.pause}[action](victim)
         started = time.monotonic()
         admin = ctx.cluster.admin(timeout_s=1.0, exclude=[victim])
@@ -85,9 +90,10 @@ def _process_fault(action: Literal["kill", "stop", "pause"]) -> Apply:
                     return f"broker {victim} {state}, the only replica of partition {target.partition}: no leader can take over" if down else None
             elif target.kind in ("leader", "broker", "random-broker"):
                 def check() -> str | None:
-                    state = admin.partition(target.topic or ctx.topic, target.partition)
-                    if state.leader not in (-1, victim):
+                    if led and (state := admin.partition(target.topic or ctx.topic, target.partition)).leader not in (-1, victim):
                         return f"leader of partition {target.partition} moved {victim} -> {state.leader}"
+                    if target.kind != "leader" and victim not in admin.broker_ids():  # the controller noticed
+                        return f"broker {victim} fenced"
                     return None
             elif target.kind == "follower":
                 def check() -> str | None:

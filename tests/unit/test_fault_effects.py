@@ -1,0 +1,606 @@
+"""Each catalog fault's "took effect" check, on a scripted cluster: the effect the script shows makes
+the fault effective (the evidence can pass), an effect that never shows makes it ineffective (the
+scenario is incomplete, never green), and the fault is undone whatever happened. The same actions on
+real clusters: tests/integration/test_faults.py, test_proxy_faults.py and test_link_faults.py."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+
+from acklab.cluster.admin import PartitionState
+from acklab.nemesis import actions
+from acklab.nemesis.actions import ACTIONS, FaultContext
+from acklab.nemesis.events import FaultEvent, Window
+from acklab.nemesis.faults import FAULTS
+from acklab.nemesis.schedule import FaultStep, schedule_for
+from acklab.proxy.rules import ProxyRule
+from acklab.spec import parse_model
+
+TOPIC = "t"
+# Each fault's window, and how long a link cut's effect is still looked for after the heal. A
+# scripted effect shows at a read, not at a time, so short windows decide the same as long ones.
+DURATION_S = 0.05
+AFTERMATH_S = 0.05
+
+Change = Callable[["FakeCluster"], None]
+
+
+class FakeAdmin:
+    """What the actions ask the admin client; every answer is a read of the scripted cluster."""
+
+    def __init__(self, cluster: FakeCluster, exclude: list[int]) -> None:
+        self.cluster, self.exclude = cluster, exclude
+
+    def partition(self, topic: str, partition: int) -> PartitionState:
+        self.cluster.read(metadata=True)
+        return self.cluster.partitions[(topic, partition)]
+
+    def broker_ids(self) -> set[int]:
+        self.cluster.read(metadata=True)
+        return set(self.cluster.registered)
+
+    def wait_in_sync(self, topic: str, timeout_s: float) -> list[PartitionState]:
+        self.cluster.calls.append(("wait_in_sync", topic))
+        self.cluster.read(metadata=True)
+        if self.cluster.failing:
+            raise TimeoutError(f"topic {topic} not in sync after {timeout_s:.0f}s")
+        return [self.cluster.partitions[(topic, 0)]]
+
+
+class FakeProxy:
+    """The fault proxy's control: per-broker rules and counters (the script moves the counters)."""
+
+    def __init__(self, cluster: FakeCluster) -> None:
+        self.cluster = cluster
+        self.counters: dict[int, Counter[str]] = {b: Counter() for b in cluster.topology.broker_ids}
+        self.rules: dict[int, ProxyRule] = {}
+        self.history: list[tuple[int, ProxyRule]] = []
+
+    def stats(self) -> dict[int, dict[str, int]]:
+        self.cluster.read()
+        return {broker: dict(counters) for broker, counters in self.counters.items()}
+
+    def set_rule(self, broker: int, rule: ProxyRule) -> None:
+        self.rules[broker] = rule
+        self.history.append((broker, rule))
+        self.cluster.did("set_rule", broker)
+
+    def clear(self, broker: int | None = None) -> None:
+        self.rules.pop(broker) if broker is not None else self.rules.clear()
+        self.cluster.calls.append(("clear", broker))
+
+
+class FakeLinks:
+    """Link control: cuts by id, the packets each dropped (scripted), heals."""
+
+    def __init__(self, cluster: FakeCluster) -> None:
+        self.cluster = cluster
+        self.cuts: dict[str, tuple[list[tuple[int, int]], float]] = {}
+        self.history: list[tuple[list[tuple[int, int]], float]] = []
+        self.drops = 0
+
+    def cut(self, pairs: list[tuple[int, int]], probability: float = 1.0) -> str:
+        fault = f"cut-{len(self.cluster.calls)}"
+        self.cuts[fault] = (list(pairs), probability)
+        self.history.append(self.cuts[fault])
+        self.cluster.did("cut", fault)
+        return fault
+
+    def dropped(self, fault: str) -> int:
+        self.cluster.read()
+        return self.drops
+
+    def heal(self, fault: str) -> None:
+        self.cuts.pop(fault)
+        self.cluster.did("heal", fault)
+
+
+class FakeCluster:
+    """A cluster whose state changes only as scripted: `when(call, change, after)` applies `change`
+    at the `after`-th read (metadata, controller, process state, proxy counters) following the first
+    `call` (kill, stop, pause, start, resume, set_rule, cut, heal). Without a script nothing changes,
+    except that a killed or stopped process is down and a paused one frozen (unless `stuck`)."""
+
+    def __init__(
+        self, brokers: tuple[int, ...] = (1, 2, 3), replicas: tuple[int, ...] = (1, 2, 3), controller: int = 3,
+        controllers: tuple[int, ...] = (),
+    ) -> None:
+        self.topology = SimpleNamespace(broker_ids=list(brokers), node_ids=sorted({*brokers, *controllers}))
+        self.partitions = {(TOPIC, 0): PartitionState(TOPIC, 0, replicas[0], replicas, replicas)}
+        self.registered = set(brokers)
+        self.controller = controller
+        self.running = set(self.topology.node_ids)
+        self.paused: set[int] = set()
+        self.stuck = False  # signals have no visible effect on the processes
+        self.failing = False  # wait_in_sync times out
+        self.unreachable = False  # every read of metadata, the controller or a process's state raises
+        self.calls: list[tuple[str, Any]] = []
+        self.admins: list[FakeAdmin] = []
+        self.script: dict[str, tuple[int, Change]] = {}
+        self.armed: list[list[Any]] = []
+        self.lock = threading.Lock()
+        self._proxy, self._links = FakeProxy(self), FakeLinks(self)
+
+    # ---- the script ----
+
+    def when(self, call: str, change: Change, after: int = 0) -> None:
+        self.script[call] = (after, change)
+
+    def did(self, call: str, arg: Any) -> None:
+        with self.lock:
+            self.calls.append((call, arg))
+            if call in self.script:
+                self.armed.append(list(self.script.pop(call)))
+
+    def read(self, metadata: bool = False) -> None:
+        """One observation: scripted changes due now happen; a metadata read fails when unreachable."""
+        with self.lock:
+            for armed in list(self.armed):
+                if armed[0] == 0:
+                    self.armed.remove(armed)
+                    armed[1](self)
+                else:
+                    armed[0] -= 1
+        if metadata and self.unreachable:
+            raise ConnectionError("metadata unreachable")
+
+    def set_partition(self, **changes: Any) -> None:
+        self.partitions[(TOPIC, 0)] = replace(self.partitions[(TOPIC, 0)], **changes)
+
+    # ---- the Cluster interface the actions use ----
+
+    def admin(self, timeout_s: float = 10.0, exclude: list[int] | tuple[int, ...] = ()) -> FakeAdmin:
+        admin = FakeAdmin(self, list(exclude))
+        self.admins.append(admin)
+        return admin
+
+    def active_controller(self) -> int:
+        self.read(metadata=True)
+        return self.controller
+
+    def is_running(self, node_id: int) -> bool:
+        self.read(metadata=True)
+        return node_id in self.running
+
+    def is_paused(self, node_id: int) -> bool:
+        self.read(metadata=True)
+        return node_id in self.paused
+
+    def kill(self, node_id: int) -> None:
+        self._down(node_id)
+        self.did("kill", node_id)
+
+    def stop(self, node_id: int, timeout_s: float = 60.0) -> None:
+        self._down(node_id)
+        self.did("stop", node_id)
+
+    def _down(self, node_id: int) -> None:
+        if not self.stuck:
+            self.running.discard(node_id)
+
+    def start(self, node_id: int) -> None:
+        self.running.add(node_id)
+        self.did("start", node_id)
+
+    def pause(self, node_id: int) -> None:
+        if not self.stuck:
+            self.paused.add(node_id)
+        self.did("pause", node_id)
+
+    def resume(self, node_id: int) -> None:
+        self.paused.discard(node_id)
+        self.did("resume", node_id)
+
+    def proxy(self) -> FakeProxy:
+        return self._proxy
+
+    def links(self) -> FakeLinks:
+        return self._links
+
+    # ---- what the tests check ----
+
+    def called(self, name: str) -> list[Any]:
+        return [arg for call, arg in self.calls if call == name]
+
+    def assert_undone(self) -> None:
+        """Every process runs unfrozen, no proxy rule and no cut is left, and the fault did something."""
+        assert self.running == set(self.topology.node_ids) and not self.paused, self.calls
+        assert not self._proxy.rules and not self._links.cuts, self.calls
+        assert any(call in ("kill", "stop", "pause", "set_rule", "cut") for call, _ in self.calls), self.calls
+
+
+# ---- scripted changes ----------------------------------------------------------------------
+
+
+def leader_moves_to(broker: int) -> Change:
+    def change(cluster: FakeCluster) -> None:
+        state = cluster.partitions[(TOPIC, 0)]
+        cluster.set_partition(leader=broker, isr=tuple(b for b in state.isr if b != state.leader))
+
+    return change
+
+
+def isr_loses(*brokers: int) -> Change:
+    def change(cluster: FakeCluster) -> None:
+        cluster.set_partition(isr=tuple(b for b in cluster.partitions[(TOPIC, 0)].isr if b not in brokers))
+
+    return change
+
+
+def controller_moves_to(node: int) -> Change:
+    def change(cluster: FakeCluster) -> None:
+        cluster.controller = node
+
+    return change
+
+
+def fenced(broker: int) -> Change:
+    def change(cluster: FakeCluster) -> None:
+        cluster.registered.discard(broker)
+
+    return change
+
+
+def counted(broker: int, **counts: int) -> Change:
+    def change(cluster: FakeCluster) -> None:
+        cluster.proxy().counters[broker].update(counts)
+
+    return change
+
+
+def packets_dropped(count: int) -> Change:
+    def change(cluster: FakeCluster) -> None:
+        cluster.links().drops = count
+
+    return change
+
+
+def nothing(cluster: FakeCluster) -> None:
+    pass
+
+
+def unreachable(cluster: FakeCluster) -> None:
+    cluster.unreachable = True
+
+
+def all_of(*changes: Change) -> Change:
+    def change(cluster: FakeCluster) -> None:
+        for one in changes:
+            one(cluster)
+
+    return change
+
+
+@dataclass(frozen=True)
+class Case:
+    """A fault on three brokers (RF=3, min.insync=2, partition 0 led by 1 with ISR [1, 2, 3], the
+    active controller 3): the call after which the cluster shows the effect, the effect scripted and
+    what the effect text then says; what it says when the cluster shows nothing (`unseen`: the
+    cluster's state before such a fault, `noise`: what changes after the call all the same)."""
+
+    call: str
+    change: Change
+    effect: str
+    no_effect: str
+    unseen: Change = nothing
+    noise: Change = nothing
+
+
+def proxy_case(counter: str, seen: str, *others: str) -> Case:
+    """A proxy fault on partition 0's leader (broker 1): effective once it counted frames it acted
+    on; frames it merely forwarded do not count."""
+    zero = "".join(f", {other} 0" for other in others)
+    traffic = counted(1, **{"requests.0.v9": 40, "responses.0": 40, "connections": 2})
+    return Case(
+        "set_rule", all_of(traffic, counted(1, **{counter: 3})), f"proxy {seen} 3{zero} on broker 1", f"proxy {seen} 0{zero} on broker 1",
+        noise=traffic,
+    )
+
+
+NO_CUT_EFFECT = f"links cut; no effect seen within 0s (+{AFTERMATH_S:g}s)"
+
+
+def cut_case(change: Change, effect: str) -> Case:
+    return Case("cut", all_of(change, packets_dropped(12)), effect, NO_CUT_EFFECT, noise=packets_dropped(12))
+
+
+CASES: dict[str, Case] = {
+    "leader-kill": Case("kill", leader_moves_to(2), "leader of partition 0 moved 1 -> 2 in ", "kill of broker 1: no effect seen within 0s"),
+    "leader-restart": Case("stop", leader_moves_to(2), "leader of partition 0 moved 1 -> 2 in ", "stop of broker 1: no effect seen within 0s"),
+    "leader-pause": Case("pause", leader_moves_to(3), "leader of partition 0 moved 1 -> 3 in ", "pause of broker 1: no effect seen within 0s"),
+    "follower-kill": Case("kill", isr_loses(2), "follower 2 left the ISR [1, 3] in ", "kill of broker 2: no effect seen within 0s"),
+    "controller-kill": Case("kill", controller_moves_to(1), "active controller moved 3 -> 1 in ", "kill of broker 3: no effect seen within 0s"),
+    "rolling-restart": Case("stop", nothing, "restarted brokers [1, 2, 3] in turn", "restarted only brokers [1, 2]", unseen=fenced(3)),
+    "replicas-down": Case("stop", isr_loses(2, 3), "ISR [1] below min.insync.replicas=2", "stopped [2, 3]; ISR never fell below 2"),
+    "ack-loss": proxy_case("dropped_responses", "dropped responses"),
+    "request-loss": proxy_case("dropped_requests", "dropped requests"),
+    "latency": proxy_case("delayed_responses", "delayed responses"),
+    "client-partition": proxy_case("blackholed_requests", "blackholed requests", "blackholed responses"),
+    "error-inject": proxy_case("injected_errors", "injected errors"),
+    "error-after-append": proxy_case("replaced_errors", "replaced errors"),
+    "request-hold": proxy_case("held_requests", "held requests"),
+    "leader-isolate": cut_case(leader_moves_to(2), "leader of t[0] moved 1 -> 2 in "),
+    "node-isolate": cut_case(isr_loses(2), "ISR [1, 2, 3] -> [1, 3] (without [2]) in "),
+    "split": cut_case(controller_moves_to(1), "active controller moved 3 -> 1 in "),
+    "one-way-cut": cut_case(fenced(1), "broker(s) [1] fenced in "),
+    "lossy-link": Case("cut", packets_dropped(17), "17 packets dropped", "no packet dropped"),
+}
+def step_of(fault: str, duration_s: float = DURATION_S, **fields: Any) -> FaultStep:
+    """A step as the schedule module builds it (defaults per fault; target and options validated)."""
+    if not fields:
+        return schedule_for(fault, at_s=0.0, duration_s=duration_s)[0]
+    return parse_model(FaultStep, {"fault": fault, "at_s": 0.0, "duration_s": duration_s, **fields}, f"fault {fault}")
+
+
+def window(step: FaultStep) -> Window:
+    return Window(time.monotonic() + step.duration_s, threading.Event())
+
+
+def run(cluster: FakeCluster, step: FaultStep, min_insync_replicas: int = 2, on: Window | None = None) -> FaultEvent:
+    context = FaultContext(cluster, TOPIC, min_insync_replicas)  # type: ignore[arg-type]
+    event = ACTIONS[step.fault](context, step, on or window(step))
+    assert event.ended is not None and event.ended >= event.started
+    return event
+
+
+@pytest.fixture(autouse=True)
+def short_aftermath(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(actions, "AFTERMATH_S", AFTERMATH_S)
+
+
+def case_of(fault: str) -> Case:
+    assert fault in CASES, f"fault {fault!r} has an action but no scripted case here: add one to CASES"
+    return CASES[fault]
+
+
+# ---- every fault: effect seen / never seen -------------------------------------------------
+
+
+def test_every_scripted_case_is_a_catalog_fault() -> None:
+    assert set(CASES) <= set(ACTIONS) and set(ACTIONS) == set(FAULTS) - {"none"}
+
+
+@pytest.mark.parametrize("fault", sorted(ACTIONS))
+def test_the_scripted_effect_makes_the_fault_effective(fault: str) -> None:
+    case = case_of(fault)
+    cluster = FakeCluster()
+    cluster.when(case.call, case.change)
+    event = run(cluster, step_of(fault))
+    assert event.effective, event
+    assert event.effect.startswith(case.effect), event.effect
+    assert event.effective_at is not None and event.started <= event.effective_at <= event.ended  # type: ignore[operator]
+    cluster.assert_undone()
+
+
+@pytest.mark.parametrize("fault", sorted(ACTIONS))
+def test_an_effect_never_seen_leaves_the_fault_ineffective(fault: str) -> None:
+    case = case_of(fault)
+    cluster = FakeCluster()
+    case.unseen(cluster)
+    cluster.when(case.call, case.noise)
+    event = run(cluster, step_of(fault))
+    assert not event.effective and event.effective_at is None, event
+    assert event.effect == case.no_effect, event.effect
+    cluster.assert_undone()
+
+
+# ---- every fault: undone, whatever happens -------------------------------------------------
+
+
+@pytest.mark.parametrize("fault", sorted(ACTIONS))
+def test_a_check_that_raises_is_no_effect_and_the_fault_is_still_undone(fault: str) -> None:
+    """Once the fault is on, every read of metadata, the controller or a process's state raises: the
+    check sees no effect (proxy and packet counters still answer); rolling-restart's sync wait
+    raises out of it, after the broker it stopped was started again."""
+    case = case_of(fault)
+    cluster = FakeCluster()
+    cluster.when(case.call, unreachable)
+    if fault == "rolling-restart":
+        with pytest.raises(ConnectionError):
+            run(cluster, step_of(fault))
+        assert cluster.called("stop") == cluster.called("start") == [1]
+    else:
+        event = run(cluster, step_of(fault))
+        assert not event.effective and event.effect == case.no_effect, event
+    cluster.assert_undone()
+
+
+class FailingWindow(Window):
+    def wait_out(self) -> None:
+        raise RuntimeError("interrupted while the fault is on")
+
+
+@pytest.mark.parametrize("fault", sorted(ACTIONS))
+def test_a_fault_interrupted_while_on_is_undone_before_the_error_propagates(fault: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The check itself raises (not just one read in it), the window's wait raises, rolling-restart's
+    sync wait times out: the exception propagates, but only after the fault was undone."""
+    case_of(fault)
+    cluster = FakeCluster()
+    cluster.failing = True
+
+    def raising_poll(window: Window, check: Callable[[], str | None], interval_s: float = 0.2) -> str | None:
+        raise RuntimeError("check failed")
+
+    monkeypatch.setattr(actions, "_poll", raising_poll)
+    step = step_of(fault)
+    with pytest.raises((RuntimeError, TimeoutError)):
+        run(cluster, step, on=FailingWindow(time.monotonic() + step.duration_s, threading.Event()))
+    cluster.assert_undone()
+
+
+# ---- particular paths ------------------------------------------------------------------------
+
+
+def test_the_effect_is_polled_for_until_it_shows() -> None:
+    cluster = FakeCluster()
+    cluster.when("kill", leader_moves_to(2), after=2)  # the third read after the kill shows it
+    event = run(cluster, step_of("leader-kill", duration_s=0.8))
+    assert event.effective and "moved 1 -> 2" in event.effect
+    assert event.effective_at is not None and event.effective_at - event.started >= 0.3  # two polls (0.2 s apart) saw nothing
+    assert cluster.admins[-1].exclude == [1]  # the check asks the brokers but the victim
+
+
+@pytest.mark.parametrize(("fault", "state"), [("leader-kill", "down"), ("leader-restart", "down"), ("leader-pause", "frozen"), ("controller-kill", "down")])
+def test_a_sole_replica_fault_on_a_single_broker_is_judged_by_the_process(fault: str, state: str) -> None:
+    """One broker, RF=1: no leader can take over; the broker down (or frozen) is the effect."""
+    cluster = FakeCluster(brokers=(1,), replicas=(1,), controller=1)
+    event = run(cluster, step_of(fault), min_insync_replicas=1)
+    assert event.effective and event.effect.startswith(f"broker 1 {state}, the only replica of partition 0: no leader can take over in ")
+    cluster.assert_undone()
+
+    stuck = FakeCluster(brokers=(1,), replicas=(1,), controller=1)
+    stuck.stuck = True  # the signal had no effect on the process
+    action = {"leader-restart": "stop", "leader-pause": "pause"}.get(fault, "kill")
+    event = run(stuck, step_of(fault), min_insync_replicas=1)
+    assert not event.effective and event.effect == f"{action} of broker 1: no effect seen within 0s", event.effect
+    assert stuck.called("resume" if action == "pause" else "start") == [1]
+
+
+def test_a_sole_replica_among_brokers_is_judged_by_the_process() -> None:
+    """Two brokers, RF=1: partition 0's only replica is broker 2; its leader stays 2 (offline)."""
+    cluster = FakeCluster(brokers=(1, 2), replicas=(2,), controller=1)
+    event = run(cluster, step_of("leader-kill"), min_insync_replicas=1)
+    assert event.effective and event.effect.startswith("broker 2 down, the only replica of partition 0"), event.effect
+    assert cluster.called("kill") == cluster.called("start") == [2]
+
+
+def test_a_follower_fault_without_a_follower_does_nothing() -> None:
+    cluster = FakeCluster(brokers=(1, 2), replicas=(2,), controller=1)
+    event = run(cluster, step_of("follower-kill"), min_insync_replicas=1)
+    assert not event.effective and event.effect == "follower:0 resolved to no broker"
+    assert not cluster.called("kill") and not cluster.called("start")
+
+
+@pytest.mark.parametrize("fault", ["leader-kill", "leader-restart", "leader-pause"])
+@pytest.mark.parametrize("target", ["broker:2", "random-broker"])
+def test_a_broker_target_that_does_not_lead_the_partition_is_judged_by_its_fencing(
+    fault: str, target: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Partition 0 is led by broker 1 throughout: the fault on broker 2 did not move that leader (the
+    effect text must not say so); it takes effect once the controller fences broker 2."""
+    monkeypatch.setattr(actions.random, "choice", lambda brokers: 2)
+    call = {"leader-kill": "kill", "leader-restart": "stop", "leader-pause": "pause"}[fault]
+    quiet = FakeCluster()
+    event = run(quiet, step_of(fault, target=target))
+    assert not event.effective and event.effect == f"{call} of broker 2: no effect seen within 0s", event.effect
+    quiet.assert_undone()
+
+    cluster = FakeCluster()
+    cluster.when(call, fenced(2))
+    event = run(cluster, step_of(fault, target=target))
+    assert event.effective and event.effect.startswith("broker 2 fenced in "), event.effect
+    cluster.assert_undone()
+
+
+@pytest.mark.parametrize("replicas", [(1,), (1, 2)])
+def test_field_note_7_kill_of_broker_2_is_judged_by_its_fencing(replicas: tuple[int, ...]) -> None:
+    """The field-notes-7 presets: two brokers, topics of RF=1 or 2 with partition 0 led by broker 1,
+    `leader-kill` of `broker:2`: not effective on the spot (partition 0's leader never was 2)."""
+    quiet = FakeCluster(brokers=(1, 2), replicas=replicas, controller=1)
+    assert not run(quiet, step_of("leader-kill", target="broker:2"), min_insync_replicas=1).effective
+    cluster = FakeCluster(brokers=(1, 2), replicas=replicas, controller=1)
+    cluster.when("kill", fenced(2))
+    event = run(cluster, step_of("leader-kill", target="broker:2"), min_insync_replicas=1)
+    assert event.effective and event.effect.startswith("broker 2 fenced in "), event.effect
+
+
+def test_a_broker_target_that_leads_the_partition_is_judged_by_the_leader_moving() -> None:
+    cluster = FakeCluster()
+    cluster.when("kill", leader_moves_to(3))
+    event = run(cluster, step_of("leader-kill", target="broker:1"))
+    assert event.effective and event.effect.startswith("leader of partition 0 moved 1 -> 3 in "), event.effect
+
+
+def test_replicas_down_stops_the_followers_together_and_starts_each() -> None:
+    cluster = FakeCluster()
+    cluster.when("stop", isr_loses(2, 3))
+    event = run(cluster, step_of("replicas-down"))
+    assert event.effective and event.target == "followers [2, 3] of leader:0 (leader 1)"
+    assert sorted(cluster.called("stop")) == sorted(cluster.called("start")) == [2, 3]
+
+
+def test_rolling_restart_cut_short_restarted_only_some_brokers() -> None:
+    cluster = FakeCluster()
+    step = step_of("rolling-restart")
+    aborted = window(step)
+    cluster.when("start", lambda _: aborted.stop.set())  # the schedule is aborted during the first restart
+    cluster.when("stop", nothing)
+    event = run(cluster, step, on=aborted)
+    assert not event.effective and event.effect == "restarted only brokers [1]"
+    assert cluster.called("stop") == cluster.called("start") == [1]
+
+
+@pytest.mark.parametrize("fault", ["leader-isolate", "node-isolate", "split", "one-way-cut"])
+def test_a_cut_whose_effect_shows_only_after_the_heal_is_effective(fault: str) -> None:
+    case = CASES[fault]
+    cluster = FakeCluster()
+    cluster.when("heal", case.change)
+    event = run(cluster, step_of(fault))
+    assert event.effective and event.effect.startswith(case.effect) and event.effect.endswith(" (after the heal)"), event.effect
+    assert event.effective_at is not None and event.effective_at >= event.ended  # type: ignore[operator]
+    assert event.counts == {"dropped_packets": 0}
+    cluster.assert_undone()
+
+
+def test_an_aftermath_beyond_its_time_is_not_seen() -> None:
+    cluster = FakeCluster()
+    cluster.when("heal", leader_moves_to(2), after=50)  # later than any read the aftermath makes
+    event = run(cluster, step_of("leader-isolate"))
+    assert not event.effective and event.effect == NO_CUT_EFFECT
+
+
+def test_leader_isolate_counts_only_a_leader_move() -> None:
+    """Other cuts count an ISR shrink, a fenced broker or a moved controller; leader-isolate only
+    leadership leaving the isolated leader."""
+    cluster = FakeCluster()
+    cluster.when("cut", all_of(isr_loses(2, 3), fenced(1), controller_moves_to(2)))
+    event = run(cluster, step_of("leader-isolate"))
+    assert not event.effective and event.effect == NO_CUT_EFFECT
+    assert cluster.called("heal") == cluster.called("cut")
+
+
+def test_a_lossy_link_is_counted_not_polled() -> None:
+    cluster = FakeCluster()
+    cluster.when("cut", packets_dropped(5))
+    event = run(cluster, step_of("lossy-link", options={"probability": 0.5}))
+    assert event.action == "drop 0.5" and event.effective and event.effect == "5 packets dropped"
+    assert event.counts == {"dropped_packets": 5} and event.effective_at == event.started
+    ((pairs, probability),) = cluster.links().history
+    assert probability == 0.5 and sorted(pairs) == [(1, 2), (1, 3), (2, 1), (3, 1)]
+
+
+@pytest.mark.parametrize(
+    ("counts", "effective"),
+    [
+        ({"blackholed_responses": 2}, True),  # only responses of requests already in flight were swallowed
+        ({"blackholed_requests": 4}, True),
+        ({"blackholed_requests": 1, "blackholed_responses": 1}, True),
+        ({"requests.3.v12": 5, "connections": 2}, False),  # traffic, but nothing blackholed
+    ],
+)
+def test_client_partition_counts_blackholed_requests_and_responses(counts: dict[str, int], effective: bool) -> None:
+    cluster = FakeCluster()
+    cluster.proxy().counters[1].update({"blackholed_requests": 7, "blackholed_responses": 7})  # an earlier fault's
+    cluster.when("set_rule", counted(1, **counts))
+    event = run(cluster, step_of("client-partition"))
+    assert event.effective is effective and event.counts == counts
+    requests, responses = counts.get("blackholed_requests", 0), counts.get("blackholed_responses", 0)
+    assert event.effect == f"proxy blackholed requests {requests}, blackholed responses {responses} on broker 1"
+    assert (event.effective_at == event.started) if effective else event.effective_at is None
+    assert cluster.called("set_rule") == cluster.called("clear") == [1]
+
+
+def test_a_proxy_rule_carries_the_step_options_and_outlives_the_window() -> None:
+    cluster = FakeCluster()
+    run(cluster, step_of("ack-loss", options={"probability": 0.5, "then": "hold"}))
+    ((broker, rule),) = cluster.proxy().history
+    assert broker == 1 and (rule.action, rule.probability, rule.then, rule.apis) == ("drop_response", 0.5, "hold", [0])
+    assert rule.expires_in_s == DURATION_S + 5
