@@ -44,6 +44,7 @@ CLI_CASES: list[tuple[list[str], str]] = [
     (["run", "--schedule", "{tmp}/bad-option.yaml"], "probability"),
     (["run", "--schedule", "{tmp}/unknown-fault.yaml"], "unknown fault 'meteor'"),
     (["run", "--schedule", "{tmp}/no-target.yaml"], "rolling-restart takes no target"),
+    (["run", "--topology", "single-broker", "--fault", "replicas-down"], "replicas-down stops followers; topology single-broker has replication_factor 1"),
     (["run", "--kafka-version", "4.0.0"], "kafka_version 4.0.0: jars missing"),
     (["run", "--kafka-version", "2.8.0"], "String should match pattern"),
     (["run", "--client-version", "1.9.0"], "String should match pattern"),
