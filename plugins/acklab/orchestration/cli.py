@@ -206,7 +206,9 @@ def _run_one(plan: Any, as_json: bool) -> Any:
     summary = write_result(result.run, result.verdict)
     for line in result.verdict.summary_lines():
         console.print(line, highlight=False)
-    if as_json:
+    if as_json:  # the matrix on stdout; the verdicts and the preset's claims stay on the console
+        for seen in summary.get("observations", []):
+            console.print(describe_claim(seen), highlight=False)
         typer.echo(json.dumps(result.run.read_matrix(), indent=2))
         console.print(f"matrix: {summary['matrix']}\nreport: {summary['report']}")
     else:
