@@ -51,10 +51,10 @@ def run_as_user(command: str, env: dict[str, str], timeout_s: float = 600) -> su
 
 
 def run_audited(plans: list[RunPlan]) -> RunDir:
-    """Run every plan on one cluster (of the first plan's topology) into one run folder, then one
-    Spark audit; the cluster is torn down and nothing of it may be left."""
+    """Run every plan on one cluster (of the first plan's topology, with link control if a plan cuts
+    links) into one run folder, then one Spark audit; the cluster is torn down and nothing of it may be left."""
     run = RunDir.create()
-    cluster = Cluster.provision(plans[0].topology, run.cluster, owner_pid=os.getpid())
+    cluster = Cluster.provision(plans[0].topology, run.cluster, owner_pid=os.getpid(), cut_links=any(p.cuts_links for p in plans))
     try:
         for plan in plans:
             run_scenarios(cluster, plan, run)

@@ -7,7 +7,9 @@ locked one) on the default Kafka."""
 
 from __future__ import annotations
 
+import json
 import os
+from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
@@ -22,7 +24,7 @@ from acklab.plan import make_plan
 from acklab.store import RunDir
 from acklab.workload import clients
 
-from .helpers import assert_nothing_left
+from .helpers import assert_nothing_left, dags_test
 
 pytestmark = pytest.mark.integration
 SMOKE = {"profiles": ["leader-ack", "idempotent"], "faults": ["leader-kill"], "messages": 30000, "rate": 3000, "fault_at_s": 1.0}
@@ -69,3 +71,29 @@ def test_each_kafka_version_passes_the_smoke_scenarios(kafka_version: str) -> No
 @pytest.mark.versions
 def test_each_client_version_passes_the_smoke_scenarios() -> None:
     _smoke(DEFAULT_KAFKA_VERSION, ["2.0.2", "2.3.0", clients.LOCKED])
+
+
+@pytest.mark.versions
+@pytest.mark.parametrize(
+    ("preset", "conf"),
+    [
+        ("librdkafka-4438", {"kafka_versions": [DEFAULT_KAFKA_VERSION], "client_versions": ["2.2.0", "2.3.0"]}),
+        ("kafka-14402", {"kafka_versions": ["3.5.2", "3.6.2"]}),
+    ],
+)
+def test_a_bug_preset_runs_on_both_sides_of_its_fix_in_the_version_dag(
+    preset: str, conf: dict, acklab_env: dict[str, str], isolated_run_store: Path
+) -> None:
+    """The version-regression DAG runs the preset on every pair and checks its claim per version: the
+    comparison names each pair's verdict, each run its claim with what was measured."""
+    before = set(isolated_run_store.glob("comparisons/*/comparison.json"))
+    result = dags_test(acklab_env, {"preset": preset, **conf}, "kafka_version_regression")
+    output = result.stdout + result.stderr
+    (comparison,) = set(isolated_run_store.glob("comparisons/*/comparison.json")) - before
+    summary = json.loads(comparison.read_text())
+    assert len(summary["runs"]) == 2, output[-5000:]
+    for run in map(Path, summary["runs"]):
+        (seen,) = json.loads((run / "result.json").read_text())["observations"]
+        assert seen["preset"] == preset and seen["status"] in {"reproduced", "not reproduced"} and seen["measured"], seen
+        assert_nothing_left(run / "cluster")
+    assert result.returncode == (0 if summary["status"] == "pass" else 1), output[-5000:]
