@@ -74,6 +74,10 @@ def run_group(cluster: Cluster, plan: RunPlan, index: int, run: RunDir, progress
     replica assignment (so the fault's target, partition 0 of the first topic, has the same leader
     and followers in every topic), one fault schedule for all, then the health gate.
 
+    The schedule starts once every producer is connected, or, with a step before the load, once the
+    topics exist and that step has shown its effect: the producers then start against it, with the
+    topics' partition count from the topology instead of the metadata they cannot fetch.
+
     Writes and returns each scenario's manifest entry."""
     group = plan.groups()[index]
     group_started = time.time()
@@ -90,34 +94,47 @@ def run_group(cluster: Cluster, plan: RunPlan, index: int, run: RunDir, progress
     log.info("group %d (%s): %d scenario(s), %d messages each", index, group[0].fault, len(group), plan.load.messages)
     topics_ready = threading.Event()
 
+    def create_topics() -> None:
+        admin = cluster.admin()
+        admin.create_topics(topics, assignment)
+        for topic in topics:
+            admin.wait_in_sync(topic, 60)
+        topics_ready.set()
+
     def start_faults() -> None:  # once every producer is connected and every topic fully in sync
         if not topics_ready.wait(START_TIMEOUT_S):
             raise TimeoutError("topics of the group not ready")
         if watch is not None:
             watch.start()
-        nemesis.start()
+        if not nemesis.started:
+            nemesis.start()
 
     ready = threading.Barrier(len(group), action=start_faults, timeout=START_TIMEOUT_S + 30)
     totals = _GroupProgress(len(group), progress)
+    partitions = topology.partitions if nemesis.before_load else None
 
     def load(n: int) -> LoadResult:
         try:
             return run_load(
                 cluster.bootstrap_servers, topics[n], group[n].profile, plan.load, run.scenario(group[n].name), totals.of(n), ready.wait,
-                plan.client,
+                plan.client, partitions,
             )
         except BaseException:
             ready.abort()  # the other loads stop waiting for this one
             raise
 
+    if nemesis.before_load:  # no producer may exist before the fault is in effect
+        create_topics()
+        try:
+            nemesis.start_before_load(START_TIMEOUT_S)
+        except BaseException:
+            nemesis.abort()  # the fault is undone
+            raise
     with ThreadPoolExecutor(len(group), thread_name_prefix="load") as pool:
         futures = [pool.submit(load, n) for n in range(len(group))]  # producers start while topics are created
         try:
-            admin = cluster.admin()
-            admin.create_topics(topics, assignment)
-            for topic in topics:
-                admin.wait_in_sync(topic, 60)
-            topics_ready.set()
+            if not topics_ready.is_set():
+                create_topics()
         except BaseException:
             ready.abort()
             raise

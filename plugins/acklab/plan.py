@@ -51,7 +51,7 @@ class RunParams(BaseModel):
     )
     faults: list[str] = Field(default_factory=lambda: ["leader-kill"], min_length=1, description="Faults, one scenario per profile")
     schedule: list[FaultStep] | None = Field(
-        None, description="Explicit fault schedule [{at_s, fault, target, duration_s, options}]; replaces faults"
+        None, description="Explicit fault schedule [{at_s, fault, target, duration_s, options, before_load}]; replaces faults"
     )
     messages: int = Field(30000, ge=1, le=MAX_MESSAGES, description="Messages per scenario (a cap with duration_s)")
     duration_s: float | None = Field(None, gt=0, description="Stop each load after this many seconds (messages is then a cap)")
@@ -217,7 +217,7 @@ def _fault_schedules(params: RunParams, topology: Topology) -> dict[str, list[Fa
     """Fault label -> schedule: one per catalog name in `faults`, or the explicit `schedule`."""
     if params.schedule is not None:
         check_schedule(params.schedule, topology, "params.schedule")
-        return {"+".join(step.fault for step in params.schedule) or "none": params.schedule}
+        return {"+".join(step.label for step in params.schedule) or "none": params.schedule}
     schedules = {fault: schedule_for(fault, params.fault_at_s, params.fault_duration_s) for fault in params.faults}
     for fault, steps in schedules.items():
         check_schedule(steps, topology, f"params.faults ({fault})")

@@ -145,6 +145,26 @@ def fatal(name: str) -> Check:
     return check
 
 
+def faults_cover_load() -> Check:
+    """Every fault of the schedule took effect before the load started and ended after it ended:
+    the load ran entirely under it."""
+
+    def check(e: Evidence) -> tuple[bool, str]:
+        events, start, end = e.entry.fault_timeline, e.entry.load_started, e.entry.load_ended
+        if not events or start is None or end is None:
+            return False, "no fault timeline or load times"
+        covered = e.entry.fault_effective and all(
+            ev.effective_at is not None and ev.effective_at <= start and ev.ended is not None and ev.ended >= end for ev in events
+        )
+        spans = "; ".join(
+            f"{ev.fault} in effect {_rel(ev.effective_at, start)} to {_rel(ev.ended, start)} (load: 0.0 s to {end - start:.1f} s): {ev.effect}"
+            for ev in events
+        )
+        return covered, spans
+
+    return check
+
+
 def _release(version: str) -> tuple[int, ...]:
     return tuple(int(part) for part in version.split(".")[:3])
 
@@ -159,6 +179,10 @@ def fixed_in(component: Literal["kafka", "client"], version: str, before: Check,
         return ok, f"{component} {ran}: {measured}"
 
     return check
+
+
+def _rel(ts: float | None, start: float) -> str:
+    return "never" if ts is None else f"{ts - start:+.1f} s"
 
 
 def both(*checks: Check) -> Check:
@@ -176,6 +200,10 @@ def _raw(**properties: Any) -> dict[str, Any]:
     return {"librdkafka": {key.replace("_", "."): value for key, value in properties.items()}}
 
 
+FN1_TIMEOUT_MS = 5000
+FN1_MESSAGES = 200
+FN1_DOWN_S = 12.0  # outlasts the load: 2 s of sending, then message.timeout.ms
+FN1_SCENARIO = "fn1-acks1__leader-restart-before-load"
 FN2_TIMEOUT_MS = 5000
 FN3_RETRIES = 5
 FN7_TIMEOUT_MS = 5000
@@ -202,6 +230,40 @@ def _two_brokers(rf: int, shows: str, observation: Observation) -> Preset:
 PRESETS: dict[str, Preset] = {
     preset.name: preset
     for preset in (
+        Preset(
+            "field-notes-1-broker-down-before-first-send",
+            "field-notes #1",
+            "1 broker, acks=1, request.timeout.ms=1000, retries=10; the topic exists, then the broker is stopped (SIGTERM) "
+            f"before the producer starts and stays down {FN1_DOWN_S:g} s: no metadata ever arrives, so nothing is sent and nothing retried; "
+            f"librdkafka's produce() does not block (Java's send() waits max.block.ms for metadata), each record expires "
+            f"after message.timeout.ms ({FN1_TIMEOUT_MS} ms)",
+            {
+                "topology": "single-broker",
+                "profiles": ["fn1-acks1"],
+                "custom_profiles": {"fn1-acks1": _raw(acks="1", request_timeout_ms=1000, retries=10, message_timeout_ms=FN1_TIMEOUT_MS)},
+                "schedule": [{"fault": "leader-restart", "before_load": True, "duration_s": FN1_DOWN_S}],
+                "messages": FN1_MESSAGES, "rate": 100.0,
+            },
+            (
+                Observation("the broker is down from before the first send to the end of the load", FN1_SCENARIO, faults_cover_load()),
+                Observation(
+                    "every record fails with a timeout error (Java: TimeoutException, metadata not fetched in max.block.ms)", FN1_SCENARIO,
+                    both(count("failed", "==", FN1_MESSAGES), errors("_MSG_TIMED_OUT")),
+                ),
+                Observation(
+                    f"they fail after the delivery timeout ({FN1_TIMEOUT_MS} ms), not after any retry", FN1_SCENARIO,
+                    failed_after(0.8 * FN1_TIMEOUT_MS / 1000, 2.0 * FN1_TIMEOUT_MS / 1000),
+                ),
+                Observation(
+                    "no retries happen because nothing was ever sent", FN1_SCENARIO,
+                    both(client_stat("txmsgs", "==", 0), client_stat("txretries", "==", 0)),
+                ),
+                Observation(
+                    "nothing is stored and nothing acknowledged is lost", FN1_SCENARIO,
+                    both(count("records_read", "==", 0), count("acked", "==", 0), count("lost", "==", 0)),
+                ),
+            ),
+        ),
         Preset(
             "field-notes-2-broker-down-after-metadata",
             "field-notes #2",

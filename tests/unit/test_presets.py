@@ -7,9 +7,23 @@ from pathlib import Path
 import pytest
 
 from acklab.plan import make_plan
-from acklab.presets import BUGS, FIELD_NOTES, PRESETS, Evidence, both, client_stat, count, errors, fatal, fixed_in, with_preset
+from acklab.presets import (
+    BUGS,
+    FIELD_NOTES,
+    FN1_SCENARIO,
+    PRESETS,
+    Evidence,
+    both,
+    client_stat,
+    count,
+    errors,
+    fatal,
+    faults_cover_load,
+    fixed_in,
+    with_preset,
+)
 from acklab.spec import SpecError
-from acklab.store import RunDir, ScenarioEntry
+from acklab.store import FaultRecord, RunDir, ScenarioEntry
 
 
 @pytest.mark.parametrize("name", sorted(PRESETS))
@@ -21,13 +35,13 @@ def test_every_preset_plans_and_names_its_claims_scenarios(name: str) -> None:
     assert PRESETS[name].source.startswith("field-notes #") == (name in FIELD_NOTES) != (name in BUGS)
 
 
-def test_the_field_notes_are_covered_but_the_first() -> None:
+def test_every_field_note_is_covered() -> None:
     sources = {PRESETS[name].source for name in FIELD_NOTES}
-    assert sources == {f"field-notes #{n}" for n in (2, 3, 4, 5, 6, 7, 8)}
+    assert sources == {f"field-notes #{n}" for n in range(1, 9)}
 
 
 def test_an_unknown_preset_is_refused_in_one_line() -> None:
-    with pytest.raises(SpecError, match="unknown preset 'nope'; valid: field-notes-2"):
+    with pytest.raises(SpecError, match="unknown preset 'nope'; valid: field-notes-1"):
         make_plan({"preset": "nope"})
 
 
@@ -58,3 +72,30 @@ def test_checks_compare_measurements_with_the_claim() -> None:
     assert both(client_stat("req_timeouts", ">", 0), client_stat("disconnects", ">", 0))(stats) == (
         False, "client statistics req_timeouts = 4; client statistics disconnects = 0"
     )
+
+
+def test_field_note_1_stops_the_broker_before_the_producer_and_keeps_it_down_past_the_load() -> None:
+    plan = make_plan(with_preset("field-notes-1-broker-down-before-first-send", {}))
+    (scenario,) = plan.scenarios
+    assert scenario.name == FN1_SCENARIO and plan.topology.broker_ids == [1]
+    (step,) = scenario.schedule
+    assert (step.fault, step.before_load, step.at_s) == ("leader-restart", True, 0.0)
+    sending_s = plan.params.messages / (plan.params.rate or 1)
+    assert step.duration_s >= sending_s + scenario.profile.delivery_timeout_ms / 1000 + 3  # down for the whole load
+    assert scenario.profile.producer_config()["acks"] == "1" and scenario.profile.retries == 10
+    # The model lets a leader-ack write fail cleanly under a fault: no bound on failed_clean.
+    assert str(scenario.expected.guarantee) == "leader-durable"
+    assert not [e for e in scenario.expected.expectations if e.column in ("failed", "failed_clean")]
+
+
+def test_faults_cover_load_needs_the_fault_in_effect_before_the_load_and_until_it_ended() -> None:
+    def timeline(effective_at: float, ended: float) -> Evidence:
+        event = FaultRecord(fault="leader-restart", effective=True, effective_at=effective_at, ended=ended, effect="broker 1 down")
+        return evidence({}, fault_timeline=[event], fault_effective=True, load_started=100.0, load_ended=107.0)
+
+    assert faults_cover_load()(timeline(99.6, 114.0)) == (
+        True, "leader-restart in effect -0.4 s to +14.0 s (load: 0.0 s to 7.0 s): broker 1 down"
+    )
+    assert faults_cover_load()(timeline(101.0, 114.0))[0] is False  # took effect after the first send
+    assert faults_cover_load()(timeline(99.0, 105.0))[0] is False  # back before the load ended
+    assert faults_cover_load()(evidence({}))[0] is False

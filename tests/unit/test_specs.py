@@ -92,6 +92,8 @@ def test_plan_names_scenarios_and_guarantees() -> None:
         ({"schedule": [{"fault": "error-after-append", "options": {"apis": [1]}}]}, "params: schedule.0.apis: Extra inputs are not permitted"),
         ({"schedule": [{"fault": "request-hold", "options": {"until": "end_txn", "delay_s": 1}}]}, "delay_s and until: end_txn exclude each other"),
         ({"schedule": [{"fault": "request-hold", "options": {"until": "commit"}}]}, "params: schedule.0.until: Input should be 'end' or 'end_txn'"),
+        ({"schedule": [{"fault": "ack-loss", "before_load": True}]}, "ack-loss cannot run before the load; these can: leader-kill, leader-restart"),
+        ({"schedule": [{"fault": "leader-kill", "before_load": True, "at_s": 2}]}, "a step before the load starts at at_s 0, not 2"),
         ({"faults": ["none", "none"]}, "faults must be distinct"),
         ({"profiles": ["leader-ack", "nope"]}, "unknown profile 'nope'"),
         ({"profiles": []}, "params: profiles: List should have at least 1 item"),
@@ -110,6 +112,13 @@ def test_bad_params_fail_before_anything_starts(params: dict, message: str) -> N
 def test_fault_catalog() -> None:
     assert schedule_for("none") == []
     assert "leader-kill" in FAULT_NAMES
+
+
+def test_a_step_before_the_load_starts_at_0_and_names_its_scenario() -> None:
+    plan = make_plan({"profiles": ["leader-ack"], "schedule": [{"fault": "leader-restart", "before_load": True}]})
+    (scenario,) = plan.scenarios
+    assert scenario.name == "leader-ack__leader-restart-before-load"
+    assert [(step.at_s, step.before_load) for step in scenario.schedule] == [(0.0, True)]
 
 
 def test_cluster_ids_never_look_like_options() -> None:

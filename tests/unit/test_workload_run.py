@@ -91,3 +91,18 @@ def test_a_load_stopped_early_logs_its_unsent_messages_and_why(tmp_path: Path) -
     assert result.stop_reasons == {"p0": "stopped by SIGTERM", "p1": "stopped by SIGTERM"}
     assert sum(r["state"] == "unsent" for r in rows) == result.unsent
     assert {r["send_ts"] for r in rows if r["state"] == "unsent"} == {None}
+
+
+def test_a_load_given_the_partition_count_starts_without_any_broker(tmp_path: Path) -> None:
+    """A load that starts while no broker answers (a fault before the load): the producer is ready
+    without metadata, nothing is transmitted, every record expires in the client."""
+    import socket
+
+    with socket.socket() as probe:  # a port nobody listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    profile = ProducerProfile(name="down", acks="1", request_timeout_ms=500, delivery_timeout_ms=1000)
+    result = run_load(f"127.0.0.1:{port}", "t", profile, LoadSpec(messages=20, keys=4), ScenarioDir(tmp_path / "s"), partitions=3)
+    assert (result.sent, result.failed, result.acked, result.unknown) == (20, 20, 0, 0)
+    assert result.errors == {"_MSG_TIMED_OUT": 20}
+    assert (result.stats["txmsgs"], result.stats["txretries"]) == (0, 0)

@@ -4,10 +4,11 @@ A fault that did not take effect is reported as such (never green)."""
 from __future__ import annotations
 
 import random
+import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
 
 from acklab.cluster.cluster import Cluster
@@ -18,11 +19,13 @@ from acklab.proxy.rules import ProxyRule
 
 @dataclass(frozen=True)
 class FaultContext:
-    """What a fault acts on: the cluster and the scenario's topic."""
+    """What a fault acts on: the cluster and the scenario's topic. `settled` is set once a process
+    fault has shown its effect or given up looking (a step before the load lets the producers start then)."""
 
     cluster: Cluster
     topic: str
     min_insync_replicas: int
+    settled: threading.Event = field(default_factory=threading.Event)
 
 
 Apply = Callable[[FaultContext, FaultStep, Window], FaultEvent]
@@ -71,6 +74,7 @@ def _process_fault(action: Literal["kill", "stop", "pause"]) -> Apply:
         event = FaultEvent(step.fault, f"broker:{victim} ({step.target})", action)
         if victim < 0:
             event.ended, event.effect = time.time(), f"{step.target} resolved to no broker"
+            ctx.settled.set()
             return event
         controller = victim if target.kind == "controller" else None
         alone = _sole_replica(ctx, target, victim)
@@ -108,6 +112,7 @@ def _process_fault(action: Literal["kill", "stop", "pause"]) -> Apply:
                 effect and f"{effect} in {time.monotonic() - started:.1f}s",
                 f"{action} of broker {victim}: no effect seen within {step.duration_s:.0f}s",
             )
+            ctx.settled.set()
             window.wait_out()
         finally:
             (ctx.cluster.resume if action == "pause" else ctx.cluster.start)(victim)

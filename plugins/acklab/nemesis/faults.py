@@ -115,7 +115,9 @@ class FaultSpec:
     a leader change is unplanned). `stops_nodes`: it acts on broker processes (two such faults may
     not overlap). `needs_proxy`: it acts through the Kafka-aware proxy in front of the client
     listeners. `cuts_links`: it cuts links between nodes (`acklab.cluster.links`: iptables and
-    cgroups, so root), never between clients and nodes."""
+    cgroups, so root), never between clients and nodes. `precedes_load`: a step of it may run
+    before the load (`FaultStep.before_load`): its action confirms its effect, then lets the
+    producers start (`acklab.nemesis.actions.FaultContext.settled`)."""
 
     name: str
     description: str
@@ -129,10 +131,11 @@ class FaultSpec:
     needs_proxy: bool = False
     answers_error: bool = False  # it answers writes with its option `error` (a Kafka error name)
     cuts_links: bool = False
+    precedes_load: bool = False
 
 
 def _process(name: str, description: str, target: str) -> FaultSpec:
-    return FaultSpec(name, description, target, ANY_NODE, moves_leaders=True, stops_nodes=True)
+    return FaultSpec(name, description, target, ANY_NODE, moves_leaders=True, stops_nodes=True, precedes_load=True)
 
 
 def _proxy(

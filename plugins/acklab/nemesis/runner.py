@@ -27,6 +27,23 @@ class Nemesis:
         self._t0 = time.monotonic()
         self._thread.start()
 
+    @property
+    def before_load(self) -> bool:
+        """The schedule starts with a step before the load (`FaultStep.before_load`)."""
+        return any(step.before_load for step in self._steps)
+
+    def start_before_load(self, timeout_s: float) -> None:
+        """Start, and return once the step before the load has shown its effect or given up (the
+        timeline says which): the producers may start then. TimeoutError past `timeout_s`."""
+        self.start()
+        deadline = time.monotonic() + timeout_s
+        while not self._ctx.settled.wait(0.2):
+            if not self._thread.is_alive():
+                self.join()  # raises the nemesis's error, if any
+                return
+            if time.monotonic() >= deadline:
+                raise TimeoutError(f"the fault before the load did not settle within {timeout_s:g} s")
+
     def _run(self) -> None:
         try:
             for step in self._steps:

@@ -1,4 +1,4 @@
-"""Fault schedule spec: `{at_s, fault, target, duration_s, options}` steps, validated up front
+"""Fault schedule spec: `{at_s, fault, target, duration_s, options, before_load}` steps, validated up front
 (against the fault catalog here, against the topology by `check_schedule` at plan time)."""
 
 from __future__ import annotations
@@ -51,7 +51,8 @@ class Target(BaseModel):
 
 
 class FaultStep(BaseModel):
-    """One fault `at_s` seconds into the load, lasting `duration_s`; target and options default per fault."""
+    """One fault `at_s` seconds into the load, lasting `duration_s`; target and options default per fault.
+    A `before_load` step (at_s 0) is in effect before the producers start: they start against it."""
 
     model_config = ConfigDict(extra="forbid")
     fault: str
@@ -59,6 +60,9 @@ class FaultStep(BaseModel):
     duration_s: float = Field(10.0, gt=0)
     target: str | None = None
     options: dict[str, Any] = {}
+    before_load: bool = Field(
+        False, description="apply it before the producers start (at_s 0; they then start without the topic's metadata)"
+    )
 
     @model_validator(mode="after")
     def _resolve(self) -> FaultStep:
@@ -73,7 +77,18 @@ class FaultStep(BaseModel):
             if kind not in spec.targets:
                 raise ValueError(f"{self.fault} cannot target {self.target!r}; it targets {', '.join(sorted(spec.targets))}")
         self.options = spec.options.model_validate(self.options).model_dump()
+        if self.before_load and not spec.precedes_load:
+            raise ValueError(f"{self.fault} cannot run before the load; these can: {', '.join(n for n, s in FAULTS.items() if s.precedes_load)}")
+        if self.before_load and "at_s" not in self.model_fields_set:
+            self.at_s = 0.0
+        if self.before_load and self.at_s != 0:
+            raise ValueError(f"a step before the load starts at at_s 0, not {self.at_s:g}")
         return self
+
+    @property
+    def label(self) -> str:
+        """Its name in a schedule's label: the fault, `-before-load` for a step before the load."""
+        return f"{self.fault}-before-load" if self.before_load else self.fault
 
     @property
     def parsed_target(self) -> Target:

@@ -113,7 +113,7 @@ def run(
     topology: Annotated[str, typer.Option(help="topology name in clusters/ or a YAML path")] = DEFAULTS.topology,
     profile: Annotated[list[str] | None, typer.Option(help=f"producer profile (repeatable; default: {', '.join(DEFAULTS.profiles)})")] = None,
     fault: Annotated[list[str] | None, typer.Option(help=f"fault name (repeatable; default: {', '.join(DEFAULTS.faults)}): {', '.join(FAULT_NAMES)}")] = None,
-    schedule: Annotated[Path | None, typer.Option(help="YAML/JSON fault schedule (list of {at_s, fault, target, duration_s, options}); replaces --fault")] = None,
+    schedule: Annotated[Path | None, typer.Option(help="YAML/JSON fault schedule (list of {at_s, fault, target, duration_s, options, before_load}); replaces --fault")] = None,
     messages: Annotated[int, typer.Option(help="messages per scenario")] = DEFAULTS.messages,
     rate: Annotated[float, typer.Option(help="messages per second (0 = as fast as possible)")] = DEFAULTS.rate or 0,
     duration_s: Annotated[float | None, typer.Option(help="stop each load after this many seconds (--messages is then a cap)")] = None,

@@ -10,6 +10,7 @@ from typing import Any
 from jinja2 import Environment, PackageLoader, select_autoescape
 
 from acklab.presets import PRESETS
+from acklab.report.html import delivery_errors
 from acklab.store import FieldNotesDir, RunDir, write_json
 
 
@@ -26,13 +27,14 @@ def build_field_notes(run_dirs: list[Path]) -> FieldNotesReport:
     out.root.mkdir(parents=True, exist_ok=True)
     runs: list[dict[str, Any]] = []
     for run in map(RunDir, sorted(run_dirs)):
-        result = run.read_result()
-        name = run.read_manifest().preset or ""
+        result, manifest = run.read_result(), run.read_manifest()
+        name = manifest.preset or ""
         known = PRESETS.get(name)
         runs.append({
             "preset": name, "source": known.source if known else "", "description": known.description if known else "",
             "status": result["status"], "run": run.run_id, "report": os.path.relpath(result["html"], out.root),
             "observations": result.get("observations", []), "beliefs": result.get("beliefs", []),
+            "delivery_errors": delivery_errors(manifest),
         })
     statuses = {r["status"] for r in runs}
     status = "fail" if "fail" in statuses else "incomplete" if "incomplete" in statuses else "pass"

@@ -1,4 +1,4 @@
-"""The static HTML report of a run: heatmap, matrix, guarantee model, per-scenario timelines."""
+"""The static HTML report of a run: heatmap, matrix, delivery errors, guarantee model, per-scenario timelines."""
 
 from __future__ import annotations
 
@@ -10,7 +10,8 @@ from jinja2 import Environment, PackageLoader, select_autoescape
 
 from acklab.report.charts import heatmap, timeline
 from acklab.report.history import Regression
-from acklab.store import RunDir
+from acklab.report.java_errors import with_java
+from acklab.store import Manifest, RunDir
 
 COLUMNS = (
     "scenario", "guarantee", "planned", "sent", "acked", "failed", "unknown", "lost", "duplicates", "reordered",
@@ -53,11 +54,17 @@ def build_report(
             unverified=unverified,
             beliefs=beliefs,
             observations=observations,
+            delivery_errors=delivery_errors(manifest),
             data_docs=os.path.relpath(data_docs, out.root) if data_docs else "",
             matrix_json=os.path.relpath(run.matrix_json, out.root),
         )
     )
     return index
+
+
+def delivery_errors(manifest: Manifest) -> list[dict[str, Any]]:
+    """Per scenario with failed deliveries: its librdkafka errors with counts and Java equivalents."""
+    return [{"scenario": e.scenario, "errors": with_java(e.delivery_errors)} for e in manifest.scenarios if e.delivery_errors]
 
 
 def write_beliefs_page(path: Path, run_id: str, beliefs: list[dict[str, Any]]) -> Path:

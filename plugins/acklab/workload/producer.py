@@ -95,9 +95,11 @@ def run_load(
     progress: Progress | None = None,
     on_start: Callable[[], None] | None = None,
     client: Client | None = None,
+    partitions: int | None = None,
 ) -> LoadResult:
     """Send `spec` to `topic` with `profile` from producer processes of `client` (default: the
-    locked one); write the send log and the producer statistics into `files`."""
+    locked one); write the send log and the producer statistics into `files`. With `partitions`
+    (the topic's partition count) the producers start without waiting for the topic's metadata."""
     client = client or clients.client(None)
     files.producers.mkdir(parents=True, exist_ok=True)
     progress_file = files.producer_file("", PROGRESS_FILE)
@@ -120,6 +122,7 @@ def run_load(
             duration_s=spec.duration_s,
             flush_timeout_s=profile.delivery_timeout_ms / 1000 + 10,
             scenario_dir=files.root,
+            partitions=partitions,
         )
         for n, (first_id, count) in enumerate(spec.ranges())
     ]

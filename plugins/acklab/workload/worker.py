@@ -1,7 +1,8 @@
 """One producer process of a load, forked by `acklab.workload.forkserver`, driven by `acklab.workload.producer`.
 
 Protocol: the job arrives as one JSON line on stdin; the worker connects, fetches the topic's
-metadata (and initialises transactions), prints `ready`, waits for `go` on stdin, produces, then
+metadata (unless the job gives the partition count: a load may start while no broker answers) and
+initialises transactions, prints `ready`, waits for `go` on stdin, produces, then
 writes its send-log part, its statistics part and `p<n>.json` (counts). SIGTERM, or the parent
 going away, stops producing early; the send-log part still has a row for every planned message
 (`unsent` for those never handed to `produce()`), and `stop_reason` says why. SIGINT is ignored:
@@ -77,6 +78,7 @@ class WorkerJob(BaseModel):
     duration_s: float | None
     flush_timeout_s: float
     scenario_dir: Path
+    partitions: int | None = None  # the topic's partition count; None: read from the metadata
 
     @property
     def name(self) -> str:
@@ -123,7 +125,7 @@ class Worker:
             },
             logger=logging.getLogger("acklab.rdkafka"),
         )
-        self.partitions = self._wait_for_topic(TOPIC_WAIT_S)
+        self.partitions = job.partitions or self._wait_for_topic(TOPIC_WAIT_S)
         self.log = ProducerLog(
             job.file(".parquet"),
             job.producer,
