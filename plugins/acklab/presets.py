@@ -227,9 +227,11 @@ def _two_brokers(rf: int, shows: str, observation: Observation) -> Preset:
     )
 
 
-PRESETS: dict[str, Preset] = {
-    preset.name: preset
-    for preset in (
+def _by_name(*presets: Preset) -> dict[str, Preset]:
+    return {preset.name: preset for preset in presets}
+
+
+PRESETS: dict[str, Preset] = _by_name(
         Preset(
             "field-notes-1-broker-down-before-first-send",
             "field-notes #1",
@@ -379,15 +381,12 @@ PRESETS: dict[str, Preset] = {
                 Observation("timeouts of 40000 ms outlast a 30 s delay: no request times out", "fn8-40000__latency", client_stat("req_timeouts", "==", 0)),
             ),
         ),
-    )
-}
+)
 
 
 BUG_4438 = "idem-rto3s__request-loss+error-inject"
 BUG_14402 = "txn-rto3s__request-hold"
-BUGS: dict[str, Preset] = {
-    preset.name: preset
-    for preset in (
+BUGS: dict[str, Preset] = _by_name(
         Preset(
             "librdkafka-4438",
             "librdkafka #3584, fixed by PR #4438 in 2.3.0",
@@ -440,8 +439,7 @@ BUGS: dict[str, Preset] = {
                 ),
             ),
         ),
-    )
-}
+)
 """Documented client and broker bugs, each rediscovered (or not) per version: run them across versions
 (`acklab run --preset NAME --client-version ... --kafka-version ...`, or the version-regression DAG)."""
 PRESETS.update(BUGS)
