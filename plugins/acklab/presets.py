@@ -211,7 +211,8 @@ FN7_SCENARIO = "fn7-acks1__leader-kill"
 
 
 def _two_brokers(rf: int, shows: str, observation: Observation) -> Preset:
-    """Field note #7 on topics of replication factor `rf`: broker 2 (not the controller) killed for 10 s."""
+    """Field note #7 on topics of replication factor `rf`: broker 2 (not the controller), the leader of partition 1
+    (`run_group` assigns partition p of the first group to broker p + 1), killed for 10 s."""
     return Preset(
         f"field-notes-7-two-brokers-rf{rf}",
         "field-notes #7",
@@ -220,7 +221,7 @@ def _two_brokers(rf: int, shows: str, observation: Observation) -> Preset:
         {
             "topology": f"two-brokers-rf{rf}", "profiles": ["fn7-acks1"],
             "custom_profiles": {"fn7-acks1": _raw(acks="1", request_timeout_ms=1000, message_timeout_ms=FN7_TIMEOUT_MS)},
-            "schedule": [{"at_s": 2.0, "fault": "leader-kill", "target": "broker:2", "duration_s": 10.0}],
+            "schedule": [{"at_s": 2.0, "fault": "leader-kill", "target": "leader:1", "duration_s": 10.0}],
             "messages": 8000, "rate": 400.0,
         },
         (observation,),
