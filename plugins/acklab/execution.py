@@ -214,7 +214,7 @@ def _entry(
     outcome: FaultOutcome,
     unplanned: str | None,
     run: RunDir,
-    hanging: dict[int, tuple[int, int]] | str | None,
+    hanging: dict[int, tuple[int, int]] | str | None = None,
 ) -> ScenarioEntry:
     """The scenario's manifest entry: what was planned, what the load saw, what the fault did, and
     (transactional scenarios) the partitions left with a hanging transaction (`open_transactions`).

@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from acklab.execution import _entry
+from acklab.execution import _entry, open_transactions
 from acklab.nemesis.events import FaultEvent, FaultOutcome
 from acklab.plan import make_plan, standard_matrix
 from acklab.store import RunDir
@@ -70,3 +70,50 @@ def test_a_load_short_of_its_plan_makes_the_evidence_incomplete() -> None:
     assert entry.incomplete_reason == (
         "sent 6 of 10 planned messages (p0: stopped by SIGTERM); produce() refused 1 messages (MSG_SIZE_TOO_LARGE x1)"
     )
+
+
+class _Admin:
+    """Last stable offsets scripted per call: each call pops the next answer (the last one repeats)."""
+
+    def __init__(self, answers: list[dict[int, tuple[int, int]] | Exception]) -> None:
+        self.answers, self.calls = answers, 0
+
+    def unstable(self, topic: str, partitions: int) -> dict[int, tuple[int, int]]:
+        answer = self.answers[min(self.calls, len(self.answers) - 1)]
+        self.calls += 1
+        if isinstance(answer, Exception):
+            raise answer
+        return answer
+
+
+class _Cluster:
+    def __init__(self, admin: _Admin) -> None:
+        self._admin = admin
+
+    def admin(self, timeout_s: float = 10.0) -> _Admin:
+        return self._admin
+
+
+def test_a_partition_whose_stable_offset_stays_behind_after_the_transaction_timeout_holds_a_hanging_transaction(monkeypatch) -> None:
+    monkeypatch.setattr("acklab.execution.HANGING_MARGIN_S", 0.0)
+    plan = make_plan({"profiles": ["transactional"], "faults": ["none"]})
+    (scenario,) = plan.scenarios
+    transaction = scenario.profile.transaction.model_copy(update={"timeout_ms": 1000})
+    fast = scenario.model_copy(update={"profile": scenario.profile.model_copy(update={"transaction": transaction})})
+    markers_late = _Admin([{0: (90, 100)}, {}])  # the commit marker lands a moment later: no hanging transaction
+    assert open_transactions(_Cluster(markers_late), {"t": fast}, 2) == {"t": {}}  # type: ignore[arg-type]
+    stuck = _Admin([{0: (90, 100)}])
+    started = time.monotonic()
+    assert open_transactions(_Cluster(stuck), {"t": fast}, 2) == {"t": {0: (90, 100)}}  # type: ignore[arg-type]
+    assert time.monotonic() - started >= 1.0  # it waited out the transaction timeout first
+    unreadable = open_transactions(_Cluster(_Admin([RuntimeError("no leader")])), {"t": fast}, 2)  # type: ignore[arg-type]
+    assert unreadable == {"t": "last stable offsets not readable: no leader"}
+
+    now = time.time()
+    hanging = _entry(plan, fast, "t", _result(now, now + 5), FaultOutcome([]), None, RUN, {0: (90, 100)})
+    assert (hanging.hanging_partitions, hanging.hanging_detail) == (1, "partition 0: last stable offset 90 < high watermark 100")
+    assert hanging.evidence_complete
+    ended = _entry(plan, fast, "t", _result(now, now + 5), FaultOutcome([]), None, RUN, {})
+    assert (ended.hanging_partitions, ended.hanging_detail) == (0, None)
+    blind = _entry(plan, fast, "t", _result(now, now + 5), FaultOutcome([]), None, RUN, "last stable offsets not readable: no leader")
+    assert blind.hanging_partitions is None and not blind.evidence_complete
