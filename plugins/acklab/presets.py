@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 from statistics import median
 from typing import TYPE_CHECKING, Any, Literal
 
+from packaging.version import Version
+
 from acklab.spec import SpecError
 
 if TYPE_CHECKING:
@@ -165,17 +167,15 @@ def faults_cover_load() -> Check:
     return check
 
 
-def _release(version: str) -> tuple[int, ...]:
-    return tuple(int(part) for part in version.split(".")[:3])
-
-
 def fixed_in(component: Literal["kafka", "client"], version: str, before: Check, after: Check) -> Check:
     """`before` on a `component` (Kafka broker, or confluent-kafka client) older than `version`,
     `after` on `version` and later: a documented bug and its fix."""
 
     def check(e: Evidence) -> tuple[bool, str]:
-        ran = e.kafka_version if component == "kafka" else e.entry.client_version or ""
-        ok, measured = (before if _release(ran) < _release(version) else after)(e)
+        ran = e.kafka_version if component == "kafka" else e.entry.client_version
+        if not ran:
+            return False, f"{component} version not recorded"
+        ok, measured = (before if Version(ran) < Version(version) else after)(e)
         return ok, f"{component} {ran}: {measured}"
 
     return check
