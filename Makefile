@@ -60,7 +60,7 @@ run: setup
 # the Airflow stack on PostgreSQL and in Chromium, the audit on a Spark standalone master.
 test: setup postgres-deps browser-deps docker-deps
 	$(BIN)/ruff check .
-	$(BIN)/python -m pytest tests -q
+	$(BIN)/python -m pytest tests -q || { status=$$?; head -n 80 $${ACKLAB_TEST_ARTIFACTS:-test-artifacts}/pytest-crash.txt 2>/dev/null; exit $$status; }
 
 # The `slow` family: repeated real-cluster experiments (README "Tests and benchmarks").
 .PHONY: test-slow
