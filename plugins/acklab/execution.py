@@ -95,10 +95,10 @@ def run_group(cluster: Cluster, plan: RunPlan, index: int, run: RunDir, progress
     topics_ready = threading.Event()
 
     def create_topics() -> None:
-        admin = cluster.admin()
-        admin.create_topics(topics, assignment)
-        for topic in topics:
-            admin.wait_in_sync(topic, 60)
+        with cluster.admin() as admin:
+            admin.create_topics(topics, assignment)
+            for topic in topics:
+                admin.wait_in_sync(topic, 60)
         topics_ready.set()
 
     def start_faults() -> None:  # once every producer is connected and every topic fully in sync
@@ -169,17 +169,17 @@ def open_transactions(cluster: Cluster, scenarios: dict[str, ScenarioPlan], part
         return {}
     timeout_s = max(s.profile.transaction.timeout_ms for s in scenarios.values() if s.profile.transaction) / 1000
     deadline = time.monotonic() + timeout_s + HANGING_MARGIN_S
-    admin = cluster.admin(timeout_s=5)
     found: dict[str, dict[int, tuple[int, int]] | str] = {}
-    while True:
-        for topic in scenarios:
-            try:
-                found[topic] = admin.unstable(topic, partitions)
-            except Exception as exc:  # kept if it lasts: that scenario's evidence is then incomplete
-                found[topic] = f"last stable offsets not readable: {exc}"
-        if all(open_ == {} for open_ in found.values()) or time.monotonic() > deadline:
-            return found
-        time.sleep(0.5)
+    with cluster.admin(timeout_s=5) as admin:
+        while True:
+            for topic in scenarios:
+                try:
+                    found[topic] = admin.unstable(topic, partitions)
+                except Exception as exc:  # kept if it lasts: that scenario's evidence is then incomplete
+                    found[topic] = f"last stable offsets not readable: {exc}"
+            if all(open_ == {} for open_ in found.values()) or time.monotonic() > deadline:
+                return found
+            time.sleep(0.5)
 
 
 class _GroupProgress:

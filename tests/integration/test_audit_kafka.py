@@ -44,8 +44,7 @@ def test_audit_reads_committed_records_and_reaudits_from_the_archive() -> None:
         scenarios = []
         for index, (name, (profile_name, messages)) in enumerate(SCENARIOS.items()):
             topic = f"audit-{index}"
-            cluster.admin().create_topic(topic, 3, 3)
-            cluster.admin().wait_in_sync(topic, 60)
+            cluster.create_topic(topic, 3, 3)
             profile = _profile(profile_name)
             result = run_load(cluster.bootstrap_servers, topic, profile, LoadSpec(messages=messages, producers=2), run.scenario(name))
             scenarios.append(

@@ -29,36 +29,36 @@ def test_leader_kill_elects_new_leader_and_teardown_leaves_nothing() -> None:
     root = runs_dir() / "cluster-test" / "cluster"
     cluster = Cluster.provision(load_topology("three-brokers"), root, owner_pid=os.getpid())
     try:
-        admin = cluster.admin()
-        assert admin.broker_ids() == {1, 2, 3}
-        admin.create_topic("failover", 3, 3)
-        before = admin.wait_in_sync("failover", 30)[0]
-        assert len(before.isr) == 3
-        killed_pid = cluster.state.node(before.leader).pid
-        cluster.kill(before.leader)
-        assert not psutil.pid_exists(killed_pid) or psutil.Process(killed_pid).status() == psutil.STATUS_ZOMBIE
-        deadline, after = time.monotonic() + 30, before
-        while time.monotonic() < deadline and after.leader in (-1, before.leader):
-            time.sleep(0.2)
-            try:
-                after = cluster.admin(timeout_s=2).partition("failover", 0)
-            except Exception:
-                continue
-        assert after.leader not in (-1, before.leader), f"no new leader after killing {before.leader}: {after}"
-        assert before.leader not in after.isr
-        cluster.start(before.leader)
-        assert all(p.in_sync for p in admin.wait_in_sync("failover", 60))
+        with cluster.admin() as admin:
+            assert admin.broker_ids() == {1, 2, 3}
+            admin.create_topic("failover", 3, 3)
+            before = admin.wait_in_sync("failover", 30)[0]
+            assert len(before.isr) == 3
+            killed_pid = cluster.state.node(before.leader).pid
+            cluster.kill(before.leader)
+            assert not psutil.pid_exists(killed_pid) or psutil.Process(killed_pid).status() == psutil.STATUS_ZOMBIE
+            deadline, after = time.monotonic() + 30, before
+            while time.monotonic() < deadline and after.leader in (-1, before.leader):
+                time.sleep(0.2)
+                try:
+                    after = cluster.partition("failover", 0, timeout_s=2)
+                except Exception:
+                    continue
+            assert after.leader not in (-1, before.leader), f"no new leader after killing {before.leader}: {after}"
+            assert before.leader not in after.isr
+            cluster.start(before.leader)
+            assert all(p.in_sync for p in admin.wait_in_sync("failover", 60))
 
-        controller = cluster.active_controller()
-        assert controller == kafka_quorum_leader(cluster) and controller in {1, 2, 3}
-        cluster.kill(controller)
-        deadline = time.monotonic() + 30
-        while cluster.active_controller() in (-1, controller) and time.monotonic() < deadline:
-            time.sleep(0.2)
-        assert cluster.active_controller() not in (-1, controller)
-        assert cluster.active_controller() == kafka_quorum_leader(cluster)
-        cluster.start(controller)
-        cluster.wait_healthy(60)
+            controller = cluster.active_controller()
+            assert controller == kafka_quorum_leader(cluster) and controller in {1, 2, 3}
+            cluster.kill(controller)
+            deadline = time.monotonic() + 30
+            while cluster.active_controller() in (-1, controller) and time.monotonic() < deadline:
+                time.sleep(0.2)
+            assert cluster.active_controller() not in (-1, controller)
+            assert cluster.active_controller() == kafka_quorum_leader(cluster)
+            cluster.start(controller)
+            cluster.wait_healthy(60)
     finally:
         cluster.teardown()
     assert_nothing_left(root)
@@ -79,7 +79,7 @@ def test_kafka_39_single_broker_round_trip() -> None:
     topology = load_topology("single-broker").model_copy(update={"kafka_version": "3.9.2"})
     cluster = Cluster.provision(topology, root, owner_pid=os.getpid())
     try:
-        cluster.admin().create_topic("rt", 1, 1)
+        cluster.create_topic("rt", 1, 1)
         producer = Producer({"bootstrap.servers": cluster.bootstrap_servers, "acks": "all"})
         producer.produce("rt", b"hello", b"k")
         assert producer.flush(30) == 0

@@ -43,8 +43,7 @@ def cluster() -> Iterator[Cluster]:
 
 
 def topic(cluster: Cluster, name: str) -> str:
-    cluster.admin().create_topic(name, 3, 3)
-    cluster.admin().wait_in_sync(name, 60)
+    cluster.create_topic(name, 3, 3)
     return name
 
 
@@ -102,7 +101,7 @@ def test_every_message_has_one_final_state_under_a_leader_kill(cluster: Cluster,
     base = get_profile("leader-ack")
     profile = base.model_copy(update={"request_timeout_ms": 1000, "delivery_timeout_ms": 2500, "linger_ms": 5})
     name = topic(cluster, "leader-kill")
-    leader = cluster.admin().partition(name, 0).leader
+    leader = cluster.partition(name, 0).leader
 
     def kill_then_restart() -> None:
         time.sleep(1.0)
@@ -144,10 +143,11 @@ def test_a_leader_change_in_a_baseline_group_makes_its_evidence_incomplete(clust
 
     def kill_a_leader_mid_load() -> None:
         deadline = time.monotonic() + 60
-        while name not in cluster.admin().topics() and time.monotonic() < deadline:
-            time.sleep(0.1)
+        with cluster.admin() as admin:
+            while name not in admin.topics() and time.monotonic() < deadline:
+                time.sleep(0.1)
         time.sleep(2.5)  # producers started (~1 s), then part of the load
-        killed.append(cluster.admin().partition(name, 0).leader)
+        killed.append(cluster.partition(name, 0).leader)
         cluster.kill(killed[0])
         time.sleep(3)
         cluster.start(killed[0])

@@ -38,6 +38,16 @@ class FakeAdmin:
 
     def __init__(self, cluster: FakeCluster, exclude: list[int]) -> None:
         self.cluster, self.exclude = cluster, exclude
+        self.closed = False
+
+    def close(self) -> None:
+        self.closed = True
+
+    def __enter__(self) -> FakeAdmin:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
     def partition(self, topic: str, partition: int) -> PartitionState:
         self.cluster.read(metadata=True)
@@ -161,6 +171,10 @@ class FakeCluster:
         admin = FakeAdmin(self, list(exclude))
         self.admins.append(admin)
         return admin
+
+    def partition(self, topic: str, partition: int, timeout_s: float = 5.0) -> PartitionState:
+        with self.admin(timeout_s) as admin:
+            return admin.partition(topic, partition)
 
     def active_controller(self) -> int:
         self.read(metadata=True)
@@ -348,6 +362,7 @@ def run(cluster: FakeCluster, step: FaultStep, min_insync_replicas: int = 2, on:
     context = FaultContext(cluster, TOPIC, min_insync_replicas)  # type: ignore[arg-type]
     event = ACTIONS[step.fault](context, step, on or window(step))
     assert event.ended is not None and event.ended >= event.started
+    assert all(admin.closed for admin in cluster.admins), "every admin client an action makes is closed by it"
     return event
 
 

@@ -17,6 +17,10 @@ class ScriptedAdmin:
 
     def __init__(self, answers: list[Any]) -> None:
         self.answers = answers
+        self.closed = False
+
+    def close(self) -> None:
+        self.closed = True
 
     def leaders(self, topics: list[str]) -> dict[tuple[str, int], int]:
         answer = self.answers.pop(0) if len(self.answers) > 1 else self.answers[0]
@@ -39,10 +43,13 @@ TIMEOUT = KafkaException(KafkaError(KafkaError._TIMED_OUT))
 
 def _watch(answers: list[Any], monkeypatch: Any, polls: int) -> str | None:
     monkeypatch.setattr(watch, "POLL_S", 0.01)
-    leader_watch = LeaderWatch(Cluster(ScriptedAdmin(answers)), ["t"])  # type: ignore[arg-type]
+    admin = ScriptedAdmin(answers)
+    leader_watch = LeaderWatch(Cluster(admin), ["t"])  # type: ignore[arg-type]
     leader_watch.start()
     time.sleep(0.01 * polls + 0.2)
-    return leader_watch.stop()
+    change = leader_watch.stop()
+    assert admin.closed, "the watch closes its admin client when it stops"
+    return change
 
 
 def test_steady_leaders_and_unanswered_polls_are_no_change(monkeypatch: Any) -> None:

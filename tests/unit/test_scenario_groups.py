@@ -76,7 +76,13 @@ class _Admin:
     """Last stable offsets scripted per call: each call pops the next answer (the last one repeats)."""
 
     def __init__(self, answers: list[dict[int, tuple[int, int]] | Exception]) -> None:
-        self.answers, self.calls = answers, 0
+        self.answers, self.calls, self.closed = answers, 0, False
+
+    def __enter__(self) -> _Admin:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.closed = True
 
     def unstable(self, topic: str, partitions: int) -> dict[int, tuple[int, int]]:
         answer = self.answers[min(self.calls, len(self.answers) - 1)]
@@ -105,6 +111,7 @@ def test_a_partition_whose_stable_offset_stays_behind_after_the_transaction_time
     stuck = _Admin([{0: (90, 100)}])
     started = time.monotonic()
     assert open_transactions(_Cluster(stuck), {"t": fast}, 2) == {"t": {0: (90, 100)}}  # type: ignore[arg-type]
+    assert markers_late.closed and stuck.closed, "open_transactions closes its admin client"
     assert time.monotonic() - started >= 1.0  # it waited out the transaction timeout first
     unreadable = open_transactions(_Cluster(_Admin([RuntimeError("no leader")])), {"t": fast}, 2)  # type: ignore[arg-type]
     assert unreadable == {"t": "last stable offsets not readable: no leader"}

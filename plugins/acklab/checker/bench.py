@@ -42,12 +42,10 @@ def measure_load(work: Path, messages: int, profile: str, producer_counts: list[
     """Seconds per million messages of the fastest full-speed load (first send to last report)."""
     cluster = Cluster.provision(load_topology("three-brokers"), work / "cluster", owner_pid=os.getpid())
     try:
-        admin = cluster.admin()
         best = float("inf")
         for producers in producer_counts:
             topic = f"bench-load-{producers}"
-            admin.create_topic(topic, cluster.topology.partitions, cluster.topology.replication_factor)
-            admin.wait_in_sync(topic, 60)
+            cluster.create_topic(topic, cluster.topology.partitions, cluster.topology.replication_factor)
             spec = LoadSpec(messages=messages, rate=None, producers=producers)
             result = run_load(cluster.direct_bootstrap_servers, topic, get_profile(profile), spec, ScenarioDir(work / topic))
             per_million = (result.ended - result.started) / result.sent * MILLION

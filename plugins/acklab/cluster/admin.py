@@ -30,13 +30,28 @@ class PartitionState:
 
 
 class ClusterAdmin:
-    """Thin, typed wrapper over AdminClient for what provisioning and faults need."""
+    """Thin, typed wrapper over AdminClient for what provisioning and faults need.
+
+    Close it (`with cluster.admin() as admin:` or `close()`) in the thread that made it. Left to
+    the garbage collector, the client may be destroyed by a collection that runs in its own
+    librdkafka background thread (which serves admin results), and librdkafka aborts the whole
+    process when a client is destroyed from one of its own threads (confluent-kafka-python #2129)."""
 
     def __init__(self, bootstrap_servers: str, timeout_s: float = 10.0) -> None:
         self._client = AdminClient(
             {"bootstrap.servers": bootstrap_servers, "socket.timeout.ms": 5000}, logger=RDKAFKA_LOG
         )
         self._timeout = timeout_s
+
+    def close(self) -> None:
+        """Destroy the client now, in this thread; pending requests end with _DESTROY."""
+        self._client.__exit__(None, None, None)
+
+    def __enter__(self) -> ClusterAdmin:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
     def broker_ids(self) -> set[int]:
         """Ids of the brokers currently registered with the controller."""

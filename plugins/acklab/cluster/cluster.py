@@ -12,7 +12,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from acklab.cluster import backends, links
-from acklab.cluster.admin import PROBE_TOPIC, ClusterAdmin
+from acklab.cluster.admin import PROBE_TOPIC, ClusterAdmin, PartitionState
 from acklab.cluster.errors import ClusterStartError
 from acklab.cluster.layout import free_ports, new_cluster_id, plan_nodes, write_configs
 from acklab.cluster.links import Links
@@ -121,6 +121,17 @@ class Cluster:
         """An admin client bootstrapped from the brokers not in `exclude` (e.g. a killed one)."""
         return ClusterAdmin(self._direct(exclude), timeout_s)
 
+    def create_topic(self, topic: str, partitions: int, replication_factor: int, in_sync_timeout_s: float = 60.0) -> None:
+        """Create `topic` and wait until every partition is fully in sync."""
+        with self.admin() as admin:
+            admin.create_topic(topic, partitions, replication_factor)
+            admin.wait_in_sync(topic, in_sync_timeout_s)
+
+    def partition(self, topic: str, partition: int, timeout_s: float = 5.0) -> PartitionState:
+        """One partition's leader, replicas and ISR, through a client closed before returning."""
+        with self.admin(timeout_s) as admin:
+            return admin.partition(topic, partition)
+
     def links(self) -> Links:
         """Control of the links between nodes (provisioned with `cut_links`)."""
         if self.state.links is None:
@@ -138,29 +149,29 @@ class Cluster:
         """The health gate: every broker registered, an active KRaft controller, a probe topic
         (RF = topology RF) fully in sync and no under-replicated partition in any topic."""
         deadline = time.monotonic() + timeout_s
-        admin = self.admin()
-        expected = set(self.topology.broker_ids)
-        registered: set[int] = set()
-        while time.monotonic() < deadline:
-            self._check_alive()
-            try:
-                registered = admin.broker_ids()
-                if registered == expected:
-                    break
-            except Exception:
-                pass
-            time.sleep(0.3)
-        else:
-            raise ClusterStartError(f"brokers registered {sorted(registered)}, expected {sorted(expected)} after {timeout_s:.0f}s")
-        if PROBE_TOPIC not in admin.topics():
-            admin.create_topic(PROBE_TOPIC, self.topology.brokers, self.topology.replication_factor)
-        admin.wait_in_sync(PROBE_TOPIC, max(1.0, deadline - time.monotonic()))
-        while ((lagging := admin.under_replicated()) or self.active_controller() < 0) and time.monotonic() < deadline:
-            time.sleep(0.3)
-        if lagging:
-            raise ClusterStartError(f"{len(lagging)} under-replicated partition(s) after {timeout_s:.0f}s, e.g. {lagging[0]}")
-        if self.active_controller() < 0:
-            raise ClusterStartError(f"no active KRaft controller (no running quorum leader) after {timeout_s:.0f}s")
+        with self.admin() as admin:
+            expected = set(self.topology.broker_ids)
+            registered: set[int] = set()
+            while time.monotonic() < deadline:
+                self._check_alive()
+                try:
+                    registered = admin.broker_ids()
+                    if registered == expected:
+                        break
+                except Exception:
+                    pass
+                time.sleep(0.3)
+            else:
+                raise ClusterStartError(f"brokers registered {sorted(registered)}, expected {sorted(expected)} after {timeout_s:.0f}s")
+            if PROBE_TOPIC not in admin.topics():
+                admin.create_topic(PROBE_TOPIC, self.topology.brokers, self.topology.replication_factor)
+            admin.wait_in_sync(PROBE_TOPIC, max(1.0, deadline - time.monotonic()))
+            while ((lagging := admin.under_replicated()) or self.active_controller() < 0) and time.monotonic() < deadline:
+                time.sleep(0.3)
+            if lagging:
+                raise ClusterStartError(f"{len(lagging)} under-replicated partition(s) after {timeout_s:.0f}s, e.g. {lagging[0]}")
+            if self.active_controller() < 0:
+                raise ClusterStartError(f"no active KRaft controller (no running quorum leader) after {timeout_s:.0f}s")
 
     def active_controller(self) -> int:
         """The KRaft quorum leader, or -1: the leader of the highest epoch in the voters' persisted

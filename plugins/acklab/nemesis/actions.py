@@ -36,9 +36,8 @@ Apply = Callable[[FaultContext, FaultStep, Window], FaultEvent]
 
 def resolve(ctx: FaultContext, target: Target) -> int:
     """The node id a target names right now."""
-    admin = ctx.cluster.admin(timeout_s=5)
     if target.kind in ("leader", "follower"):
-        state = admin.partition(target.topic or ctx.topic, target.partition)
+        state = ctx.cluster.partition(target.topic or ctx.topic, target.partition)
         if target.kind == "leader":
             return state.leader
         followers = [b for b in state.isr if b != state.leader]
@@ -48,7 +47,8 @@ def resolve(ctx: FaultContext, target: Target) -> int:
     if target.kind == "broker":
         assert target.broker is not None
         return target.broker
-    return random.choice(sorted(admin.broker_ids()))
+    with ctx.cluster.admin(timeout_s=5) as admin:
+        return random.choice(sorted(admin.broker_ids()))
 
 
 def _poll(window: Window, check: Callable[[], str | None], interval_s: float = 0.2) -> str | None:
@@ -81,7 +81,7 @@ def _process_fault(action: Literal["kill", "stop", "pause"]) -> Apply:
         # A broker target need not lead the target partition: only a leader's leadership can move.
         led = target.kind == "leader" or (
             target.kind in ("broker", "random-broker")
-            and ctx.cluster.admin(timeout_s=5).partition(target.topic or ctx.topic, target.partition).leader == victim
+            and ctx.cluster.partition(target.topic or ctx.topic, target.partition).leader == victim
         )
         {"kill": ctx.cluster.kill, "stop": ctx.cluster.stop, "pause": ctx.cluster.pause}[action](victim)
         started = time.monotonic()
@@ -115,6 +115,7 @@ def _process_fault(action: Literal["kill", "stop", "pause"]) -> Apply:
             ctx.settled.set()
             window.wait_out()
         finally:
+            admin.close()
             (ctx.cluster.resume if action == "pause" else ctx.cluster.start)(victim)
             event.ended = time.time()
         return event
@@ -129,22 +130,22 @@ def _sole_replica(ctx: FaultContext, target: Target, victim: int) -> bool:
         return True
     if target.kind not in ("leader", "follower"):
         return False
-    replicas = ctx.cluster.admin(timeout_s=5).partition(target.topic or ctx.topic, target.partition).replicas
+    replicas = ctx.cluster.partition(target.topic or ctx.topic, target.partition).replicas
     return set(replicas) == {victim}
 
 
 def _rolling_restart(ctx: FaultContext, step: FaultStep, window: Window) -> FaultEvent:
     """Clean restart of every broker in turn, each back in the ISR before the next (takes as long as needed)."""
     event = FaultEvent(step.fault, "all brokers", "rolling-restart")
-    admin = ctx.cluster.admin(timeout_s=5)
     restarted = []
-    for broker in sorted(admin.broker_ids()):
-        if window.stop.is_set():
-            break
-        ctx.cluster.stop(broker)
-        ctx.cluster.start(broker)
-        admin.wait_in_sync(ctx.topic, 120)
-        restarted.append(broker)
+    with ctx.cluster.admin(timeout_s=5) as admin:
+        for broker in sorted(admin.broker_ids()):
+            if window.stop.is_set():
+                break
+            ctx.cluster.stop(broker)
+            ctx.cluster.start(broker)
+            admin.wait_in_sync(ctx.topic, 120)
+            restarted.append(broker)
     event.observe(f"restarted brokers {restarted} in turn" if len(restarted) == len(ctx.cluster.topology.broker_ids) else None,
                   f"restarted only brokers {restarted}")
     if event.effective:  # in effect from the first stop on
@@ -156,14 +157,14 @@ def _rolling_restart(ctx: FaultContext, step: FaultStep, window: Window) -> Faul
 def _replicas_down(ctx: FaultContext, step: FaultStep, window: Window) -> FaultEvent:
     """Stop enough followers of the target partition that its ISR falls below min.insync.replicas."""
     target = step.parsed_target
-    admin = ctx.cluster.admin(timeout_s=5)
-    state = admin.partition(target.topic or ctx.topic, target.partition)
+    state = ctx.cluster.partition(target.topic or ctx.topic, target.partition)
     followers = [b for b in state.replicas if b != state.leader]
     count = step.options.get("count") or len(state.replicas) - ctx.min_insync_replicas + 1
     victims = followers[:count]
     event = FaultEvent(step.fault, f"followers {victims} of {step.target} (leader {state.leader})", "stop")
     with ThreadPoolExecutor(len(victims)) as pool:  # together: the ISR must shrink while the load runs
         list(pool.map(ctx.cluster.stop, victims))
+    admin = ctx.cluster.admin(timeout_s=5)
     try:
         def check() -> str | None:
             isr = admin.partition(target.topic or ctx.topic, target.partition).isr
@@ -172,6 +173,7 @@ def _replicas_down(ctx: FaultContext, step: FaultStep, window: Window) -> FaultE
         event.observe(_poll(window, check), f"stopped {victims}; ISR never fell below {ctx.min_insync_replicas}")
         window.wait_out()
     finally:
+        admin.close()
         for victim in victims:
             ctx.cluster.start(victim)
         event.ended = time.time()
@@ -245,7 +247,7 @@ def _link_fault(ctx: FaultContext, step: FaultStep, window: Window) -> FaultEven
     if not pairs:
         event.ended, event.effect = time.time(), f"{step.target} resolved to node {victim}: no link to cut"
         return event
-    before = ctx.cluster.admin(timeout_s=5).partition(topic, target.partition)
+    before = ctx.cluster.partition(topic, target.partition)
     controller = ctx.cluster.active_controller()
     links = ctx.cluster.links()
     fault = links.cut(pairs, probability)
@@ -270,18 +272,18 @@ def _link_fault(ctx: FaultContext, step: FaultStep, window: Window) -> FaultEven
     def observe(effect: str | None, when: str = "") -> None:
         event.observe(effect and f"{effect} in {time.monotonic() - started:.1f}s{when}", f"links cut; no effect seen within {step.duration_s:.0f}s (+{AFTERMATH_S:g}s)")
 
-    try:
-        if probability == 1 and (effect := _poll(window, check)) is not None:
-            observe(effect)
-        window.wait_out()
-        event.counts = {"dropped_packets": links.dropped(fault)}
-    finally:
-        links.heal(fault)
-        event.ended = time.time()
-    if probability == 1:
-        if not event.effective:  # a timer that ran out during the cut may act just after the heal
+    with admin:
+        try:
+            if probability == 1 and (effect := _poll(window, check)) is not None:
+                observe(effect)
+            window.wait_out()
+            event.counts = {"dropped_packets": links.dropped(fault)}
+        finally:
+            links.heal(fault)
+            event.ended = time.time()
+        if probability == 1 and not event.effective:  # a timer that ran out during the cut may act just after the heal
             observe(_poll(Window(time.monotonic() + AFTERMATH_S, window.stop), check), " (after the heal)")
-    else:
+    if probability != 1:
         dropped = event.counts["dropped_packets"]
         event.observe(f"{dropped} packets dropped" if dropped else None, "no packet dropped")
         if dropped:  # in effect from the start, like the proxy's drops

@@ -12,6 +12,7 @@ import time
 
 from confluent_kafka import KafkaException
 
+from acklab.cluster.admin import ClusterAdmin
 from acklab.cluster.cluster import Cluster
 
 POLL_S = 0.5
@@ -22,7 +23,8 @@ class LeaderWatch:
     leader (or none) is recorded; `stop()` returns the first such change, or None."""
 
     def __init__(self, cluster: Cluster, topics: list[str]) -> None:
-        self._admin = cluster.admin(timeout_s=5)
+        self._cluster = cluster
+        self._admin: ClusterAdmin | None = None  # from start() to stop()
         self._topics = topics
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="leader-watch", daemon=True)
@@ -31,6 +33,7 @@ class LeaderWatch:
         self.change: str | None = None
 
     def start(self, attempts: int = 3) -> None:
+        self._admin = self._cluster.admin(timeout_s=5)
         for attempt in range(attempts):
             try:
                 self._baseline = self._admin.leaders(self._topics)
@@ -42,10 +45,13 @@ class LeaderWatch:
         self._thread.start()
 
     def stop(self) -> str | None:
+        """Stop watching (and close the admin client); the first leader change seen, or None."""
         self._stop.set()
         if self._thread.is_alive():
             self._thread.join()
             self._check()  # a last look: the load is over
+        if self._admin is not None:
+            self._admin.close()
         return self.change
 
     def _run(self) -> None:
@@ -55,6 +61,7 @@ class LeaderWatch:
     def _check(self) -> None:
         if self.change is not None:
             return
+        assert self._admin is not None
         try:
             leaders = self._admin.leaders(self._topics)
         except KafkaException:  # no answer is not a leader change; the next poll asks again

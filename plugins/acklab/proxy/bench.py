@@ -47,8 +47,7 @@ def main() -> None:
     os.environ.setdefault("ACKLAB_RUNS", tempfile.mkdtemp(prefix="acklab-bench-"))
     cluster = Cluster.provision(load_topology("three-brokers"), Path(os.environ["ACKLAB_RUNS"]) / "bench-proxy" / "cluster", owner_pid=os.getpid())
     try:
-        cluster.admin().create_topic("bench", 3, 3)
-        cluster.admin().wait_in_sync("bench", 60)
+        cluster.create_topic("bench", 3, 3)
         produce(cluster.direct_bootstrap_servers, "bench", args.messages // 10, args.size)  # warm-up
         ratios = []
         for round_ in range(args.rounds):
