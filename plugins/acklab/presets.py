@@ -385,24 +385,25 @@ PRESETS: dict[str, Preset] = _by_name(
 )
 
 
-BUG_4438 = "idem-rto3s__request-loss+error-inject"
+BUG_4438 = "idem-single__lose-then-reject"
 BUG_14402 = "txn-rto3s__request-hold"
 BUGS: dict[str, Preset] = _by_name(
         Preset(
             "librdkafka-4438",
             "librdkafka #3584, fixed by PR #4438 in 2.3.0",
-            "idempotent producer, socket.timeout.ms=3000; one produce request of the leader dropped (it times out: "
-            "possibly persisted, yet never appended), then its retry answered NOT_ENOUGH_REPLICAS: clients before 2.3.0 "
-            "advanced their sequence numbers and died of a fatal sequence desynchronization",
+            "idempotent producer, one record per request (batch.num.messages=1, linger.ms=0, up to 5 in flight); the "
+            "leader's proxy loses one produce request and those pipelined behind it with their connection (possibly "
+            "persisted, yet never appended), then answers the lost batch's retry NOT_ENOUGH_REPLICAS while the requests "
+            "behind it reach the broker and get OUT_OF_ORDER_SEQUENCE_NUMBER: clients before 2.3.0 had advanced their "
+            "next expected sequence past the lost batches and die of a fatal sequence desynchronization",
             {
                 "topology": "three-brokers",
-                "profiles": ["idem-rto3s"],
-                "custom_profiles": {"idem-rto3s": _raw(enable_idempotence=True, request_timeout_ms=3000, socket_timeout_ms=3000, linger_ms=5)},
+                "profiles": ["idem-single"],
+                "custom_profiles": {"idem-single": _raw(enable_idempotence=True, batch_num_messages=1, linger_ms=0, message_timeout_ms=60000)},
                 "schedule": [
-                    {"at_s": 2.0, "fault": "request-loss", "target": "leader:0", "duration_s": 2.5, "options": {"count": 1, "probability": 1.0}},
-                    {"at_s": 4.6, "fault": "error-inject", "target": "leader:0", "duration_s": 3.0, "options": {"error": "NOT_ENOUGH_REPLICAS"}},
+                    {"at_s": 2.0, "fault": "lose-then-reject", "target": "leader:0", "duration_s": 5.0, "options": {"error": "NOT_ENOUGH_REPLICAS"}},
                 ],
-                "messages": 12_000, "rate": 1000.0,
+                "messages": 6_000, "rate": 500.0,
             },
             (
                 Observation(

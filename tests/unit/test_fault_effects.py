@@ -340,6 +340,7 @@ CASES: dict[str, Case] = {
     "client-partition": proxy_case("blackholed_requests", "blackholed requests", "blackholed responses"),
     "error-inject": proxy_case("injected_errors", "injected errors"),
     "error-after-append": proxy_case("replaced_errors", "replaced errors"),
+    "lose-then-reject": proxy_case("injected_errors", "injected errors"),
     "request-hold": proxy_case("held_requests", "held requests"),
     "leader-isolate": cut_case(leader_moves_to(2), "leader of t[0] moved 1 -> 2 in "),
     "node-isolate": cut_case(isr_loses(2), "ISR [1, 2, 3] -> [1, 3] (without [2]) in "),

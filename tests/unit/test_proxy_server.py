@@ -5,6 +5,7 @@ librdkafka under these faults: tests/integration/test_proxy_faults.py."""
 from __future__ import annotations
 
 import asyncio
+import struct
 import time
 from collections.abc import Awaitable, Callable
 from contextlib import suppress
@@ -67,8 +68,9 @@ class Client:
     def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         self.reader, self.writer = reader, writer
 
-    def produce(self, correlation: int, acks: int = -1, transactional_id: str | None = None) -> None:
-        request = ProduceRequest(transactional_id, acks, 1000, (TopicData("t", (PartitionData(0, b"records"), PartitionData(1, b"r"))),))
+    def produce(self, correlation: int, acks: int = -1, transactional_id: str | None = None, records: tuple[bytes, ...] = (b"records", b"r")) -> None:
+        partitions = tuple(PartitionData(index, batch) for index, batch in enumerate(records))
+        request = ProduceRequest(transactional_id, acks, 1000, (TopicData("t", partitions),))
         self.send(encode_request(RequestHeader(PRODUCE, VERSION, correlation, "test"), request))
 
     def send(self, body: bytes) -> None:
@@ -255,3 +257,35 @@ def _end_txn(correlation: int) -> bytes:
     writer.out.append(1)
     writer.tags({}, ())
     return bytes(writer.out)
+
+
+def batch(producer_id: int, sequence: int, epoch: int = 0) -> bytes:
+    """The header of a v2 record batch of one record (what the proxy reads: magic, producer, sequence)."""
+    return struct.pack(">qiibihiqqqhii", 0, 49, 0, 2, 0, 0, 0, 0, 0, producer_id, epoch, sequence, 1)
+
+
+def test_lose_then_reject_loses_a_batch_with_its_connection_then_rejects_its_retry_once() -> None:
+    async def scenario(proxy: ProxyServer, brokers: list[Broker], connect: Callable[[int], Awaitable[Client]]) -> None:
+        set_rule(proxy, action="lose_then_reject", error="NOT_ENOUGH_REPLICAS", delay_s=0.3)
+        plain = await connect(0)
+        plain.produce(1)  # no idempotent batch: forwarded, the rule waits for one
+        assert await plain.answer() == (1, [0, 0])
+        first = await connect(0)
+        lost_at = time.monotonic()
+        first.produce(2, records=(batch(7, 10),))
+        first.produce(3, records=(batch(7, 11),))  # pipelined behind it: lost with it
+        assert await first.reader.read() == b""  # no answer; the proxy closes the connection
+        assert time.monotonic() - lost_at >= 0.3
+        retry = await connect(0)
+        sent_at = time.monotonic()
+        retry.produce(4, records=(batch(7, 10),))  # the lost batch's retry: rejected
+        retry.produce(5, records=(batch(7, 11),))  # behind it: reaches the broker, answered after the rejection
+        assert await retry.answer() == (4, [19])
+        assert time.monotonic() - sent_at >= 0.3
+        assert await retry.answer() == (5, [0])
+        retry.produce(6, records=(batch(7, 10),))  # a second retry: the rule acted once
+        assert await retry.answer() == (6, [0])
+        assert produce_received(brokers[0]) == [1, 5, 6]
+        assert stats(proxy) == {"lost_requests": 2, "injected_errors": 1}
+
+    run(scenario)

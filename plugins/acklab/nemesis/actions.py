@@ -313,6 +313,7 @@ ACTIONS: dict[str, Apply] = {
     "error-inject": _proxy_fault("inject_error", "injected_errors"),
     "error-after-append": _proxy_fault("replace_error", "replaced_errors"),
     "request-hold": _proxy_fault("hold_request", "held_requests"),
+    "lose-then-reject": _proxy_fault("lose_then_reject", "injected_errors"),
     "leader-isolate": _link_fault,
     "node-isolate": _link_fault,
     "split": _link_fault,

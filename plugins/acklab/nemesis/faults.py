@@ -72,6 +72,19 @@ class AfterAppendOptions(ErrorOptions):
     error: str = "NOT_ENOUGH_REPLICAS_AFTER_APPEND"
 
 
+class LoseThenRejectOptions(NoOptions):
+    """How long the lost connection lives before the proxy closes it, and how long the rejection
+    of the lost batch's retry is held (requests behind it are pipelined meanwhile)."""
+
+    error: str = "NOT_ENOUGH_REPLICAS"
+    delay_s: float = Field(0.5, gt=0, description="seconds the lost connection lives; seconds the retry's rejection is held")
+
+    @field_validator("error")
+    @classmethod
+    def _known(cls, name: str) -> str:
+        return check_error(name)  # type: ignore[return-value]
+
+
 class HoldOptions(ProxyOptions):
     """Held PRODUCE requests are forwarded after `delay_s`, or right after the next EndTxn answered
     (`until: end_txn`), and at the latest when the window ends."""
@@ -186,6 +199,13 @@ FAULTS: Mapping[str, FaultSpec] = {
         _proxy(
             "request-hold", "hold produce requests, forward them after delay_s, the next EndTxn, or the window's end",
             HoldOptions, silent=True,
+        ),
+        _proxy(
+            "lose-then-reject",
+            "lose an idempotent producer's produce request and its pipeline with their connection (never appended), "
+            "then answer the lost batch's retry with a broker error (default NOT_ENOUGH_REPLICAS) while the requests "
+            "behind it reach the broker",
+            LoseThenRejectOptions, answers_error=True,
         ),
         _link(
             "leader-isolate", "cut the leader off from every other node (clients still reach it), heal after the duration",

@@ -246,11 +246,24 @@ def response_header(correlation_id: int, flexible_: bool) -> bytes:
 # ---- ProduceRequest -----------------------------------------------------------------------
 
 
+BATCH_PRODUCER = struct.Struct(">qhi")  # a v2 record batch's producerId, producerEpoch, baseSequence
+BATCH_PRODUCER_AT, BATCH_MAGIC_AT = 43, 16
+
+
 @dataclass(frozen=True)
 class PartitionData:
     index: int
     records: bytes | None
     tagged: Tags = ()
+
+    def producer_sequence(self) -> tuple[int, int, int] | None:
+        """(producer id, epoch, base sequence) of the first record batch, if it is an idempotent
+        producer's (producer id >= 0) v2 batch; else None."""
+        records = self.records
+        if records is None or len(records) < BATCH_PRODUCER_AT + BATCH_PRODUCER.size or records[BATCH_MAGIC_AT] != 2:
+            return None
+        producer_id, epoch, sequence = BATCH_PRODUCER.unpack_from(records, BATCH_PRODUCER_AT)
+        return (producer_id, epoch, sequence) if producer_id >= 0 else None
 
 
 @dataclass(frozen=True)

@@ -8,8 +8,10 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from acklab.proxy.protocol import ERRORS, PRODUCE, error_table
 
-Action = Literal["drop_response", "drop_request", "delay_response", "blackhole", "inject_error", "replace_error", "hold_request"]
-PRODUCE_ACTIONS = frozenset({"inject_error", "replace_error", "hold_request"})  # they act on PRODUCE requests only
+Action = Literal[
+    "drop_response", "drop_request", "delay_response", "blackhole", "inject_error", "replace_error", "hold_request", "lose_then_reject"
+]
+PRODUCE_ACTIONS = frozenset({"inject_error", "replace_error", "hold_request", "lose_then_reject"})  # they act on PRODUCE requests only
 
 
 def check_error(name: str | None) -> str | None:
@@ -37,6 +39,14 @@ class ProxyRule(BaseModel):
       proxy answered (`until: end_txn`), and at the latest when the rule ends. Later PRODUCE
       requests of its connection queue behind it; a held request still reaches the broker when its
       client has gone (its response is then discarded).
+    - lose_then_reject: the first PRODUCE request carrying an idempotent producer's batch, and every
+      later PRODUCE request of its connection, never reach the broker and get no answer; `delay_s`
+      after the first, the proxy closes that connection (the client sees a disconnect: what it had
+      in flight is "possibly persisted", yet none of it was appended). The first later request that
+      retries the lost batch (same producer id and base sequence, on any connection) is answered
+      with `error` `delay_s` after it arrived, without reaching the broker; the requests behind it
+      are forwarded (the broker, missing the lost batch, answers OUT_OF_ORDER_SEQUENCE_NUMBER) and
+      answered in order behind it. It acts once: `count` is ignored.
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -58,7 +68,7 @@ class ProxyRule(BaseModel):
 
     @model_validator(mode="after")
     def _complete(self) -> ProxyRule:
-        if self.action in ("inject_error", "replace_error") and self.error is None:
+        if self.action in ("inject_error", "replace_error", "lose_then_reject") and self.error is None:
             raise ValueError(f"{self.action} needs an error")
         return self
 

@@ -12,7 +12,7 @@ first 4 of a response.
 Counters (`stats`): `requests.<api>.v<version>` and `responses.<api>` per frame forwarded; per
 fault dropped_requests/responses, blackholed_requests/responses, delayed_responses,
 injected_errors, replaced_errors, held_requests, released_requests (released_after_end_txn of
-them by an EndTxn); held_lost (held, but the broker connection closed first); discarded_responses
+them by an EndTxn), lost_requests; held_lost (held, but the broker connection closed first); discarded_responses
 (answers to requests whose client had gone) and, per partition of those to PRODUCE requests,
 discarded_produce_errors.<code> (0: a late write was appended); closed_after_error (acks=0
 requests answered by a closed connection); unparsed_produce (a PRODUCE the codec cannot read:
@@ -92,12 +92,13 @@ class Connection:
     """One client connection and its connection to the broker.
 
     `expected` holds, in send order, what the client will be answered: (correlation, api_key,
-    api_version, None) for a request the broker will answer, (correlation, PRODUCE, version, body)
-    for an answer the proxy wrote itself, sent once the broker answered everything before it."""
+    api_version, None, 0) for a request the broker will answer, (correlation, PRODUCE, version,
+    body, due) for an answer the proxy wrote itself, sent once the broker answered everything
+    before it and not before `due` (monotonic time)."""
 
     def __init__(self, upstream: asyncio.StreamWriter, client: asyncio.StreamWriter) -> None:
         self.upstream, self.client = upstream, client
-        self.expected: deque[tuple[int, int, int, bytes | None]] = deque()
+        self.expected: deque[tuple[int, int, int, bytes | None, float]] = deque()
         self.held: deque[Held] = deque()
         self.awaiting: set[int] = set()  # released requests not answered yet
         self.client_open = True
@@ -105,30 +106,38 @@ class Connection:
         self.released = asyncio.Event()
 
     def forward(self, frame: bytes, correlation: int, api_key: int, version: int) -> None:
-        self.expected.append((correlation, api_key, version, None))
+        self.expected.append((correlation, api_key, version, None, 0.0))
         self.upstream.write(frame)
 
-    def answer(self, correlation: int, version: int, body: bytes) -> None:
-        """Answer a request in the proxy's name, in order behind the answers still due from the broker."""
-        if self.expected:
-            self.expected.append((correlation, PRODUCE, version, body))
+    def answer(self, correlation: int, version: int, body: bytes, delay_s: float = 0.0) -> None:
+        """Answer a request in the proxy's name `delay_s` from now, in order behind the answers
+        still due from the broker (later answers wait behind it)."""
+        if self.expected or delay_s:
+            self.expected.append((correlation, PRODUCE, version, body, time.monotonic() + delay_s))
+            if delay_s:
+                asyncio.get_running_loop().call_later(delay_s, self.flush_answers)
         else:
             self.to_client(_frame(body))
 
-    def answered(self, correlation: int) -> tuple[int, int]:
+    async def answered(self, correlation: int) -> tuple[int, int]:
         """(api_key, api_version) of the request `correlation` answers (-1, -1 if unknown); answers
-        of the proxy due before it are sent first, requests never answered (acks=0) forgotten."""
+        of the proxy before it are sent first (once due), requests never answered (acks=0) forgotten."""
         while self.expected:
-            expected, api_key, version, body = self.expected.popleft()
-            if expected == correlation and body is None:
-                return api_key, version
-            if body is not None:
+            expected, api_key, version, body, due = self.expected[0]
+            if body is None:
+                self.expected.popleft()
+                if expected == correlation:
+                    return api_key, version
+            elif (wait_s := due - time.monotonic()) > 0:
+                await asyncio.sleep(wait_s)  # the head may be sent meanwhile (flush_answers): look again
+            else:
+                self.expected.popleft()
                 self.to_client(_frame(body))
         return -1, -1
 
     def flush_answers(self) -> None:
-        """Send the proxy's answers now at the head of `expected`."""
-        while self.expected and self.expected[0][3] is not None:
+        """Send the proxy's answers at the head of `expected` that are due."""
+        while self.expected and self.expected[0][3] is not None and self.expected[0][4] <= time.monotonic():
             self.to_client(_frame(self.expected.popleft()[3]))  # type: ignore[arg-type]
 
     def to_client(self, frame: bytes) -> None:
@@ -147,6 +156,8 @@ class BrokerProxy:
     stats: Counter[str] = field(default_factory=Counter)
     holding: set[Connection] = field(default_factory=set)
     on_end_txn: Callable[[], None] = lambda: None
+    lost: dict[tuple[str | bytes, int, int], int] = field(default_factory=dict)  # lose_then_reject: (topic, partition, producer id) -> base sequence
+    swallowing: set[Connection] = field(default_factory=set)  # lose_then_reject: connections whose PRODUCE requests are lost
 
     def active(self, api_key: int | None = None) -> ProxyRule | None:
         """The rule if it is live, not exhausted, matches `api_key` and wins its coin toss."""
@@ -166,7 +177,7 @@ class BrokerProxy:
 
     def set_rule(self, rule: ProxyRule) -> None:
         self.end_rule()
-        self.rule, self.affected = rule, 0
+        self.rule, self.affected, self.lost = rule, 0, {}
         self.rule_expires = time.monotonic() + rule.expires_in_s
         asyncio.get_running_loop().call_later(rule.expires_in_s, self._expire, rule)
 
@@ -174,6 +185,13 @@ class BrokerProxy:
         """Lift the rule; every held request is released."""
         self.rule = None
         self.release_all()
+        for conn in list(self.swallowing):
+            self._close(conn)
+
+    def _close(self, conn: Connection) -> None:
+        """Close a client connection (the client sees a disconnect)."""
+        self.swallowing.discard(conn)
+        conn.client.close()
 
     def _expire(self, rule: ProxyRule) -> None:
         if self.rule is rule:
@@ -236,6 +254,9 @@ class BrokerProxy:
             body = await reader.readexactly(int.from_bytes(size, "big"))
             api_key, version, correlation = peek_header(body)
             self.stats[f"requests.{api_key}.v{version}"] += 1
+            if api_key == PRODUCE and conn in self.swallowing:
+                self.stats["lost_requests"] += 1
+                continue
             if conn.held and api_key == PRODUCE:  # a connection's PRODUCE requests stay in order
                 self._hold(conn, size + body, correlation, version, conn.held[-1].due, self._parse(body, version))
                 continue
@@ -276,6 +297,8 @@ class BrokerProxy:
         if rule.action == "replace_error" or (parsed := self._parse(body, version)) is None:
             return "forward"
         header, request = parsed
+        if rule.action == "lose_then_reject":
+            return self._lose_then_reject(conn, correlation, version, header, request, rule)
         if rule.action == "inject_error":
             self.affected += 1
             self.stats["injected_errors"] += 1
@@ -288,6 +311,31 @@ class BrokerProxy:
             return "forward"
         self.affected += 1
         self._hold(conn, frame, correlation, version, time.monotonic() + rule.delay_s if rule.delay_s else math.inf, parsed)
+        return "taken"
+
+    def _lose_then_reject(
+        self, conn: Connection, correlation: int, version: int, header: RequestHeader, request: ProduceRequest, rule: ProxyRule
+    ) -> Literal["taken", "forward"]:
+        """The first idempotent batch's request is lost with its connection; its retry is rejected once."""
+        batches = {
+            (topic.name or topic.topic_id, partition.index, batch[0]): batch[2]
+            for topic in request.topics
+            for partition in topic.partitions
+            if (batch := partition.producer_sequence()) is not None
+        }
+        if not self.lost:
+            if not batches:
+                return "forward"
+            self.lost = batches
+            self.swallowing.add(conn)
+            self.stats["lost_requests"] += 1
+            asyncio.get_running_loop().call_later(rule.delay_s, self._close, conn)
+            return "taken"
+        if self.affected or not any(self.lost.get(key) == sequence for key, sequence in batches.items()):
+            return "forward"
+        self.affected += 1
+        self.stats["injected_errors"] += 1
+        conn.answer(correlation, version, error_response(header, request, rule.error_code), rule.delay_s)
         return "taken"
 
     def _hold(
@@ -336,7 +384,7 @@ class BrokerProxy:
             size = await reader.readexactly(4)
             body = await reader.readexactly(int.from_bytes(size, "big"))
             (correlation,) = CORRELATION.unpack_from(body)
-            api_key, version = conn.answered(correlation)
+            api_key, version = await conn.answered(correlation)
             conn.awaiting.discard(correlation)
             rule = self.active(api_key)
             if rule is not None:
