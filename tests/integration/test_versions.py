@@ -75,25 +75,32 @@ def test_each_client_version_passes_the_smoke_scenarios() -> None:
 
 @pytest.mark.versions
 @pytest.mark.parametrize(
-    ("preset", "conf"),
+    ("preset", "conf", "verdicts"),
     [
-        ("librdkafka-4438", {"kafka_versions": [DEFAULT_KAFKA_VERSION], "client_versions": ["2.2.0", "2.3.0"]}),
-        ("kafka-14402", {"kafka_versions": ["3.5.2", "3.6.2"]}),
+        # reproduced: red (a fatal error) before the fix, green from it on
+        ("librdkafka-4438", {"kafka_versions": [DEFAULT_KAFKA_VERSION], "client_versions": ["2.2.0", "2.3.0"]}, {"client 2.2.0": "fail", "client 2.3.0": "pass"}),
+        ("kafka-14402", {"kafka_versions": ["3.5.2", "3.6.2"]}, None),  # not reproduced with librdkafka (README)
     ],
 )
 def test_a_bug_preset_runs_on_both_sides_of_its_fix_in_the_version_dag(
-    preset: str, conf: dict, acklab_env: dict[str, str], isolated_run_store: Path
+    preset: str, conf: dict, verdicts: dict[str, str] | None, acklab_env: dict[str, str], isolated_run_store: Path
 ) -> None:
     """The version-regression DAG runs the preset on every pair and checks its claim per version: the
-    comparison names each pair's verdict, each run its claim with what was measured."""
+    comparison names each pair's verdict, each run its claim with what was measured; a reproduced bug
+    turns the run of the version before its fix red and leaves the fixed one green."""
     before = set(isolated_run_store.glob("comparisons/*/comparison.json"))
     result = dags_test(acklab_env, {"preset": preset, **conf}, "kafka_version_regression")
     output = result.stdout + result.stderr
     (comparison,) = set(isolated_run_store.glob("comparisons/*/comparison.json")) - before
     summary = json.loads(comparison.read_text())
     assert len(summary["runs"]) == 2, output[-5000:]
+    seen_verdicts = {}
     for run in map(Path, summary["runs"]):
-        (seen,) = json.loads((run / "result.json").read_text())["observations"]
+        result_json = json.loads((run / "result.json").read_text())
+        (seen,) = result_json["observations"]
         assert seen["preset"] == preset and seen["status"] in {"reproduced", "not reproduced"} and seen["measured"], seen
+        seen_verdicts[seen["measured"].partition(":")[0]] = (result_json["status"], seen["status"])
         assert_nothing_left(run / "cluster")
+    if verdicts is not None:
+        assert seen_verdicts == {version: (status, "reproduced") for version, status in verdicts.items()}, seen_verdicts
     assert result.returncode == (0 if summary["status"] == "pass" else 1), output[-5000:]
