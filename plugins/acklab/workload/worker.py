@@ -109,7 +109,7 @@ class Worker:
         self.keys = [key(job.producer, k).encode() for k in range(job.keys)]
         self.stats_rows: list[dict[str, object]] = []
         self._reports: list[Message] = []  # delivery reports not folded yet
-        self._failures: list[Message] = []  # those of them that failed (for the live progress)
+        self._failures: list[tuple[int, Message]] = []  # those of them that failed, with their position in _reports
         self._marks: list[tuple[int, float]] = []  # (delivery reports served, time) after each poll
         config = {"statistics.interval.ms": stats.STATS_INTERVAL_MS, **job.config}
         self.stats_interval_s = float(config["statistics.interval.ms"]) / 1000
@@ -152,13 +152,15 @@ class Worker:
             time.sleep(0.2)
 
     def _delivery_callback(self):
-        """Keeps the report (and notes a failure); everything else happens when reports are folded."""
-        add, add_failure = self._reports.append, self._failures.append
+        """Keeps the report (and notes a failure with its position); everything else happens when
+        reports are folded."""
+        reports, add_failure = self._reports, self._failures.append
+        add = reports.append
 
         def on_delivery(err: KafkaError | None, msg: Message) -> None:
             add(msg)
             if err is not None:
-                add_failure(msg)
+                add_failure((len(reports) - 1, msg))
 
         return on_delivery
 
@@ -385,10 +387,10 @@ class Worker:
         reports = self._reports
         served, stamps = zip(*self._marks, strict=True)
         ack_ts = np.asarray(stamps)[np.searchsorted(served, np.arange(len(reports)), side="right")]
-        width = self.format.width
-        ids = self.format.parse_ids([m.value()[:width] for m in reports])
-        errors = [(position, error) for position, m in enumerate(reports) if (error := m.error()) is not None]
-        self.log.record_deliveries(ids, ack_ts, [m.partition() for m in reports], [m.offset() for m in reports], errors)
+        # map() over the method descriptors: no Python frame per report (values are all message_bytes long)
+        ids = self.format.parse_ids(list(map(Message.value, reports)))
+        errors = [(position, m.error()) for position, m in self._failures]
+        self.log.record_deliveries(ids, ack_ts, list(map(Message.partition, reports)), list(map(Message.offset, reports)), errors)
         for pending in (reports, self._failures, self._marks):
             pending.clear()
 
