@@ -157,6 +157,12 @@ def make_plan(params: RunParams | dict[str, object]) -> RunPlan:
         if params.partitioner is not None:
             profile = parse_model(ProducerProfile, {**profile.model_dump(), "partitioner": params.partitioner}, "params.partitioner")
         profiles.append(profile)
+    before_load = sorted({step.fault for steps in schedules.values() for step in steps if step.before_load})
+    if before_load and (transactional := [p.name for p in profiles if p.transaction is not None]):
+        raise SpecError(
+            f"params.profiles: {transactional[0]} is transactional and its producers initialise transactions before the "
+            f"load, which {before_load[0]} in effect before the load may prevent; give it faults that start during the load"
+        )
     client = _client(params)
     _check_with_librdkafka(client, profiles, load)
     scenarios = []

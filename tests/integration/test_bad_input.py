@@ -26,6 +26,7 @@ SCHEDULES = {
     "bad-option.yaml": "- {fault: ack-loss, options: {probability: 2}}\n",
     "unknown-fault.yaml": "- {fault: meteor}\n",
     "no-target.yaml": "- {fault: rolling-restart, target: 'leader:0'}\n",
+    "before-load.yaml": "- {fault: leader-restart, before_load: true}\n",
 }
 
 # (CLI arguments after `acklab`, text the one line must contain)
@@ -44,6 +45,7 @@ CLI_CASES: list[tuple[list[str], str]] = [
     (["run", "--schedule", "{tmp}/bad-option.yaml"], "probability"),
     (["run", "--schedule", "{tmp}/unknown-fault.yaml"], "unknown fault 'meteor'"),
     (["run", "--schedule", "{tmp}/no-target.yaml"], "rolling-restart takes no target"),
+    (["run", "--schedule", "{tmp}/before-load.yaml", "--profile", "transactional"], "transactional is transactional and its producers"),
     (["run", "--topology", "single-broker", "--fault", "replicas-down"], "replicas-down stops followers; topology single-broker has replication_factor 1"),
     (["run", "--kafka-version", "4.0.0"], "kafka_version 4.0.0: jars missing"),
     (["run", "--kafka-version", "2.8.0"], "String should match pattern"),

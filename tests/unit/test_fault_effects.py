@@ -333,7 +333,7 @@ CASES: dict[str, Case] = {
     "follower-kill": Case("kill", isr_loses(2), "follower 2 left the ISR [1, 3] in ", "kill of broker 2: no effect seen within 0s"),
     "controller-kill": Case("kill", controller_moves_to(1), "active controller moved 3 -> 1 in ", "kill of broker 3: no effect seen within 0s"),
     "rolling-restart": Case("stop", nothing, "restarted brokers [1, 2, 3] in turn", "restarted only brokers [1, 2]", unseen=fenced(3)),
-    "replicas-down": Case("stop", isr_loses(2, 3), "ISR [1] below min.insync.replicas=2", "stopped [2, 3]; ISR never fell below 2"),
+    "replicas-down": Case("stop", isr_loses(2, 3), "ISR [1] below min.insync.replicas=2 in ", "stopped [2, 3]; ISR never fell below 2"),
     "ack-loss": proxy_case("dropped_responses", "dropped responses"),
     "request-loss": proxy_case("dropped_requests", "dropped requests"),
     "latency": proxy_case("delayed_responses", "delayed responses"),

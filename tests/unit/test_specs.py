@@ -94,6 +94,10 @@ def test_plan_names_scenarios_and_guarantees() -> None:
         ({"schedule": [{"fault": "request-hold", "options": {"until": "commit"}}]}, "params: schedule.0.until: Input should be 'end' or 'end_txn'"),
         ({"schedule": [{"fault": "ack-loss", "before_load": True}]}, "ack-loss cannot run before the load; these can: leader-kill, leader-restart"),
         ({"schedule": [{"fault": "leader-kill", "before_load": True, "at_s": 2}]}, "a step before the load starts at at_s 0, not 2"),
+        (
+            {"profiles": ["transactional"], "schedule": [{"fault": "leader-kill", "before_load": True}]},
+            "transactional is transactional and its producers initialise transactions before the load, which leader-kill",
+        ),
         ({"faults": ["none", "none"]}, "faults must be distinct"),
         ({"profiles": ["leader-ack", "nope"]}, "unknown profile 'nope'"),
         ({"profiles": []}, "params: profiles: List should have at least 1 item"),

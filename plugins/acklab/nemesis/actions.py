@@ -164,13 +164,15 @@ def _replicas_down(ctx: FaultContext, step: FaultStep, window: Window) -> FaultE
     event = FaultEvent(step.fault, f"followers {victims} of {step.target} (leader {state.leader})", "stop")
     with ThreadPoolExecutor(len(victims)) as pool:  # together: the ISR must shrink while the load runs
         list(pool.map(ctx.cluster.stop, victims))
+    started = time.monotonic()
     admin = ctx.cluster.admin(timeout_s=5)
     try:
         def check() -> str | None:
             isr = admin.partition(target.topic or ctx.topic, target.partition).isr
             return f"ISR {list(isr)} below min.insync.replicas={ctx.min_insync_replicas}" if len(isr) < ctx.min_insync_replicas else None
 
-        event.observe(_poll(window, check), f"stopped {victims}; ISR never fell below {ctx.min_insync_replicas}")
+        effect = _poll(window, check)
+        event.observe(effect and f"{effect} in {time.monotonic() - started:.1f}s", f"stopped {victims}; ISR never fell below {ctx.min_insync_replicas}")
         window.wait_out()
     finally:
         admin.close()
