@@ -5,8 +5,10 @@ a fresh topic (3 partitions, RF 3): (a) a bare confluent-kafka produce loop with
 callback and a constant payload, (b) the same loop with a minimal delivery callback (the loop
 users actually run: it counts failures), (c) the instrumented workload (`run_load`), (d) Kafka's own
 `org.apache.kafka.tools.ProducerPerformance` from the cluster's jars. Throughput is messages per
-second from the first send until every message is acknowledged; the medians over the rounds give
-the ratios printed as the last three lines.
+second from the first send until every message is acknowledged. A first warm-up round (the brokers'
+JIT) is run and not counted. The ratios printed as the last three lines are medians of per-round
+ratios: the contenders of a round run back to back, so a slow spell of this shared machine slows
+both sides of a ratio alike.
 """
 
 from __future__ import annotations
@@ -104,6 +106,7 @@ def main() -> None:
     parser.add_argument("--messages", type=int, default=500_000)
     parser.add_argument("--message-bytes", type=int, default=100)
     parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--warmup", type=int, default=1, help="rounds run first and not counted")
     parser.add_argument("--producers", type=int, default=1, help="producer processes of the instrumented workload")
     parser.add_argument("--topology", default="three-brokers")
     args = parser.parse_args()
@@ -124,26 +127,29 @@ def main() -> None:
             }
             rates: dict[str, list[float]] = {name: [] for name in contenders}
             names = list(contenders)
-            for round_ in range(args.rounds):
+            for round_ in range(-args.warmup, args.rounds):
+                label = f"warm-up {round_ + args.warmup + 1}/{args.warmup}" if round_ < 0 else f"round {round_ + 1}/{args.rounds}"
                 for name in names[round_ % len(names) :] + names[: round_ % len(names)]:
-                    topic = f"bench-{round_}-{name}"
+                    topic = f"bench-{round_ + args.warmup}-{name}"
                     cluster.create_topic(topic, topology.partitions, topology.replication_factor)
-                    rates[name].append(contenders[name](topic))
+                    rate = contenders[name](topic)
+                    if round_ >= 0:
+                        rates[name].append(rate)
                     admin.delete_topics([topic])[topic].result(30)
-                    print(f"round {round_ + 1}/{args.rounds} {name:>12}: {rates[name][-1]:>10,.0f} msg/s", flush=True)
+                    print(f"{label} {name:>12}: {rate:>10,.0f} msg/s", flush=True)
     finally:
         cluster.teardown()
     median = {name: statistics.median(values) for name, values in rates.items()}
     print(
         f"profile {profile.name}, {args.messages:,} messages of {args.message_bytes} B, {args.producers} instrumented "
         f"producer process(es), {topology.name} "
-        f"(Kafka {topology.kafka_version}), median of {args.rounds} rounds:"
+        f"(Kafka {topology.kafka_version}), median of {args.rounds} rounds after {args.warmup} warm-up round(s):"
     )
     for name, value in median.items():
         print(f"  {name:>12}: {value:>10,.0f} msg/s  (rounds: {', '.join(f'{v:,.0f}' for v in rates[name])})")
-    print(f"ratio instrumented/bare: {median['instrumented'] / median['bare']:.3f}")
-    print(f"ratio instrumented/bare-callback: {median['instrumented'] / median['bare-callback']:.3f}")
-    print(f"ratio instrumented/kafka-perf: {median['instrumented'] / median['kafka-perf']:.3f}")
+    for other in ("bare", "bare-callback", "kafka-perf"):
+        ratios = [mine / theirs for mine, theirs in zip(rates["instrumented"], rates[other], strict=True)]
+        print(f"ratio instrumented/{other}: {statistics.median(ratios):.3f}  (rounds: {', '.join(f'{r:.2f}' for r in ratios)})")
 
 
 if __name__ == "__main__":
