@@ -13,7 +13,7 @@ from concurrent.futures import ThreadPoolExecutor, wait
 
 from acklab.cluster.cluster import Cluster
 from acklab.nemesis.actions import FaultContext
-from acklab.nemesis.events import FaultOutcome
+from acklab.nemesis.events import FaultEvent, FaultOutcome
 from acklab.nemesis.faults import FAULTS
 from acklab.nemesis.runner import Nemesis
 from acklab.nemesis.watch import LeaderWatch
@@ -206,6 +206,13 @@ class _GroupProgress:
         return report
 
 
+def _effect_began_after(event: FaultEvent) -> float:
+    """The earliest time the fault's effect may have begun (0 if it never showed)."""
+    if event.effective_after is not None:
+        return event.effective_after
+    return event.effective_at or 0.0
+
+
 def _entry(
     plan: RunPlan,
     scenario: ScenarioPlan,
@@ -220,10 +227,12 @@ def _entry(
     (transactional scenarios) the partitions left with a hanging transaction (`open_transactions`).
 
     Evidence is incomplete when the load did not send what it planned (`load_shortfall`), when a
-    fault started, or first showed its effect, after the load ended, when a leader changed during
+    fault started after the load ended, or was still seen without its effect after it (an effect
+    first seen just after the load's end may have begun during the load: only a look that missed
+    it bounds it), when a leader changed during
     a load whose schedule moves no leader (`unplanned`), or when the last stable offsets of a
     transactional scenario could not be read."""
-    late = [e for e in outcome.timeline if max(e.started, e.effective_at or 0.0) > result.ended]
+    late = [e for e in outcome.timeline if max(e.started, _effect_began_after(e)) > result.ended]
     incomplete_reason = load_shortfall(result)
     if isinstance(hanging, str):
         incomplete_reason = hanging

@@ -52,6 +52,9 @@ class FaultRecord(BaseModel):
     effect: str = Field("", description="what the cluster showed, or why nothing was seen")
     effective: bool = Field(False, description="its effect was seen")
     effective_at: float | None = Field(None, description="when the effect was first seen")
+    effective_after: float | None = Field(
+        None, description="the effect began after this: when the last look that did not see it began (or the fault started)"
+    )
     counts: dict[str, int] = Field(default_factory=dict, description="proxy counter deltas during the fault, or a link fault's dropped_packets")
 
 

@@ -393,6 +393,7 @@ def test_the_scripted_effect_makes_the_fault_effective(fault: str) -> None:
     assert event.effective, event
     assert event.effect.startswith(case.effect), event.effect
     assert event.effective_at is not None and event.started <= event.effective_at <= event.ended  # type: ignore[operator]
+    assert event.effective_after is not None and event.started <= event.effective_after <= event.effective_at
     cluster.assert_undone()
 
 
@@ -461,6 +462,7 @@ def test_the_effect_is_polled_for_until_it_shows() -> None:
     event = run(cluster, step_of("leader-kill", duration_s=0.8))
     assert event.effective and "moved 1 -> 2" in event.effect
     assert event.effective_at is not None and event.effective_at - event.started >= 0.3  # two polls (0.2 s apart) saw nothing
+    assert event.effective_after is not None and 0.2 <= event.effective_after - event.started < event.effective_at - event.started  # the second miss
     assert cluster.admins[-1].exclude == [1]  # the check asks the brokers but the victim
 
 

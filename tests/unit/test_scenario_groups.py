@@ -53,6 +53,11 @@ def test_a_fault_that_took_effect_after_the_load_ended_makes_the_evidence_incomp
     event.effective_at = now + 2
     in_time = _entry(plan, scenario, "t", _result(now, now + 5), FaultOutcome([event]), None, RUN)
     assert (in_time.evidence_complete, in_time.fault_effective) == (True, True)
+    # first seen 40 ms after the load ended, missed by the look before, which began during the load: it may have begun then
+    event.effective_at, event.effective_after = now + 5.04, now + 4.8
+    assert _entry(plan, scenario, "t", _result(now, now + 5), FaultOutcome([event]), None, RUN).evidence_complete
+    event.effective_after = now + 5.02  # a look after the load's end still missed it
+    assert not _entry(plan, scenario, "t", _result(now, now + 5), FaultOutcome([event]), None, RUN).evidence_complete
     unplanned = _entry(plan, scenario, "t", _result(now, now + 5), FaultOutcome([event]), "t[0] leader 1 -> 2", RUN)
     assert not unplanned.evidence_complete and "unplanned leader change during the load (t[0] leader 1 -> 2)" in unplanned.incomplete_reason
 

@@ -51,15 +51,19 @@ def resolve(ctx: FaultContext, target: Target) -> int:
         return random.choice(sorted(admin.broker_ids()))
 
 
-def _poll(window: Window, check: Callable[[], str | None], interval_s: float = 0.2) -> str | None:
-    """Call `check` until it returns an effect description or the window ends."""
+def _poll(window: Window, check: Callable[[], str | None], interval_s: float = 0.2) -> tuple[str | None, float | None]:
+    """Call `check` until it returns an effect description or the window ends: (the effect or None,
+    when the last look that did not see it began, or None if none missed it)."""
+    missed = None
     while True:
+        looked = time.time()
         try:
             effect = check()
         except Exception:
             effect = None
         if effect is not None or window.sleep(interval_s):
-            return effect
+            return effect, missed
+        missed = looked
 
 
 # ---- process faults -----------------------------------------------------------------------
@@ -107,10 +111,11 @@ def _process_fault(action: Literal["kill", "stop", "pause"]) -> Apply:
                 def check() -> str | None:
                     now = ctx.cluster.active_controller()
                     return f"active controller moved {controller} -> {now}" if now not in (-1, controller) else None
-            effect = _poll(window, check)
+            effect, missed = _poll(window, check)
             event.observe(
                 effect and f"{effect} in {time.monotonic() - started:.1f}s",
                 f"{action} of broker {victim}: no effect seen within {step.duration_s:.0f}s",
+                missed,
             )
             ctx.settled.set()
             window.wait_out()
@@ -171,8 +176,8 @@ def _replicas_down(ctx: FaultContext, step: FaultStep, window: Window) -> FaultE
             isr = admin.partition(target.topic or ctx.topic, target.partition).isr
             return f"ISR {list(isr)} below min.insync.replicas={ctx.min_insync_replicas}" if len(isr) < ctx.min_insync_replicas else None
 
-        effect = _poll(window, check)
-        event.observe(effect and f"{effect} in {time.monotonic() - started:.1f}s", f"stopped {victims}; ISR never fell below {ctx.min_insync_replicas}")
+        effect, missed = _poll(window, check)
+        event.observe(effect and f"{effect} in {time.monotonic() - started:.1f}s", f"stopped {victims}; ISR never fell below {ctx.min_insync_replicas}", missed)
         window.wait_out()
     finally:
         admin.close()
@@ -271,20 +276,28 @@ def _link_fault(ctx: FaultContext, step: FaultStep, window: Window) -> FaultEven
             seen.append(f"active controller moved {controller} -> {now}")
         return "; ".join(seen) or None
 
-    def observe(effect: str | None, when: str = "") -> None:
-        event.observe(effect and f"{effect} in {time.monotonic() - started:.1f}s{when}", f"links cut; no effect seen within {step.duration_s:.0f}s (+{AFTERMATH_S:g}s)")
+    def observe(seen: tuple[str | None, float | None], when: str = "") -> None:
+        effect, missed = seen
+        event.observe(
+            effect and f"{effect} in {time.monotonic() - started:.1f}s{when}", f"links cut; no effect seen within {step.duration_s:.0f}s (+{AFTERMATH_S:g}s)",
+            missed,
+        )
 
     with admin:
+        missed = None
         try:
-            if probability == 1 and (effect := _poll(window, check)) is not None:
-                observe(effect)
+            if probability == 1:
+                effect, missed = _poll(window, check)
+                if effect is not None:
+                    observe((effect, missed))
             window.wait_out()
             event.counts = {"dropped_packets": links.dropped(fault)}
         finally:
             links.heal(fault)
             event.ended = time.time()
         if probability == 1 and not event.effective:  # a timer that ran out during the cut may act just after the heal
-            observe(_poll(Window(time.monotonic() + AFTERMATH_S, window.stop), check), " (after the heal)")
+            effect, missed_after = _poll(Window(time.monotonic() + AFTERMATH_S, window.stop), check)
+            observe((effect, missed_after or missed), " (after the heal)")
     if probability != 1:
         dropped = event.counts["dropped_packets"]
         event.observe(f"{dropped} packets dropped" if dropped else None, "no packet dropped")

@@ -19,12 +19,15 @@ class FaultEvent:
     effect: str = ""
     effective: bool = False
     effective_at: float | None = None
+    effective_after: float | None = None
     counts: dict[str, int] = field(default_factory=dict)
 
-    def observe(self, effect: str | None, otherwise: str) -> None:
-        """Record whether (and when) the cluster showed the fault's effect."""
+    def observe(self, effect: str | None, otherwise: str, since: float | None = None) -> None:
+        """Record whether the cluster showed the fault's effect: first seen now, begun after `since`
+        (when the last look that did not see it began; default: when the fault started)."""
         self.effective = effect is not None
         self.effective_at = time.time() if effect is not None else None
+        self.effective_after = (self.started if since is None else since) if effect is not None else None
         self.effect = effect or otherwise
 
 
