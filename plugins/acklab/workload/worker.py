@@ -356,15 +356,30 @@ class Worker:
         """Wait (at most one interval) for a statistics sample taken after the load, for exact totals."""
         deadline = time.monotonic() + self.stats_interval_s + 0.5
         while self.stats_interval_s and (not self.stats_rows or self.stats_rows[-1]["ts"] < self.ended) and time.monotonic() < deadline:
-            self.producer.poll(0.05)
-            self._polled()
+            if not self._serve(0.05):
+                return
 
     def _drain(self, budget_s: float) -> None:
         deadline = time.monotonic() + budget_s
         while len(self.producer) and time.monotonic() < deadline:
-            self.producer.poll(0.1)
-            self._polled()
+            if not self._serve(0.1):
+                return
             self._tick()
+
+    def _serve(self, timeout_s: float) -> bool:
+        """Serve callbacks for up to `timeout_s`; False once the producer is dead: `poll()` raises a
+        fatal error it hit (then recorded, as from the error callback), and can serve nothing more."""
+        try:
+            self.producer.poll(timeout_s)
+        except KafkaException as exc:
+            error: KafkaError = exc.args[0]
+            if not (error.fatal() or error.code() == KafkaError._FATAL):
+                raise
+            self._fatal(error)
+            return False
+        finally:
+            self._polled()
+        return True
 
     def _on_error(self, error: KafkaError) -> None:
         """Client-level errors are logged by librdkafka; a fatal one ends the load (the evidence stays)."""
