@@ -276,8 +276,7 @@ def _link_fault(ctx: FaultContext, step: FaultStep, window: Window) -> FaultEven
             seen.append(f"active controller moved {controller} -> {now}")
         return "; ".join(seen) or None
 
-    def observe(seen: tuple[str | None, float | None], when: str = "") -> None:
-        effect, missed = seen
+    def observe(effect: str | None, missed: float | None, when: str = "") -> None:
         event.observe(
             effect and f"{effect} in {time.monotonic() - started:.1f}s{when}", f"links cut; no effect seen within {step.duration_s:.0f}s (+{AFTERMATH_S:g}s)",
             missed,
@@ -289,7 +288,7 @@ def _link_fault(ctx: FaultContext, step: FaultStep, window: Window) -> FaultEven
             if probability == 1:
                 effect, missed = _poll(window, check)
                 if effect is not None:
-                    observe((effect, missed))
+                    observe(effect, missed)
             window.wait_out()
             event.counts = {"dropped_packets": links.dropped(fault)}
         finally:
@@ -297,7 +296,7 @@ def _link_fault(ctx: FaultContext, step: FaultStep, window: Window) -> FaultEven
             event.ended = time.time()
         if probability == 1 and not event.effective:  # a timer that ran out during the cut may act just after the heal
             effect, missed_after = _poll(Window(time.monotonic() + AFTERMATH_S, window.stop), check)
-            observe((effect, missed_after or missed), " (after the heal)")
+            observe(effect, missed_after or missed, " (after the heal)")
     if probability != 1:
         dropped = event.counts["dropped_packets"]
         event.observe(f"{dropped} packets dropped" if dropped else None, "no packet dropped")
