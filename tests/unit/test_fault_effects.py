@@ -121,9 +121,12 @@ class FakeCluster:
 
     def __init__(
         self, brokers: tuple[int, ...] = (1, 2, 3), replicas: tuple[int, ...] = (1, 2, 3), controller: int = 3,
-        controllers: tuple[int, ...] = (),
+        controllers: tuple[int, ...] = (), voters: tuple[int, ...] | None = None,
     ) -> None:
-        self.topology = SimpleNamespace(broker_ids=list(brokers), node_ids=sorted({*brokers, *controllers}))
+        """`controllers`: dedicated controller nodes; `voters`: the KRaft voters (default: those, or every broker)."""
+        self.topology = SimpleNamespace(
+            broker_ids=list(brokers), node_ids=sorted({*brokers, *controllers}), controller_ids=list(voters or controllers or brokers)
+        )
         self.partitions = {(TOPIC, 0): PartitionState(TOPIC, 0, replicas[0], replicas, replicas)}
         self.registered = set(brokers)
         self.controller = controller
@@ -490,6 +493,19 @@ def test_a_sole_replica_among_brokers_is_judged_by_the_process() -> None:
     assert cluster.called("kill") == cluster.called("start") == [2]
 
 
+@pytest.mark.parametrize(("fault", "target"), [("leader-kill", "leader:0"), ("leader-kill", "broker:1"), ("follower-kill", "follower:0"),
+                                                ("leader-pause", "leader:0"), ("controller-kill", "controller")])
+def test_a_fault_on_the_only_controller_is_judged_by_the_process(fault: str, target: str) -> None:
+    """Two brokers, broker 1 the only KRaft voter (`two-brokers-rf2`): once it is down nobody can move a
+    leader, fence a broker or take over as controller; the process down (or frozen) is the effect."""
+    leader = 2 if fault == "follower-kill" else 1
+    cluster = FakeCluster(brokers=(1, 2), replicas=(leader, 3 - leader), controller=1, voters=(1,))
+    event = run(cluster, step_of(fault, target=target), min_insync_replicas=1)
+    state = "frozen" if fault == "leader-pause" else "down"
+    assert event.effective and event.effect.startswith(f"broker 1 {state}, the only KRaft controller: "), event.effect
+    cluster.assert_undone()
+
+
 def test_a_follower_fault_without_a_follower_does_nothing() -> None:
     cluster = FakeCluster(brokers=(1, 2), replicas=(2,), controller=1)
     event = run(cluster, step_of("follower-kill"), min_insync_replicas=1)
@@ -522,9 +538,9 @@ def test_a_broker_target_that_does_not_lead_the_partition_is_judged_by_its_fenci
 def test_field_note_7_kill_of_broker_2_is_judged_by_its_fencing(replicas: tuple[int, ...]) -> None:
     """The field-notes-7 presets: two brokers, topics of RF=1 or 2 with partition 0 led by broker 1,
     `leader-kill` of `broker:2`: not effective on the spot (partition 0's leader never was 2)."""
-    quiet = FakeCluster(brokers=(1, 2), replicas=replicas, controller=1)
+    quiet = FakeCluster(brokers=(1, 2), replicas=replicas, controller=1, voters=(1,))
     assert not run(quiet, step_of("leader-kill", target="broker:2"), min_insync_replicas=1).effective
-    cluster = FakeCluster(brokers=(1, 2), replicas=replicas, controller=1)
+    cluster = FakeCluster(brokers=(1, 2), replicas=replicas, controller=1, voters=(1,))
     cluster.when("kill", fenced(2))
     event = run(cluster, step_of("leader-kill", target="broker:2"), min_insync_replicas=1)
     assert event.effective and event.effect.startswith("broker 2 fenced in "), event.effect

@@ -81,7 +81,7 @@ def _process_fault(action: Literal["kill", "stop", "pause"]) -> Apply:
             ctx.settled.set()
             return event
         controller = victim if target.kind == "controller" else None
-        alone = _sole_replica(ctx, target, victim)
+        alone = _nothing_can_move(ctx, target, victim)
         # A broker target need not lead the target partition: only a leader's leadership can move.
         led = target.kind == "leader" or (
             target.kind in ("broker", "random-broker")
@@ -91,11 +91,10 @@ def _process_fault(action: Literal["kill", "stop", "pause"]) -> Apply:
         started = time.monotonic()
         admin = ctx.cluster.admin(timeout_s=1.0, exclude=[victim])
         try:
-            if alone:  # no other replica can lead: the effect is the process itself, down or frozen
+            if alone:  # nothing can lead, fence or take over in its place: the effect is the process itself, down or frozen
                 def check() -> str | None:
                     down = ctx.cluster.is_paused(victim) if action == "pause" else not ctx.cluster.is_running(victim)
-                    state = "frozen" if action == "pause" else "down"
-                    return f"broker {victim} {state}, the only replica of partition {target.partition}: no leader can take over" if down else None
+                    return f"broker {victim} {'frozen' if action == 'pause' else 'down'}, {alone}" if down else None
             elif target.kind in ("leader", "broker", "random-broker"):
                 def check() -> str | None:
                     if led and (state := admin.partition(target.topic or ctx.topic, target.partition)).leader not in (-1, victim):
@@ -128,15 +127,19 @@ def _process_fault(action: Literal["kill", "stop", "pause"]) -> Apply:
     return apply
 
 
-def _sole_replica(ctx: FaultContext, target: Target, victim: int) -> bool:
-    """The victim holds the target partition's only replica (RF=1, or a single broker), so
-    leadership cannot move and the process's own state is the fault's effect."""
+def _nothing_can_move(ctx: FaultContext, target: Target, victim: int) -> str | None:
+    """Why the cluster cannot react to the victim's loss, if it cannot: the victim holds the target
+    partition's only replica (RF=1, or a single broker), so leadership cannot move; or it is the only
+    KRaft controller, so no leader can be elected, no broker fenced, no controller take over."""
     if len(ctx.cluster.topology.broker_ids) == 1:
-        return True
-    if target.kind not in ("leader", "follower"):
-        return False
-    replicas = ctx.cluster.partition(target.topic or ctx.topic, target.partition).replicas
-    return set(replicas) == {victim}
+        return f"the only replica of partition {target.partition}: no leader can take over"
+    if target.kind in ("leader", "follower"):
+        replicas = ctx.cluster.partition(target.topic or ctx.topic, target.partition).replicas
+        if set(replicas) == {victim}:
+            return f"the only replica of partition {target.partition}: no leader can take over"
+    if ctx.cluster.topology.controller_ids == [victim]:
+        return "the only KRaft controller: no leader can move and no broker be fenced"
+    return None
 
 
 def _rolling_restart(ctx: FaultContext, step: FaultStep, window: Window) -> FaultEvent:

@@ -54,15 +54,37 @@ def spawn(
     return ServiceProcess(name=name, pid=process.pid, create_time=process_create_time(process.pid), log=log, stop_signal=stop_signal)
 
 
+def session_members(service: ServiceProcess) -> list[psutil.Process]:
+    """Every other process still in the session `service` was started in: its descendants, and the
+    orphans it left if it died (a SIGKILLed scheduler's executor workers and their tasks). The
+    session's id is the service's pid, which Linux does not reuse while the session has members."""
+    members = []
+    for process in psutil.process_iter(["create_time"]):
+        try:
+            if process.pid != service.pid and os.getsid(process.pid) == service.pid and process.info["create_time"] >= service.create_time - 1:
+                members.append(process)
+        except (ProcessLookupError, PermissionError):
+            continue
+    return members
+
+
 def stop(processes: Iterable[ServiceProcess], timeout_s: float = 30.0) -> None:
-    """Signal each process that is still ours with its stop signal, wait, then SIGKILL it and
-    every child it had when we began (LocalExecutor workers, uvicorn workers, postgres backends)."""
+    """Signal each process that is still ours with its stop signal (the orphans of one that died:
+    SIGTERM), wait, then SIGKILL it and every process of its session and every child it had when we
+    began (LocalExecutor workers, uvicorn workers, postgres backends)."""
     targets: list[psutil.Process] = []
     for service in processes:
+        members = session_members(service)
         if not service.alive():
+            for orphan in members:
+                try:
+                    orphan.terminate()
+                except psutil.NoSuchProcess:
+                    continue
+            targets += members
             continue
         parent = psutil.Process(service.pid)
-        family = [parent, *parent.children(recursive=True)]
+        family = [parent, *{*parent.children(recursive=True), *members}]
         try:
             os.kill(service.pid, service.stop_signal)
         except ProcessLookupError:
