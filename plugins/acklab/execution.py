@@ -19,8 +19,9 @@ from acklab.nemesis.runner import Nemesis
 from acklab.nemesis.watch import LeaderWatch
 from acklab.plan import RunPlan, ScenarioPlan
 from acklab.spec import SpecError
-from acklab.store import FaultRecord, GroupTiming, Manifest, RunDir, ScenarioEntry
+from acklab.store import EarlierAttempt, FaultRecord, GroupTiming, Manifest, RunDir, ScenarioEntry
 from acklab.workload.producer import START_TIMEOUT_S, LoadResult, Progress, run_load
+from acklab.workload.worker import PARENT_GONE, SIGTERM_STOP
 
 log = logging.getLogger(__name__)
 
@@ -28,6 +29,8 @@ log = logging.getLogger(__name__)
 # transaction.abort.timed.out.transaction.cleanup.interval.ms (broker default 10 s); a partition
 # whose last stable offset stays behind after that holds a transaction no coordinator will end.
 HANGING_MARGIN_S = 15.0
+# Runs of a group's scenarios at most: once more for those whose evidence was incomplete.
+ATTEMPTS = 2
 
 
 def run_scenarios(cluster: Cluster, plan: RunPlan, run: RunDir, progress: Progress | None = None) -> Manifest:
@@ -69,20 +72,65 @@ def topic_name(run: RunDir, scenario: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]", "-", f"acklab-{run.run_id}-{scenario}")
 
 
-def run_group(cluster: Cluster, plan: RunPlan, index: int, run: RunDir, progress: Progress | None = None) -> list[ScenarioEntry]:
-    """Run scenario group `index`: the profiles of one fault side by side on fresh topics with the same
-    replica assignment (so the fault's target, partition 0 of the first topic, has the same leader
-    and followers in every topic), one fault schedule for all, then the health gate.
+def run_group(
+    cluster: Cluster, plan: RunPlan, index: int, run: RunDir, progress: Progress | None = None, attempts: int = ATTEMPTS
+) -> list[ScenarioEntry]:
+    """Run scenario group `index` (`_attempt`); its scenarios whose evidence is incomplete (a broker
+    fenced on a busy machine, a fault that did not show) run again, up to `attempts` runs in all.
+    Each earlier run's folder is set aside as `<scenario>.attempt-<n>` and named in the entry's
+    `earlier_attempts`; the entry, its evidence and so its verdict are the last run's.
+
+    Writes and returns each scenario's manifest entry."""
+    group = plan.groups()[index]
+    started = time.time()
+    entries = _attempt(cluster, plan, index, group, run, progress, 1)
+    for attempt in range(2, attempts + 1):
+        again = [i for i, entry in enumerate(entries) if not entry.evidence_complete and not _interrupted(entry)]
+        if not again:
+            break
+        for i in again:
+            log.warning("scenario %s: evidence incomplete (%s): running it again", entries[i].scenario, entries[i].incomplete_reason)
+        earlier = {i: _set_aside(run, entries[i], attempt - 1) for i in again}
+        retried = _attempt(cluster, plan, index, [group[i] for i in again], run, progress, attempt)
+        for i, entry in zip(again, retried, strict=True):
+            entries[i] = entry.model_copy(update={"earlier_attempts": [*entries[i].earlier_attempts, earlier[i]]})
+    timing = GroupTiming(index=index, started=started, ended=time.time(), scenarios=len(group))
+    entries = [entry.model_copy(update={"group": timing}) for entry in entries]
+    for entry in entries:
+        run.write_entry(entry)
+    return entries
+
+
+def _interrupted(entry: ScenarioEntry) -> bool:
+    """A producer of the scenario was stopped by a signal or lost its parent: the run is being
+    stopped, not run again."""
+    return any(reason in (SIGTERM_STOP, PARENT_GONE) for reason in entry.stop_reasons.values())
+
+
+def _set_aside(run: RunDir, entry: ScenarioEntry, attempt: int) -> EarlierAttempt:
+    """Move a run of the scenario to `<scenario>.attempt-<attempt>` (kept, never audited)."""
+    folder = run.scenario(entry.scenario).root
+    kept = folder.rename(folder.with_name(f"{folder.name}.attempt-{attempt}"))
+    return EarlierAttempt(
+        topic=entry.topic or "", evidence=run.relative(kept), incomplete_reason=entry.incomplete_reason,
+        fault_effect=entry.fault_effect, load_started=entry.load_started,
+    )
+
+
+def _attempt(
+    cluster: Cluster, plan: RunPlan, index: int, group: list[ScenarioPlan], run: RunDir, progress: Progress | None, attempt: int
+) -> list[ScenarioEntry]:
+    """One run of `group` (scenarios of group `index`): the profiles of one fault side by side on fresh
+    topics with the same replica assignment (so the fault's target, partition 0 of the first topic,
+    has the same leader and followers in every topic), one fault schedule for all, then the health gate.
 
     The schedule starts once every producer is connected, or, with a step before the load, once the
     topics exist and that step has shown its effect: the producers then start against it, with the
     topics' partition count from the topology instead of the metadata they cannot fetch.
 
-    Writes and returns each scenario's manifest entry."""
-    group = plan.groups()[index]
-    group_started = time.time()
+    Returns each scenario's manifest entry (not written yet)."""
     topology = plan.topology
-    topics = [topic_name(run, scenario.name) for scenario in group]
+    topics = [topic_name(run, scenario.name) + ("" if attempt == 1 else f"-attempt-{attempt}") for scenario in group]
     brokers = sorted(topology.broker_ids)
     assignment = [
         [brokers[(p + index + r) % len(brokers)] for r in range(topology.replication_factor)]
@@ -149,14 +197,10 @@ def run_group(cluster: Cluster, plan: RunPlan, index: int, run: RunDir, progress
     outcome = nemesis.join()
     cluster.wait_healthy(120)
     hanging = open_transactions(cluster, {t: s for t, s in zip(topics, group, strict=True) if s.profile.transaction}, topology.partitions)
-    timing = GroupTiming(index=index, started=group_started, ended=time.time(), scenarios=len(group))
-    entries = [
-        _entry(plan, scenario, topic, future.result(), outcome, unplanned, run, hanging.get(topic)).model_copy(update={"group": timing})
+    return [
+        _entry(plan, scenario, topic, future.result(), outcome, unplanned, run, hanging.get(topic))
         for scenario, topic, future in zip(group, topics, futures, strict=True)
     ]
-    for entry in entries:
-        run.write_entry(entry)
-    return entries
 
 
 def open_transactions(cluster: Cluster, scenarios: dict[str, ScenarioPlan], partitions: int) -> dict[str, dict[int, tuple[int, int]] | str]:

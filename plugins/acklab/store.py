@@ -28,6 +28,7 @@ LAYOUT: tuple[tuple[str, str], ...] = (
     ("scenarios/<scenario>/send_log.parquet", "every planned message's fate (send log)"),
     ("scenarios/<scenario>/producer_stats.parquet", "librdkafka statistics sampled during the load"),
     ("scenarios/<scenario>/producers/p<n>.{log,json}", "each producer process's log and counts"),
+    ("scenarios/<scenario>.attempt-<n>/", "an earlier run of the scenario whose evidence was incomplete, so its group ran it again: the same files, kept, not audited"),
     ("cluster/", "the cluster: `cluster.json` (pids, ports, owner), node folders with their logs (data removed at teardown)"),
     ("audit/topic_records.parquet", "every record the audit read from the scenario topics"),
     ("audit/outcomes.parquet/scenario=<scenario>/", "one row per message: its outcome class and flags"),
@@ -65,6 +66,16 @@ class GroupTiming(BaseModel):
     started: float = Field(description="epoch seconds the group started (topics, producers)")
     ended: float = Field(description="epoch seconds it ended (after the health gate)")
     scenarios: int = Field(description="scenarios run side by side in it")
+
+
+class EarlierAttempt(BaseModel):
+    """A first run of the scenario whose evidence was incomplete; its group ran it again."""
+
+    topic: str = Field(description="the attempt's own topic")
+    evidence: str = Field(description="its folder, relative to the run folder")
+    incomplete_reason: str | None = Field(None, description="why its evidence was incomplete")
+    fault_effect: str | None = Field(None, description="what its faults did")
+    load_started: float | None = Field(None, description="epoch seconds of its first send")
 
 
 class ScenarioEntry(BaseModel):
@@ -105,6 +116,9 @@ class ScenarioEntry(BaseModel):
     evidence_complete: bool = Field(True, description="false: the verdict is incomplete whatever the counts")
     incomplete_reason: str | None = Field(None, description="why the evidence is incomplete")
     group: GroupTiming | None = Field(None, description="the scenario group it ran in (below)")
+    earlier_attempts: list[EarlierAttempt] = Field(
+        default_factory=list, description="runs of this scenario whose evidence was incomplete, so its group ran it again (below); the entry is the last run's"
+    )
 
 
 class Manifest(BaseModel):

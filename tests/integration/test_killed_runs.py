@@ -2,17 +2,19 @@
 
 Under a scheduler a cluster is bound to the heartbeat its run's tasks keep: once none is alive for
 ACKLAB_HEARTBEAT_S, `acklab reap` (or the next provisioning) removes it: no JVM, proxy, open port or
-data folder is left, and the killed run never reports a verdict. One kill runs in `make test`; the
-`killed_runs` family kills 10 times at random moments."""
+data folder is left, and the killed run never reports a verdict. One task kill and one scheduler kill
+run in `make test`; the `killed_runs` family kills tasks 10 times at random moments."""
 
 from __future__ import annotations
 
 import json
 import os
 import random
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -20,7 +22,10 @@ import psutil
 import pytest
 
 from acklab.cluster.state import ClusterState
+from acklab.services import airflow_stack as stack
+from acklab.services.processes import session_members
 
+from .airflow_rest import AirflowRest
 from .helpers import assert_nothing_left
 
 pytestmark = pytest.mark.integration
@@ -45,6 +50,16 @@ def _processes_on(folder: Path) -> list[int]:
     return [p.pid for p in psutil.process_iter(["cmdline"]) if any(str(folder) in part for part in (p.info["cmdline"] or []))]
 
 
+def _reaped(cluster: Path, env: dict[str, str], within_s: float) -> None:
+    """Run `acklab reap` until the cluster is gone, as a cron job or the next provisioning would."""
+    reap = [str(Path(sys.executable).parent / "acklab"), "reap"]
+    deadline = time.monotonic() + within_s
+    while ClusterState.load(cluster).status == "running" and time.monotonic() < deadline:
+        subprocess.run(reap, env=env, check=True, capture_output=True, timeout=120)
+        time.sleep(1.0)
+    assert_nothing_left(cluster)
+
+
 def _kill_a_task_mid_fault(seed: int) -> None:
     env = {**os.environ, "ACKLAB_HEARTBEAT_S": str(HEARTBEAT_S)}
     env.pop("ACKLAB_BIND_CLUSTER_TO_PID", None)
@@ -62,12 +77,7 @@ def _kill_a_task_mid_fault(seed: int) -> None:
         task.kill()
     state = ClusterState.load(cluster)
     assert state.status == "running" and state.heartbeat_s == HEARTBEAT_S
-    reap = [str(Path(sys.executable).parent / "acklab"), "reap"]
-    deadline = time.monotonic() + HEARTBEAT_S + 60
-    while ClusterState.load(cluster).status == "running" and time.monotonic() < deadline:
-        subprocess.run(reap, env=env, check=True, capture_output=True, timeout=120)
-        time.sleep(1.0)
-    assert_nothing_left(cluster)
+    _reaped(cluster, env, HEARTBEAT_S + 60)
     assert _processes_on(run_dir) == [], "a producer or proxy of the killed run survived"
     assert not (run_dir / "result.json").exists(), "a killed run reported a verdict"
 
@@ -83,3 +93,42 @@ def test_a_killed_task_leaves_nothing_behind() -> None:
 def test_ten_killed_tasks_leave_nothing_behind(seed: int) -> None:
     _kill_a_task_mid_fault(seed)
 
+
+
+def test_a_killed_scheduler_leaves_nothing_behind(acklab_env: dict[str, str], isolated_run_store: Path) -> None:
+    """The Airflow stack's scheduler SIGKILLed (alone, as the OOM killer would) while a DAG run's group
+    is under its fault. The executor worker it orphans may finish the group; after that, no task of
+    the run keeps the heartbeat, so `acklab reap` removes the cluster within a minute; the run never
+    reports a verdict, and stopping the stack also stops the orphans."""
+    home = Path(tempfile.mkdtemp(prefix="acklab-stack-"))
+    env = {**acklab_env, "ACKLAB_HEARTBEAT_S": str(HEARTBEAT_S)}
+    state = stack.start(home, base_env=env)
+    scheduler = next(p for p in state.processes if p.name == "scheduler")
+    try:
+        rest = AirflowRest(state.url, state.user, state.password)
+        rest.wait_for_dag("kafka_delivery_smoke")
+        rest.set_paused("kafka_delivery_smoke", False)
+        before = set(isolated_run_store.iterdir())
+        response = rest.trigger("kafka_delivery_smoke", PARAMS)
+        assert response.status_code == 200, response.text
+        run_id = response.json()["dag_run_id"]
+        deadline = time.monotonic() + 300
+        while rest.task_states("kafka_delivery_smoke", run_id).get("run_group[0]") != "running":
+            assert time.monotonic() < deadline, rest.failure_report("kafka_delivery_smoke", run_id)
+            time.sleep(1.0)
+        (run_dir,) = set(isolated_run_store.iterdir()) - before
+        time.sleep(random.Random(0).uniform(5.0, 12.0))  # topics, then the fault from ~1 s to ~16 s of the load
+        assert rest.task_states("kafka_delivery_smoke", run_id)["run_group[0]"] == "running", "the group ended before the kill"
+        os.kill(scheduler.pid, signal.SIGKILL)
+        orphans = session_members(scheduler)
+        _reaped(run_dir / "cluster", env, 30 + HEARTBEAT_S + 60)  # the orphaned group's load ends within ~30 s
+        assert _processes_on(run_dir) == [], "a producer or proxy of the killed run survived"
+        assert not (run_dir / "result.json").exists(), "a run whose scheduler was killed reported a verdict"
+        assert rest.get(f"/dags/kafka_delivery_smoke/dagRuns/{run_id}")["state"] != "success"
+    finally:
+        stack.stop_stack(home)
+        survivors = [f"{p.name} ({p.pid})" for p in state.all_processes if p.alive()]
+        survivors += [f"orphan {p.pid}" for p in session_members(scheduler)]
+        shutil.rmtree(home, ignore_errors=True)
+    assert survivors == [], f"stack processes still running: {survivors}"
+    assert orphans == [] or not any(p.is_running() for p in orphans)

@@ -1,7 +1,7 @@
 """The full-speed workload on a real 3-broker cluster: keyed messages land in the partition the
 profile's partitioner assigns; aborted transactions are recorded and invisible to read_committed
 readers; under a leader SIGKILL every message sent still has exactly one row with a final state; a
-leader change during a baseline group makes its evidence incomplete."""
+leader change during a baseline group makes its evidence incomplete, and the group runs it again."""
 
 from __future__ import annotations
 
@@ -129,10 +129,11 @@ def test_every_message_has_one_final_state_under_a_leader_kill(cluster: Cluster,
     assert stats.num_rows >= 4 and result.stats["req_timeouts"] + result.stats["txretries"] + result.stats["disconnects"] > 0
 
 
-def test_a_leader_change_in_a_baseline_group_makes_its_evidence_incomplete(cluster: Cluster) -> None:
+def test_a_leader_change_in_a_baseline_group_makes_its_evidence_incomplete_and_the_group_runs_again(cluster: Cluster) -> None:
     """A leader that moves while a group whose schedule moves none runs its loads (killed here by the
     test, as a broker fenced on a saturated machine loses its leaderships) is reported as unplanned,
-    not blamed on the baseline; the same group undisturbed is complete."""
+    not blamed on the baseline; the same group undisturbed is complete. Run again (the default), the
+    undisturbed second run is the entry, the first kept beside it."""
     plan = make_plan({"profiles": ["leader-ack"], "faults": ["none"], "messages": 10_000, "rate": 2000})
     calm = run_group(cluster, plan, 0, RunDir.create())
     assert calm[0].evidence_complete and calm[0].incomplete_reason is None
@@ -158,6 +159,9 @@ def test_a_leader_change_in_a_baseline_group_makes_its_evidence_incomplete(clust
         entry = run_group(cluster, plan, 0, run_dir)[0]
     finally:
         outsider.join()
-    assert not entry.evidence_complete, entry
-    assert entry.incomplete_reason.startswith(f"unplanned leader change during the load ({name}[")
-    assert f"leader {killed[0]} -> " in entry.incomplete_reason
+    assert entry.evidence_complete and entry.topic == f"{name}-attempt-2", entry
+    (first,) = entry.earlier_attempts
+    assert first.topic == name and first.evidence == f"scenarios/{plan.scenarios[0].name}.attempt-1"
+    assert first.incomplete_reason.startswith(f"unplanned leader change during the load ({name}[")
+    assert f"leader {killed[0]} -> " in first.incomplete_reason
+    assert (run_dir.root / first.evidence / "send_log.parquet").exists() and run_dir.read_entry(entry.scenario) == entry

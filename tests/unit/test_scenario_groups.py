@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import shutil
 import time
 from pathlib import Path
+
+import pytest
 
 from acklab.execution import _entry, open_transactions
 from acklab.nemesis.events import FaultEvent, FaultOutcome
@@ -129,3 +132,50 @@ def test_a_partition_whose_stable_offset_stays_behind_after_the_transaction_time
     assert (ended.hanging_partitions, ended.hanging_detail) == (0, None)
     blind = _entry(plan, fast, "t", _result(now, now + 5), FaultOutcome([]), None, RUN, "last stable offsets not readable: no leader")
     assert blind.hanging_partitions is None and not blind.evidence_complete
+
+
+def test_a_group_runs_its_incomplete_scenarios_once_more_and_keeps_the_first_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Attempt 1: one scenario complete, one incomplete (a broker fenced), one interrupted by SIGTERM;
+    only the fenced one runs again, its first run's folder set aside and named in its entry."""
+    from acklab import execution
+
+    plan = make_plan({"profiles": ["leader-ack", "idempotent", "at-least-once"], "faults": ["none"]})
+    run = RunDir(tmp_path)
+    calls: list[tuple[int, list[str]]] = []
+
+    def attempt(cluster, plan_, index, group, run_, progress, n):
+        calls.append((n, [s.name for s in group]))
+        entries = []
+        for scenario in group:
+            folder = run_.scenario(scenario.name).root
+            folder.mkdir(parents=True)
+            (folder / "send_log.parquet").write_text(f"attempt {n}")
+            entry = _entry(plan_, scenario, f"topic-{n}", _result(time.time(), time.time() + 1), FaultOutcome([]), None, run_)
+            if n == 1 and scenario.profile.name == "idempotent":
+                entry = entry.model_copy(update={"evidence_complete": False, "incomplete_reason": "unplanned leader change"})
+            if n == 1 and scenario.profile.name == "at-least-once":
+                entry = entry.model_copy(update={"evidence_complete": False, "incomplete_reason": "sent 5 of 10",
+                                                 "stop_reasons": {"p0": "stopped by SIGTERM"}})
+            entries.append(entry)
+        return entries
+
+    monkeypatch.setattr(execution, "_attempt", attempt)
+    entries = execution.run_group(None, plan, 0, run)
+    assert calls == [(1, ["leader-ack__none", "idempotent__none", "at-least-once__none"]), (2, ["idempotent__none"])]
+    by_name = {e.scenario: e for e in entries}
+    retried = by_name["idempotent__none"]
+    assert retried.evidence_complete and retried.topic == "topic-2"
+    (earlier,) = retried.earlier_attempts
+    assert (earlier.topic, earlier.incomplete_reason, earlier.evidence) == ("topic-1", "unplanned leader change", "scenarios/idempotent__none.attempt-1")
+    assert (tmp_path / earlier.evidence / "send_log.parquet").read_text() == "attempt 1"
+    assert (tmp_path / "scenarios/idempotent__none/send_log.parquet").read_text() == "attempt 2"
+    assert run.read_entry("idempotent__none") == retried  # written: the last run's entry
+    assert by_name["leader-ack__none"].earlier_attempts == [] and not by_name["at-least-once__none"].evidence_complete
+    assert len({e.group.started for e in entries}) == 1
+
+    calls.clear()
+    for name in by_name:
+        for folder in tmp_path.glob(f"scenarios/{name}*"):
+            shutil.rmtree(folder)
+    assert not execution.run_group(None, plan, 0, run, attempts=1)[1].evidence_complete
+    assert calls == [(1, ["leader-ack__none", "idempotent__none", "at-least-once__none"])]

@@ -12,7 +12,7 @@ from pydantic import BaseModel
 from acklab.evidence.contract import IDENTITIES, OUTCOME_DOCS, UNEXPECTED
 from acklab.evidence.schemas import MATRIX, OUTCOME_TABLE, PRODUCER_STATS, SEND_LOG, SEND_LOG_DEFAULTS, TOPIC_RECORDS, describe
 from acklab.paths import PROJECT_ROOT
-from acklab.store import LAYOUT, FaultRecord, GroupTiming, Manifest, ScenarioEntry
+from acklab.store import LAYOUT, EarlierAttempt, FaultRecord, GroupTiming, Manifest, ScenarioEntry
 
 DOC = PROJECT_ROOT / "docs" / "evidence.md"
 
@@ -77,6 +77,7 @@ def to_markdown() -> str:
     lines += ["### A scenario entry", "", *_table(("field", "type", "meaning"), _fields(ScenarioEntry))]
     lines += ["### A fault record (`fault_timeline`)", "", *_table(("field", "type", "meaning"), _fields(FaultRecord))]
     lines += ["### The group (`group`)", "", *_table(("field", "type", "meaning"), _fields(GroupTiming))]
+    lines += ["### An earlier run (`earlier_attempts`)", "", *_table(("field", "type", "meaning"), _fields(EarlierAttempt))]
     lines += ["## Send log (`send_log.parquet`, one row per planned message)", "", *_table(("column", "type", "meaning"), _columns(SEND_LOG))]
     lines += [SEND_LOG_RULES.format(defaults=defaults), ""]
     lines += ["## Producer statistics (`producer_stats.parquet`)", "", *_table(("column", "type", "meaning"), _columns(PRODUCER_STATS))]

@@ -54,6 +54,7 @@ def main(conf: str = typer.Option("{}", help="DAG params as JSON (default: the s
     print(f"group wall seconds: {sum(groups.values()):.0f}; fixed seconds (Airflow, cluster, Spark, GX, report): {fixed:.0f}")
     print(f"amortized overhead seconds per scenario (matrix wall minus each group's longest load, / scenarios): {amortized:.1f}")
     print(f"incomplete scenarios: {sum(1 for s in statuses.values() if s == 'incomplete')}")
+    print(f"scenarios run again (first run's evidence incomplete): {sum(1 for s in scenarios if s.earlier_attempts)}")
     print(f"matrix wall seconds: {wall:.0f}")
     print(f"median scenario overhead seconds: {statistics.median(overheads):.1f}")
 

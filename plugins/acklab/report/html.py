@@ -36,7 +36,7 @@ def build_report(
         if entry.send_log is None or not (send_log := run.root / entry.send_log).exists():
             continue
         png = timeline(send_log, entry.load_started, entry.fault_timeline, entry.scenario, out.timeline(entry.scenario))
-        timelines.append({"scenario": entry.scenario, "effect": entry.fault_effect, "png": png.name})
+        timelines.append({"scenario": entry.scenario, "effect": entry.fault_effect, "png": png.name, "earlier": entry.earlier_attempts})
     template = _templates().get_template("report.html.j2")
     index = out.index
     index.write_text(
