@@ -54,9 +54,10 @@ class ClusterAdmin:
         self.close()
 
     def broker_ids(self) -> set[int]:
-        """Ids of the brokers currently registered with the controller."""
-        description = self._client.describe_cluster(request_timeout=self._timeout).result(timeout=self._timeout)
-        return {node.id for node in description.nodes}
+        """Ids of the brokers registered with the controller and not fenced, from a metadata request
+        any live broker answers (DescribeCluster goes to the broker the metadata names controller,
+        which may be the dead one: it then times out for seconds)."""
+        return set(self._client.list_topics(timeout=self._timeout).brokers)
 
     def create_topic(self, topic: str, partitions: int, replication_factor: int, config: dict[str, str] | None = None) -> None:
         self._create([NewTopic(topic, partitions, replication_factor, config=config or {})])
