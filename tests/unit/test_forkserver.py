@@ -13,7 +13,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from acklab.workload.forkserver import ForkServer
+from acklab.workload.forkserver import PRODUCER_NICENESS, ForkServer
 from acklab.workload.worker import WorkerJob
 
 
@@ -58,6 +58,30 @@ def test_signals_reach_a_running_child_and_its_exit_is_reported(tmp_path: Path) 
     assert ForkServer.shared() is server
 
 
+NICENESS_AFTER_YIELD = """
+import os, sys
+os.nice(int(sys.argv[1]))
+from acklab.workload.forkserver import yield_cpu_to_brokers
+yield_cpu_to_brokers()
+print(os.nice(0))
+"""
+
+
+@pytest.mark.parametrize("start", [0, PRODUCER_NICENESS - 2, PRODUCER_NICENESS, PRODUCER_NICENESS + 3])
+def test_producers_yield_the_cpu_once_never_more_never_less(start: int) -> None:
+    done = subprocess.run([sys.executable, "-c", NICENESS_AFTER_YIELD, str(start)], capture_output=True, text=True, check=True)
+    assert int(done.stdout) == max(start, PRODUCER_NICENESS)
+
+
+def test_a_producer_process_runs_at_the_producer_niceness(tmp_path: Path) -> None:
+    child = ForkServer.shared().spawn(tmp_path / "p0.log")
+    try:
+        assert psutil.Process(child.pid).nice() == max(psutil.Process().nice(), PRODUCER_NICENESS)
+    finally:
+        child.stdin.close()  # no job: exits
+        child.wait(30)
+
+
 def test_close_ends_the_server_at_once(tmp_path: Path) -> None:
     server = ForkServer()
     child = server.spawn(tmp_path / "p0.log")
@@ -70,7 +94,7 @@ def test_close_ends_the_server_at_once(tmp_path: Path) -> None:
 CLIENT = """
 import sys, time
 from pathlib import Path
-from acklab.workload.forkserver import ForkServer
+from acklab.workload.forkserver import PRODUCER_NICENESS, ForkServer
 server = ForkServer.shared()
 child = server.spawn(Path(sys.argv[1]))  # waits for its job on stdin
 print(server._process.pid, child.pid, flush=True)

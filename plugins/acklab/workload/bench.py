@@ -6,9 +6,11 @@ callback and a constant payload, (b) the same loop with a minimal delivery callb
 users actually run: it counts failures), (c) the instrumented workload (`run_load`), (d) Kafka's own
 `org.apache.kafka.tools.ProducerPerformance` from the cluster's jars. Throughput is messages per
 second from the first send until every message is acknowledged. A first warm-up round (the brokers'
-JIT) is run and not counted. The ratios printed as the last three lines are medians of per-round
-ratios: the contenders of a round run back to back, so a slow spell of this shared machine slows
-both sides of a ratio alike.
+JIT) is run and not counted. Once its brokers are up, the benchmark yields the CPU to them as the
+workload's producer processes do (`acklab.workload.forkserver.yield_cpu_to_brokers`), so every
+contender runs at the same niceness. The ratios printed as the last three lines are medians of
+per-round ratios: the contenders of a round run back to back, so a slow spell of this shared
+machine slows both sides of a ratio alike.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from acklab.paths import runs_dir
 from acklab.profiles import ProducerProfile, get_profile
 from acklab.store import ScenarioDir
 from acklab.topology import load_topology
+from acklab.workload.forkserver import yield_cpu_to_brokers
 from acklab.workload.producer import run_load
 from acklab.workload.spec import LoadSpec
 
@@ -105,7 +108,7 @@ def main() -> None:
     parser.add_argument("--profile", default="leader-ack")
     parser.add_argument("--messages", type=int, default=500_000)
     parser.add_argument("--message-bytes", type=int, default=100)
-    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--warmup", type=int, default=1, help="rounds run first and not counted")
     parser.add_argument("--producers", type=int, default=1, help="producer processes of the instrumented workload")
     parser.add_argument("--topology", default="three-brokers")
@@ -115,6 +118,7 @@ def main() -> None:
     root = runs_dir() / f"bench-load-{time.strftime('%Y%m%dT%H%M%S', time.gmtime())}"
     cluster = Cluster.provision(topology, root / "cluster", owner_pid=os.getpid())
     try:
+        yield_cpu_to_brokers()  # the brokers keep their priority; the contenders all run at the producers'
         libs = kafka_libs(topology.kafka_version)
         admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers}, logger=RDKAFKA_LOG)
         with tempfile.TemporaryDirectory(dir=root) as work:

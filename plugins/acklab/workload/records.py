@@ -38,8 +38,9 @@ class ValueFormat:
         seq_digits = np.repeat(self._digits(seqs), keys, axis=0)[lo - first_seq * keys : hi - first_seq * keys]
         rows[:, : self.width] += self._digits(np.arange(base_id + lo, base_id + hi, dtype=np.uint64))
         rows[:, self.width + 1 : 2 * self.width + 1] += seq_digits
-        blob = rows.tobytes()
-        return [blob[start : start + self.size] for start in range(0, len(blob), self.size)]
+        # One bytes object per row, made in C; numpy's fixed-width bytes drop trailing NULs, and a
+        # value ends with its padding or its seq's ":".
+        return rows.view(f"S{self.size}").ravel().tolist()
 
     def _digits(self, numbers: np.ndarray) -> np.ndarray:
         """Decimal digits of `numbers`, most significant first, `width` columns of uint8."""

@@ -42,6 +42,14 @@ RETRIABLE_CODES = np.array(
 )
 
 
+def _known_or_minus_one(numbers: list[int | None], dtype: type[np.integer]) -> np.ndarray:
+    """`numbers` as an array, -1 where confluent-kafka reported None (an unknown partition or offset)."""
+    try:
+        return np.array(numbers, dtype=dtype)
+    except TypeError:  # a None among them: via float, None -> nan -> -1
+        return np.nan_to_num(np.array(numbers, dtype=np.float64), nan=-1).astype(dtype)
+
+
 class EvidenceError(RuntimeError):
     """The delivery reports contradict themselves (e.g. two reports for one message)."""
 
@@ -125,9 +133,8 @@ class ProducerLog:
             self.error_names.setdefault(error.code(), error.name())
         self.error[local] = codes
         self.ack_ts[local] = ack_ts
-        # confluent-kafka reports an unknown partition or offset as None: via float, None -> nan -> -1
-        self.partition[local] = np.nan_to_num(np.array(partitions, dtype=np.float64), nan=-1)
-        self.offset[local] = np.nan_to_num(np.array(offsets, dtype=np.float64), nan=-1)
+        self.partition[local] = _known_or_minus_one(partitions, np.int32)
+        self.offset[local] = _known_or_minus_one(offsets, np.int64)
         self.failed += len(errors)
         self.acked += len(local) - len(errors)
 
