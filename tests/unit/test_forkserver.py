@@ -94,7 +94,7 @@ def test_close_ends_the_server_at_once(tmp_path: Path) -> None:
 CLIENT = """
 import sys, time
 from pathlib import Path
-from acklab.workload.forkserver import PRODUCER_NICENESS, ForkServer
+from acklab.workload.forkserver import ForkServer
 server = ForkServer.shared()
 child = server.spawn(Path(sys.argv[1]))  # waits for its job on stdin
 print(server._process.pid, child.pid, flush=True)
