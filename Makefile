@@ -8,6 +8,9 @@ KAFKA_VERSIONS ?= 4.3.1 3.9.2 3.6.2 3.5.2
 # Producer client versions besides the locked one (each its own virtualenv under .cache/clients).
 CLIENT_VERSIONS ?= 2.0.2 2.2.0 2.3.0
 RUN_CONF ?= {}
+# The producer processes' compiled hot path (the record format and the delivery callback), built in
+# place: the producer processes of every client version import acklab from plugins/.
+RECORDS_EXT := plugins/acklab/workload/records$(shell $(PYTHON) -c 'import sysconfig; print(sysconfig.get_config_var("EXT_SUFFIX"))')
 
 export PATH := $(BIN):$(PATH)
 export AIRFLOW_HOME := $(CURDIR)/airflow_home
@@ -19,12 +22,16 @@ export AIRFLOW_CONN_SPARK_DEFAULT := {"conn_type":"spark","host":"local[*]"}
 
 .PHONY: setup system-deps run test test-unit reap clean bench-proxy bench-load
 
-setup: system-deps $(VENV)/.installed .cache/.jars-$(subst $() ,_,$(KAFKA_VERSIONS) $(CLIENT_VERSIONS)) $(AIRFLOW_HOME)/.migrated
+setup: system-deps $(VENV)/.installed $(RECORDS_EXT) .cache/.jars-$(subst $() ,_,$(KAFKA_VERSIONS) $(CLIENT_VERSIONS)) $(AIRFLOW_HOME)/.migrated
 
-# Java 17 (Kafka, Spark), Maven (jar downloads) and ps (Spark's launcher), from Debian's packages if missing;
-# as root also iptables (node-to-node link faults need root; without it those faults fail at plan time).
+# Java 17 (Kafka, Spark), Maven (jar downloads), ps (Spark's launcher), a C compiler and Python's headers
+# (RECORDS_EXT), from Debian's packages if missing; as root also iptables (node-to-node link faults need
+# root; without it those faults fail at plan time).
 system-deps:
 	@missing=""; command -v java >/dev/null || missing="$$missing openjdk-17-jre-headless"; \
+	command -v cc >/dev/null || missing="$$missing gcc"; \
+	$(PYTHON) -c 'import os, sys, sysconfig; sys.exit(not os.path.exists(sysconfig.get_path("include") + "/Python.h"))' \
+	  || missing="$$missing python3.11-dev"; \
 	command -v mvn >/dev/null || missing="$$missing maven"; command -v ps >/dev/null || missing="$$missing procps"; \
 	if [ "$$(id -u)" = 0 ] && ! command -v iptables >/dev/null; then missing="$$missing iptables"; fi; \
 	if [ -n "$$missing" ]; then apt-get update -qq && apt-get install -y -qq $$missing; fi
@@ -37,7 +44,11 @@ $(VENV)/.installed: requirements.lock pyproject.toml
 	$(BIN)/uv pip install -q -p $(BIN)/python --no-deps -e .
 	touch $@
 
-.cache/.jars-%: $(VENV)/.installed plugins/acklab/maven.py plugins/acklab/workload/clients.py
+$(RECORDS_EXT): plugins/acklab/workload/records.pyx $(VENV)/.installed
+	rm -f $@  # a new file, not one rewritten under the processes that have the old one loaded
+	cd plugins && $(BIN)/cythonize -i -q acklab/workload/records.pyx && rm -rf build
+
+.cache/.jars-%: $(VENV)/.installed $(RECORDS_EXT) plugins/acklab/maven.py plugins/acklab/workload/clients.py
 	$(BIN)/acklab setup $(addprefix --kafka-version ,$(KAFKA_VERSIONS)) $(addprefix --client-version ,$(CLIENT_VERSIONS))
 	mkdir -p .cache && touch $@
 
@@ -151,4 +162,4 @@ reap:
 	$(BIN)/acklab reap --all
 
 clean: reap
-	rm -rf runs $(AIRFLOW_HOME) .cache
+	rm -rf runs $(AIRFLOW_HOME) .cache $(RECORDS_EXT) plugins/acklab/workload/records.c

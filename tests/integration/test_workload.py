@@ -165,3 +165,16 @@ def test_a_leader_change_in_a_baseline_group_makes_its_evidence_incomplete_and_t
     assert first.incomplete_reason.startswith(f"unplanned leader change during the load ({name}[")
     assert f"leader {killed[0]} -> " in first.incomplete_reason
     assert (run_dir.root / first.evidence / "send_log.parquet").exists() and run_dir.read_entry(entry.scenario) == entry
+
+
+def test_a_full_queue_holds_the_load_back_without_losing_a_row(cluster: Cluster, tmp_path: Path) -> None:
+    """A producer queue of 16 messages is full again and again at full speed: every message is still
+    sent once, acked, and recorded once, with a send time no later than its ack."""
+    profile = get_profile("leader-ack").model_copy(update={"overrides": {"queue.buffering.max.messages": 16}})
+    name = topic(cluster, "full-queue")
+    result = run_load(cluster.bootstrap_servers, name, profile, LoadSpec(messages=5000, keys=4), ScenarioDir(tmp_path))
+    log = pq.read_table(ScenarioDir(tmp_path).send_log).to_pylist()
+    assert result.acked == result.sent == len(log) == 5000
+    assert [row["id"] for row in log] == list(range(5000))
+    assert all(row["send_ts"] <= row["ack_ts"] for row in log)
+    assert sorted(record[0] for record in read_topic(cluster, name, "read_uncommitted")) == list(range(5000))

@@ -11,15 +11,17 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from confluent_kafka import KafkaError
+from confluent_kafka import KafkaError, Message
 
 from acklab.evidence.schemas import PRODUCER_STATS, SEND_LOG
+from acklab.store import ScenarioDir
 from acklab.workload import stats
 from acklab.workload.partitioners import murmur2, partition_for
 from acklab.workload.producer import ProgressMeter
-from acklab.workload.records import ValueFormat
+from acklab.workload.records import ReportSink, Sender, ValueFormat
 from acklab.workload.sendlog import EvidenceError, ProducerLog, combine
 from acklab.workload.spec import LoadSpec
+from acklab.workload.worker import PROGRESS_FILE, Worker, WorkerJob
 
 
 @pytest.mark.parametrize(
@@ -43,15 +45,65 @@ def test_partition_for_each_partitioner() -> None:
     assert partition_for(b"p0-k0", 7, "consistent_random") == zlib.crc32(b"p0-k0") % 7
 
 
-def test_values_carry_zero_padded_id_and_seq_and_parse_back() -> None:
+def test_values_carry_zero_padded_id_and_seq_and_reports_carry_the_id_back() -> None:
     fmt = ValueFormat.for_ids(999_999, 24)
     values = fmt.values(base_id=500, lo=7, hi=12, keys=3)
     assert values == [b"%06d:%06d:xxxxxxxxxx" % (500 + i, i // 3) for i in range(7, 12)]
-    assert fmt.parse_ids(values).tolist() == [507, 508, 509, 510, 511]
-    assert fmt.parse_ids([v[:6] for v in values]).tolist() == [507, 508, 509, 510, 511]
     assert ValueFormat.for_ids(9, 4).values(0, 0, 3, 2) == [b"0:0:", b"1:0:", b"2:1:"]
+    assert ValueFormat.for_ids(99_999_999, 100).values(99_999_990, 9, 10, 16) == [b"99999999:00000000:" + b"x" * 82]
     with pytest.raises(ValueError, match=r"message_bytes \(13\) must be >= 14"):
         ValueFormat.for_ids(999_999, 13)
+    sink = ReportSink(8, fmt)
+    for offset, value in enumerate(values):
+        sink.on_delivery(None, Message(topic="t", partition=2, offset=40 + offset, value=value))
+    assert sink.count == 5 and sink.ids[:5].tolist() == [507, 508, 509, 510, 511]
+    assert sink.partitions[:5].tolist() == [2] * 5 and sink.offsets[:5].tolist() == [40, 41, 42, 43, 44]
+    assert (sink.failures, sink.overflow) == ([], 0)
+
+
+def test_a_sender_hands_records_over_in_order_and_names_the_one_that_raised() -> None:
+    handed: list[tuple[str, bytes, bytes]] = []
+    full = [b"v3"]  # the queue is full once, when v3 is handed over
+
+    def produce(topic: str, value: bytes, key: bytes) -> None:
+        if value in full:
+            full.remove(value)
+            raise BufferError("queue full")
+        handed.append((topic, value, key))
+
+    sender = Sender(produce, "t")
+    values, keys = [b"v%d" % i for i in range(6)], [b"k%d" % (i % 2) for i in range(6)]
+    assert sender.send(values, keys, 1, 3) == 3 and handed == [("t", b"v1", b"k1"), ("t", b"v2", b"k0")]
+    with pytest.raises(BufferError):
+        sender.send(values, keys, 3, 6)
+    assert sender.position == 3 and len(handed) == 2
+    assert sender.send(values, keys, 3, 6) == 6 and [value for _, value, _ in handed] == [b"v1", b"v2", b"v3", b"v4", b"v5"]
+    with pytest.raises(IndexError):
+        sender.send(values, keys[:4], 3, 5)
+
+
+def test_a_report_sink_keeps_failures_unknowns_and_counts_what_it_cannot_keep(tmp_path: Path) -> None:
+    """A failed report keeps its position and error, a partition or offset reported as None is -1, a
+    value that carries no id is id -1 (the send log rejects it), and reports beyond the capacity are
+    counted, not kept."""
+    sink = ReportSink(3, ValueFormat.for_ids(999, 10))
+    error = KafkaError(KafkaError._MSG_TIMED_OUT)
+    sink.on_delivery(None, Message(topic="t", partition=0, offset=7, value=b"012:000:xx"))
+    sink.on_delivery(error, Message(topic="t", value=b"013:001:xx"))
+    sink.on_delivery(None, Message(topic="t", partition=1, offset=8, value=b"0x4:000:xx"))
+    sink.on_delivery(None, Message(topic="t", partition=1, offset=9, value=b"015:000:xx"))
+    assert (sink.count, sink.overflow) == (3, 1)
+    assert sink.ids.tolist() == [12, 13, -1] and sink.partitions.tolist() == [0, -1, 1] and sink.offsets.tolist() == [7, -1, 8]
+    assert sink.failures == [(1, error)]
+    with pytest.raises(EvidenceError, match="never sent"):
+        make_log(tmp_path, sent=6).record_deliveries(sink.ids[2:], np.full(1, 2000.0), sink.partitions[2:], sink.offsets[2:], [])
+    sink.on_delivery(None, Message(topic="t", value=None))
+    sink.on_delivery(None, Message(topic="t", value=b"01"))
+    assert sink.overflow == 3
+    sink.clear()
+    sink.on_delivery(None, Message(topic="t", value=None))
+    sink.on_delivery(None, Message(topic="t", value=b"01"))
+    assert (sink.count, sink.ids[:2].tolist(), sink.failures) == (2, [-1, -1], [])
 
 
 def test_load_spec_splits_ids_into_contiguous_ranges() -> None:
@@ -66,16 +118,17 @@ def make_log(tmp_path: Path, sent: int, *, transactional: bool = False) -> Produ
     return log
 
 
-def report(log: ProducerLog, ids: list[int], errors: dict[int, KafkaError] | None = None) -> None:
-    """Delivery reports for `ids` (partition 1, offset = id), failed where `errors` says."""
+def report(log: ProducerLog, ids: list[int], errors: dict[int, KafkaError] | None = None, at: float = 2000.0) -> None:
+    """Delivery reports for `ids` through a `ReportSink` (partition 1, offset = id; neither for the
+    ones failed by `errors`), served at `at`."""
     errors = errors or {}
-    log.record_deliveries(
-        np.array(ids),
-        np.full(len(ids), 2000.0),
-        [None if i in errors else 1 for i in ids],
-        [None if i in errors else i for i in ids],
-        [(position, errors[i]) for position, i in enumerate(ids) if i in errors],
-    )
+    fmt = ValueFormat.for_ids(999, 8)
+    sink = ReportSink(len(ids), fmt)
+    for i in ids:
+        value = fmt.values(i, 0, 1, 1)[0]
+        sink.on_delivery(errors.get(i), Message(topic="t", value=value, **({} if i in errors else {"partition": 1, "offset": i})))
+    n = sink.count
+    log.record_deliveries(sink.ids[:n], np.full(n, at), sink.partitions[:n], sink.offsets[:n], sink.failures)
 
 
 def test_every_sent_message_has_exactly_one_row_with_a_final_state(tmp_path: Path) -> None:
@@ -132,9 +185,9 @@ def test_a_fatal_error_fails_every_message_it_left_undelivered(tmp_path: Path) -
     reported, or never sent: failed by the fatal error."""
     log = make_log(tmp_path, sent=5)
     report(log, [100])  # acked at 2000.0
-    log.record_deliveries(np.array([101]), np.array([1500.0]), [None], [None], [(0, KafkaError(KafkaError.NOT_ENOUGH_REPLICAS))])
+    report(log, [101], {101: KafkaError(KafkaError.NOT_ENOUGH_REPLICAS)}, at=1500.0)
     log.fail_fatally(KafkaError(KafkaError.OUT_OF_ORDER_SEQUENCE_NUMBER), 1900.0)
-    log.record_deliveries(np.array([102]), np.array([1950.0]), [None], [None], [(0, KafkaError(KafkaError._PURGE_QUEUE))])
+    report(log, [102], {102: KafkaError(KafkaError._PURGE_QUEUE)}, at=1950.0)
     log.write(8)  # 103, 104 never reported; 105-107 never sent
     rows = pq.read_table(log.path).to_pylist()
     assert [r["state"] for r in rows] == ["acked"] + ["failed"] * 7
@@ -207,3 +260,22 @@ def test_progress_meter_reports_rates() -> None:
     meter(1000, 900, 0)
     meter(3000, 2900, 1)
     assert lines[1].startswith("sent 3000 (") and "acked 2900 (" in lines[1] and lines[1].endswith("failed 1")
+
+
+def test_more_delivery_reports_than_messages_sent_is_an_evidence_error(tmp_path: Path) -> None:
+    """A producer's report sink holds one report per planned message; one more is not dropped silently."""
+    job = WorkerJob(
+        producer=0, producers=1, bootstrap_servers="127.0.0.1:9", topic="t", config={}, partitioner="consistent_random",
+        first_id=0, count=1, max_id=0, message_bytes=100, keys=1, rate=None, duration_s=None, flush_timeout_s=1.0,
+        scenario_dir=tmp_path, partitions=1,
+    )
+    progress = ScenarioDir(tmp_path).producer_file("", PROGRESS_FILE)
+    progress.parent.mkdir(parents=True, exist_ok=True)
+    progress.write_bytes(bytes(3 * 8))
+    worker = Worker(job)
+    worker.log.sent = 1
+    report = Message(topic="t", partition=0, offset=0, value=worker.format.values(0, 0, 1, 1)[0])
+    worker.reports.on_delivery(None, report)
+    worker.reports.on_delivery(None, report)
+    with pytest.raises(EvidenceError, match="p0: 1 delivery reports more than messages sent"):
+        worker._fold()

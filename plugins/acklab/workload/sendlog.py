@@ -42,14 +42,6 @@ RETRIABLE_CODES = np.array(
 )
 
 
-def _known_or_minus_one(numbers: list[int | None], dtype: type[np.integer]) -> np.ndarray:
-    """`numbers` as an array, -1 where confluent-kafka reported None (an unknown partition or offset)."""
-    try:
-        return np.array(numbers, dtype=dtype)
-    except TypeError:  # a None among them: via float, None -> nan -> -1
-        return np.nan_to_num(np.array(numbers, dtype=np.float64), nan=-1).astype(dtype)
-
-
 class EvidenceError(RuntimeError):
     """The delivery reports contradict themselves (e.g. two reports for one message)."""
 
@@ -116,10 +108,10 @@ class ProducerLog:
             self.error_names.setdefault(error.code(), error.name())
 
     def record_deliveries(
-        self, ids: np.ndarray, ack_ts: np.ndarray, partitions: list[int | None], offsets: list[int | None], errors: list[tuple[int, KafkaError]]
+        self, ids: np.ndarray, ack_ts: np.ndarray, partitions: np.ndarray, offsets: np.ndarray, errors: list[tuple[int, KafkaError]]
     ) -> None:
-        """Apply a batch of delivery reports: message ids, times, partitions, offsets, and
-        (position in the batch, error) of the failed ones."""
+        """Apply a batch of delivery reports: message ids, times, partitions and offsets (-1 where
+        unknown), and (position in the batch, error) of the failed ones."""
         if not len(ids):
             return
         local = ids - self.first_id
@@ -133,8 +125,8 @@ class ProducerLog:
             self.error_names.setdefault(error.code(), error.name())
         self.error[local] = codes
         self.ack_ts[local] = ack_ts
-        self.partition[local] = _known_or_minus_one(partitions, np.int32)
-        self.offset[local] = _known_or_minus_one(offsets, np.int64)
+        self.partition[local] = partitions
+        self.offset[local] = offsets
         self.failed += len(errors)
         self.acked += len(local) - len(errors)
 

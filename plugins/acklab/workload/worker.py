@@ -12,11 +12,12 @@ A message `produce()` rejects (e.g. MSG_SIZE_TOO_LARGE) is a failed write (`refu
 load goes on. A fatal error (librdkafka's idempotent producer giving up) ends the load: every
 message it did not acknowledge, sent or not, failed by it (`fatal`).
 
-The hot loop does as little per message as Python allows: values are built BLOCK at a time with
-numpy, each message costs one `produce` call and one delivery callback that keeps the report's
-value, partition and offset (and notes a failure); send and ack times are stamped per chunk and per
-poll. The reports are folded into the send-log arrays in bulk once FOLD_EVERY of them are pending
-(few enough that their memory is reused while still in cache), and when the load ends.
+The hot loop does as little per message as Python allows: values are built BLOCK at a time, and
+each message costs one `produce` call and one delivery callback that keeps the report's id,
+partition and offset in arrays (and notes a failure), both compiled (`acklab.workload.records`);
+send and ack times are stamped per chunk and per poll. The reports are folded into the
+send-log arrays in bulk once FOLD_EVERY of them are pending (few enough that the arrays stay in
+cache), and when the load ends.
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ import confluent_kafka
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
-from confluent_kafka import KafkaError, KafkaException, Message, Producer
+from confluent_kafka import KafkaError, KafkaException, Producer
 from pydantic import BaseModel, ConfigDict
 
 from acklab.evidence.schemas import PRODUCER_STATS
@@ -44,8 +45,8 @@ from acklab.profiles import Partitioner, TransactionSpec
 from acklab.store import ScenarioDir
 from acklab.workload import stats
 from acklab.workload.partitioners import partition_for
-from acklab.workload.records import ValueFormat
-from acklab.workload.sendlog import ProducerLog
+from acklab.workload.records import ReportSink, Sender, ValueFormat
+from acklab.workload.sendlog import EvidenceError, ProducerLog
 from acklab.workload.spec import key
 
 log = logging.getLogger("acklab.workload.worker")
@@ -109,12 +110,7 @@ class Worker:
         self.format = ValueFormat.for_ids(job.max_id, job.message_bytes)
         self.keys = [key(job.producer, k).encode() for k in range(job.keys)]
         self.stats_rows: list[dict[str, object]] = []
-        # Delivery reports not folded yet, as their value, partition and offset: the report itself is
-        # freed at once (kept reports make every later one cost more to serve: measured 20-60 %).
-        self._values: list[bytes] = []
-        self._partitions: list[int | None] = []
-        self._offsets: list[int | None] = []
-        self._failures: list[tuple[int, KafkaError]] = []  # (position in _values, error) of the failed ones
+        self.reports = ReportSink(job.count, self.format)  # delivery reports not folded yet
         self._marks: list[tuple[int, float]] = []  # (delivery reports served, time) after each poll
         config = {"statistics.interval.ms": stats.STATS_INTERVAL_MS, **job.config}
         self.stats_interval_s = float(config["statistics.interval.ms"]) / 1000
@@ -124,7 +120,7 @@ class Worker:
             {
                 **config,
                 "bootstrap.servers": job.bootstrap_servers,
-                "on_delivery": self._delivery_callback(),
+                "on_delivery": self.reports.on_delivery,
                 "error_cb": self._on_error,
                 "stats_cb": lambda raw: self.stats_rows.append(stats.stats_row(job.name, raw)),
             },
@@ -156,30 +152,15 @@ class Worker:
                 raise KafkaException(metadata.error or KafkaError(KafkaError.UNKNOWN_TOPIC_OR_PART))
             time.sleep(0.2)
 
-    def _delivery_callback(self):
-        """Keeps the report's value, partition and offset (and a failure with its position); everything
-        else happens when reports are folded."""
-        values, add_failure = self._values, self._failures.append
-        add_value, add_partition, add_offset = values.append, self._partitions.append, self._offsets.append
-
-        def on_delivery(err: KafkaError | None, msg: Message) -> None:
-            add_value(msg.value())
-            add_partition(msg.partition())
-            add_offset(msg.offset())
-            if err is not None:
-                add_failure((len(values) - 1, err))
-
-        return on_delivery
-
     def _polled(self) -> None:
         """Delivery reports served so far are stamped now (called after every call that serves them)."""
-        self._marks.append((len(self._values), time.time()))
+        self._marks.append((self.reports.count, time.time()))
 
     # ---- running ---------------------------------------------------------------------------
 
     def run(self) -> dict[str, object]:
-        # The load allocates nothing cyclic, yet keeps every pending delivery report alive: the
-        # cyclic garbage collector would rescan them all, again and again, for nothing.
+        # The load allocates nothing cyclic: the cyclic garbage collector would rescan each block's
+        # values and every other live object, again and again, for nothing.
         gc.freeze()
         gc.disable()
         self.started = time.time()
@@ -241,7 +222,8 @@ class Worker:
 
     def _produce(self, end: int) -> None:
         """Send local messages `log.sent .. end - 1`, CHUNK at a time, paced to the job's rate."""
-        produce, poll, polled, topic = self.producer.produce, self.producer.poll, self._polled, self.job.topic
+        sender = Sender(self.producer.produce, self.job.topic)
+        send, poll, polled = sender.send, self.producer.poll, self._polled
         send_ts, now, rate = self.log.send_ts, time.time, self.job.rate
         chunk = CHUNK if rate is None else max(1, min(CHUNK, int(rate / 200)))
         while self.log.sent < end and not self.stopping:
@@ -251,19 +233,22 @@ class Worker:
             rotated = self.keys[lo % len(self.keys) :] + self.keys[: lo % len(self.keys)]
             keys = rotated * -(-(hi - lo) // len(rotated))
             for start in range(0, hi - lo, chunk):
-                stop, stamped = min(hi - lo, start + chunk), start
-                j = start
+                stop, stamped, j = min(hi - lo, start + chunk), start, start
                 try:
-                    for j in range(start, stop):
+                    while j < stop:
                         try:
-                            produce(topic, values[j], keys[j])
+                            j = send(values, keys, j, stop)
                         except BufferError:  # queue full: record what was accepted, then wait
+                            j = sender.position
                             send_ts[lo + stamped : lo + j] = now()
                             stamped, self.log.sent = j, lo + j
                             self._produce_blocking(lo + j, values[j], keys[j])
+                            j += 1
                         except KafkaException as exc:
+                            j = sender.position
                             if not self._refuse(lo + j, exc.args[0]):
                                 raise
+                            j += 1
                 except KafkaException:
                     send_ts[lo + stamped : lo + j] = now()
                     self.log.sent = lo + j
@@ -283,7 +268,7 @@ class Worker:
                     self._tick()
                     if self.stopping:
                         return
-            if len(self._values) >= FOLD_EVERY:
+            if self.reports.count >= FOLD_EVERY:
                 self._fold()
 
     def _produce_blocking(self, index: int, value: bytes, message_key: bytes) -> None:
@@ -392,7 +377,7 @@ class Worker:
         if now < self._next_tick:
             return
         self._next_tick = now + TICK_S
-        if len(self._values) >= FOLD_EVERY:
+        if self.reports.count >= FOLD_EVERY:
             self._fold()
         self._publish()
         if now >= self._deadline:
@@ -402,18 +387,20 @@ class Worker:
 
     def _publish(self) -> None:
         """Progress for the parent: sent, acked and failed, pending reports included."""
-        failed = self.log.failed + len(self._failures)
-        self.progress[self.job.producer] = (self.log.sent, self.log.acked + len(self._values) - len(self._failures), failed)
+        pending, failures = self.reports.count, len(self.reports.failures)
+        self.progress[self.job.producer] = (self.log.sent, self.log.acked + pending - failures, self.log.failed + failures)
 
     def _fold(self) -> None:
         """Move the delivery reports served so far into the send-log arrays."""
         self._polled()
+        reports, n = self.reports, self.reports.count
+        if reports.overflow:
+            raise EvidenceError(f"{self.job.name}: {reports.overflow} delivery reports more than messages sent")
         served, stamps = zip(*self._marks, strict=True)
-        ack_ts = np.asarray(stamps)[np.searchsorted(served, np.arange(len(self._values)), side="right")]
-        ids = self.format.parse_ids(self._values)  # values are all message_bytes long
-        self.log.record_deliveries(ids, ack_ts, self._partitions, self._offsets, self._failures)
-        for pending in (self._values, self._partitions, self._offsets, self._failures, self._marks):
-            pending.clear()
+        ack_ts = np.asarray(stamps)[np.searchsorted(served, np.arange(n), side="right")]
+        self.log.record_deliveries(reports.ids[:n], ack_ts, reports.partitions[:n], reports.offsets[:n], reports.failures)
+        reports.clear()
+        self._marks.clear()
 
 
 class _WithoutPandas(importlib.abc.MetaPathFinder):
