@@ -48,14 +48,14 @@ $(RECORDS_EXT): plugins/acklab/workload/records.pyx $(VENV)/.installed
 	rm -f $@  # a new file, not one rewritten under the processes that have the old one loaded
 	cd plugins && $(BIN)/cythonize -i -q acklab/workload/records.pyx && rm -rf build
 
-.cache/.jars-%: $(VENV)/.installed $(RECORDS_EXT) plugins/acklab/maven.py plugins/acklab/workload/clients.py
+.cache/.jars-%: $(VENV)/.installed $(RECORDS_EXT) plugins/acklab/base/maven.py plugins/acklab/workload/clients.py
 	$(BIN)/acklab setup $(addprefix --kafka-version ,$(KAFKA_VERSIONS)) $(addprefix --client-version ,$(CLIENT_VERSIONS))
 	mkdir -p .cache && touch $@
 
 $(AIRFLOW_HOME)/.migrated: $(VENV)/.installed
 	mkdir -p $(AIRFLOW_HOME)/plugins
 	$(BIN)/airflow db migrate > $(AIRFLOW_HOME)/migrate.log
-	$(BIN)/airflow pools set acklab_cluster 1 "acklab: scenario groups sharing a cluster run one at a time" > /dev/null
+	$(BIN)/acklab airflow pool
 	touch $@
 
 # The DAG once, in-process, on the embedded local cluster with default params.
@@ -84,30 +84,30 @@ test-unit: setup
 # Workload throughput: bare confluent-kafka loop vs the instrumented workload vs Kafka's ProducerPerformance,
 # same 3-broker cluster and profile; the last two lines are the ratios. BENCH_ARGS='--profile idempotent --rounds 5'.
 bench-load: setup
-	$(BIN)/python -m acklab.workload.bench $(BENCH_ARGS)
+	$(BIN)/python -m acklab.tools.bench_load $(BENCH_ARGS)
 
 # Throughput through the fault proxy (no active fault) vs direct, median of alternating rounds.
 bench-proxy: setup
-	$(BIN)/python -m acklab.proxy.bench
+	$(BIN)/python -m acklab.tools.bench_proxy
 
 # The daily DAG's standard matrix (every profile x every fault) once via `airflow dags test`; prints
 # `matrix wall seconds` and `median scenario overhead seconds` last. BENCH_MATRIX_CONF='{"faults": [...]}'.
 .PHONY: bench-matrix
 bench-matrix: setup
 	$(BIN)/acklab reap
-	$(BIN)/python -m acklab.orchestration.bench_matrix --conf '$(or $(BENCH_MATRIX_CONF),{})'
+	$(BIN)/python -m acklab.tools.bench_matrix --conf '$(or $(BENCH_MATRIX_CONF),{})'
 
 # Importing the three DAG files in a fresh interpreter after `import airflow.sdk` (median of 5):
 # the last line is `dag parse seconds: X`.
 .PHONY: bench-dag-parse
 bench-dag-parse: setup
-	$(BIN)/python -m acklab.orchestration.bench_dag_parse
+	$(BIN)/python -m acklab.tools.bench_dag_parse
 
 # Spark audit at 5M/10M/20M synthetic messages (one spark-submit each, checked against the planted
 # counts) vs the workload's load rate; the last lines are the per-million times and the ratios.
 .PHONY: bench-audit
 bench-audit: setup
-	$(BIN)/python -m acklab.checker.bench $(BENCH_AUDIT_ARGS)
+	$(BIN)/python -m acklab.tools.bench_audit $(BENCH_AUDIT_ARGS)
 
 # The Docker backend (README "Docker"): Debian's engine, started with vfs storage, no iptables and no
 # default bridge when none answers; the local Kafka image built from host files (cached by a content

@@ -1,9 +1,9 @@
 """Weekly Airflow DAG: the same delivery matrix on every (Kafka version, producer client version)
 pair, side by side, with a comparison report calling out every scenario whose verdict differs."""
 
-from acklab.maven import DEFAULT_KAFKA_VERSION
+from acklab.base.maven import DEFAULT_KAFKA_VERSION
 from acklab.orchestration.dags import version_regression_dag
-from acklab.plan import standard_matrix
+from acklab.plan.planner import standard_matrix
 from acklab.workload.clients import LOCKED
 
 dag = version_regression_dag(

@@ -12,7 +12,7 @@ from typing import IO
 
 import pytest
 
-from acklab.paths import PROJECT_ROOT
+from acklab.base.paths import PROJECT_ROOT
 
 CRASH_RECORD = Path(os.environ.get("ACKLAB_TEST_ARTIFACTS", PROJECT_ROOT / "test-artifacts")) / "pytest-crash.txt"
 _record: IO[str] | None = None

@@ -10,13 +10,11 @@ from pathlib import Path
 
 import pytest
 
+from acklab.base.paths import PROJECT_ROOT
 from acklab.cluster import docker_engine as engine
-from acklab.paths import PROJECT_ROOT
+from acklab.services import airflow_pool
 
 from .helpers import BIN
-
-POOL = "acklab_cluster"  # acklab.dag_factory.POOL (importing it would import Airflow here)
-
 
 
 @pytest.fixture(scope="session")
@@ -39,7 +37,7 @@ def acklab_env(tmp_path_factory: pytest.TempPathFactory, isolated_run_store: Pat
         "SPARK_LOCAL_IP": "127.0.0.1",  # the Spark driver's (and executors') sockets on loopback
     }
     subprocess.run([str(BIN / "airflow"), "db", "migrate"], env=env, check=True, capture_output=True)
-    subprocess.run([str(BIN / "airflow"), "pools", "set", POOL, "1", "acklab tests"], env=env, check=True, capture_output=True)
+    subprocess.run([str(BIN / "airflow"), *airflow_pool.SET_ARGS], env=env, check=True, capture_output=True)
     return env
 
 

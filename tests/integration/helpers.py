@@ -14,13 +14,13 @@ from pathlib import Path
 
 import psutil
 
+from acklab.base.paths import PROJECT_ROOT
 from acklab.checker.submit import audit_job, submit
 from acklab.cluster.cluster import Cluster
 from acklab.cluster.state import ClusterState
-from acklab.execution import run_scenarios
-from acklab.paths import PROJECT_ROOT
-from acklab.plan import RunPlan
-from acklab.store import RunDir
+from acklab.orchestration.execution import run_scenarios
+from acklab.plan.planner import RunPlan
+from acklab.store.runs import RunDir
 
 BIN = Path(sys.executable).parent
 

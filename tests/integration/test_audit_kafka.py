@@ -9,13 +9,13 @@ import os
 
 import pytest
 
+from acklab.base.paths import runs_dir
 from acklab.checker.submit import audit_job, submit
 from acklab.cluster.cluster import Cluster
-from acklab.paths import runs_dir
-from acklab.profiles import ProducerProfile, get_profile
-from acklab.store import AuditDir, Manifest, RunDir, ScenarioEntry
-from acklab.topology import load_topology
+from acklab.cluster.topology import load_topology
+from acklab.store.runs import AuditDir, Manifest, RunDir, ScenarioEntry
 from acklab.workload.producer import run_load
+from acklab.workload.profiles import ProducerProfile, get_profile
 from acklab.workload.spec import LoadSpec
 
 from .helpers import assert_nothing_left

@@ -6,8 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from acklab import presets
-from acklab.plan import make_plan
+from acklab.plan.planner import make_plan, presets
 
 from .helpers import run_audited
 

@@ -20,13 +20,13 @@ import httpx
 import pytest
 import yaml
 
+from acklab.base.paths import PROJECT_ROOT, cache_dir
 from acklab.cluster import docker_image
 from acklab.cluster.docker import LABEL_RUN
 from acklab.cluster.layout import free_ports
-from acklab.paths import PROJECT_ROOT, cache_dir
-from acklab.services import standin_images
+from acklab.cluster.topology import load_topology
 from acklab.services.processes import listening_pids, wait_until
-from acklab.topology import load_topology
+from acklab.testing import standin_images
 
 from .airflow_rest import AirflowRest
 

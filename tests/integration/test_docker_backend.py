@@ -17,15 +17,15 @@ from pathlib import Path
 import docker
 import pytest
 
+from acklab.base.paths import PROJECT_ROOT, runs_dir
 from acklab.cluster import docker_image, links
 from acklab.cluster.backends import reap_orphans
 from acklab.cluster.cluster import Cluster
 from acklab.cluster.docker import IMAGE_ENV, LABEL_CLUSTER, LABEL_RUN, DockerRunner, reap_containers
 from acklab.cluster.state import STATE_FILE, ClusterState, process_matches
+from acklab.cluster.topology import load_topology
 from acklab.orchestration.pipeline import run_pipeline
-from acklab.paths import PROJECT_ROOT, runs_dir
-from acklab.store import RunDir
-from acklab.topology import load_topology
+from acklab.store.runs import RunDir
 
 from .helpers import host_network_state
 

@@ -11,9 +11,9 @@ import pytest
 
 from acklab.checker.verdict import Verdict, validate_matrix
 from acklab.cluster import links
-from acklab.evidence.contract import IDENTITIES
 from acklab.nemesis.faults import FAULTS
-from acklab.plan import make_plan
+from acklab.plan.planner import make_plan
+from acklab.store.contract import IDENTITIES
 
 from .helpers import run_audited
 

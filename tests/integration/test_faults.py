@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from acklab.plan import make_plan
+from acklab.plan.planner import make_plan
 
 from .helpers import run_audited
 

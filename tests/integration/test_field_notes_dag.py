@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from acklab.presets import FIELD_NOTES, PRESETS
+from acklab.plan.presets import FIELD_NOTES, PRESETS
 
 from .helpers import assert_nothing_left, dags_test
 

@@ -23,15 +23,15 @@ from pathlib import Path
 
 import pytest
 
+from acklab.base.paths import runs_dir
 from acklab.checker.submit import audit_job, submit
 from acklab.cluster import links
 from acklab.cluster.backends import reap_orphans
 from acklab.cluster.cluster import Cluster
 from acklab.cluster.state import ClusterState, NodeState
-from acklab.execution import run_scenarios
-from acklab.paths import runs_dir
-from acklab.plan import RunPlan, make_plan
-from acklab.store import RunDir
+from acklab.orchestration.execution import run_scenarios
+from acklab.plan.planner import RunPlan, make_plan
+from acklab.store.runs import RunDir
 
 from .helpers import assert_nothing_left, host_network_state
 
@@ -190,7 +190,7 @@ OWNER = """
 import os, sys, time
 from pathlib import Path
 from acklab.cluster.cluster import Cluster
-from acklab.topology import load_topology
+from acklab.cluster.topology import load_topology
 cluster = Cluster.provision(load_topology("three-brokers"), Path(sys.argv[1]), owner_pid=os.getpid(), cut_links=True)
 admin = cluster.admin()
 admin.create_topic("t", 3, 3)

@@ -13,12 +13,12 @@ import psutil
 import pytest
 from confluent_kafka import Consumer, Producer
 
+from acklab.base.maven import kafka_libs
+from acklab.base.paths import runs_dir
 from acklab.cluster.backends import reap_orphans
 from acklab.cluster.cluster import Cluster
 from acklab.cluster.state import ClusterState
-from acklab.maven import kafka_libs
-from acklab.paths import runs_dir
-from acklab.topology import load_topology
+from acklab.cluster.topology import load_topology
 
 from .helpers import assert_nothing_left
 
@@ -101,7 +101,7 @@ OWNER = """
 import os, sys, time
 from pathlib import Path
 from acklab.cluster.cluster import Cluster
-from acklab.topology import load_topology
+from acklab.cluster.topology import load_topology
 Cluster.provision(load_topology("single-broker"), Path(sys.argv[1]), owner_pid=os.getpid())
 print("up", flush=True)
 time.sleep(600)

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from acklab.checker.verdict import Verdict, validate_matrix
-from acklab.plan import make_plan
+from acklab.plan.planner import make_plan
 
 from .helpers import run_audited
 

@@ -14,14 +14,14 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
+from acklab.base.maven import DEFAULT_KAFKA_VERSION
+from acklab.base.paths import expectations_dir
 from acklab.checker.submit import audit_job, submit
 from acklab.checker.verdict import validate_matrix
 from acklab.cluster.cluster import Cluster
-from acklab.execution import run_scenarios
-from acklab.maven import DEFAULT_KAFKA_VERSION
-from acklab.paths import expectations_dir
-from acklab.plan import make_plan
-from acklab.store import RunDir
+from acklab.orchestration.execution import run_scenarios
+from acklab.plan.planner import make_plan
+from acklab.store.runs import RunDir
 from acklab.workload import clients
 
 from .helpers import assert_nothing_left, dags_test

@@ -15,15 +15,15 @@ import pyarrow.parquet as pq
 import pytest
 from confluent_kafka import Consumer, TopicPartition
 
+from acklab.base.paths import runs_dir
 from acklab.cluster.cluster import Cluster
-from acklab.execution import run_group
-from acklab.paths import runs_dir
-from acklab.plan import make_plan
-from acklab.profiles import ProducerProfile, get_profile
-from acklab.store import RunDir, ScenarioDir
-from acklab.topology import load_topology
+from acklab.cluster.topology import load_topology
+from acklab.orchestration.execution import run_group
+from acklab.plan.planner import make_plan
+from acklab.store.runs import RunDir, ScenarioDir
 from acklab.workload.partitioners import partition_for
 from acklab.workload.producer import run_load
+from acklab.workload.profiles import ProducerProfile, get_profile
 from acklab.workload.spec import LoadSpec
 
 from .helpers import assert_nothing_left

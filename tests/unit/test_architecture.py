@@ -1,4 +1,5 @@
-"""The package's shape: no import cycles (module-level or inside functions), no module importing
+"""The package's shape: its seams as layers that import only downwards, no import cycles
+(module-level or inside functions), tools and test support outside the runtime, no module importing
 another's underscore names, and DAG files that stay cheap to parse."""
 
 from __future__ import annotations
@@ -9,8 +10,9 @@ import sys
 from pathlib import Path
 
 import grimp
+import pytest
 
-from acklab.paths import PROJECT_ROOT
+from acklab.base.paths import PROJECT_ROOT
 
 PACKAGE = PROJECT_ROOT / "plugins" / "acklab"
 
@@ -50,8 +52,67 @@ def _cycles(graph: grimp.ImportGraph) -> list[list[str]]:
     return found
 
 
-def test_no_import_cycles() -> None:
-    graph = grimp.build_graph("acklab", include_external_packages=False)
+# The seams, top first: a package imports only packages of lower layers (and itself); packages of one
+# layer are independent of each other. `tools` and `testing` sit above the runtime: nothing imports them.
+LAYERS: tuple[frozenset[str], ...] = (
+    frozenset({"tools"}),
+    frozenset({"testing"}),
+    frozenset({"orchestration"}),
+    frozenset({"services"}),
+    frozenset({"report"}),
+    frozenset({"checker"}),
+    frozenset({"plan"}),
+    frozenset({"model"}),
+    frozenset({"nemesis", "workload"}),
+    frozenset({"cluster"}),
+    frozenset({"proxy"}),
+    frozenset({"store"}),
+    frozenset({"base"}),
+)
+OUTSIDE_THE_RUNTIME = frozenset({"tools", "testing"})
+
+
+@pytest.fixture(scope="module")
+def graph() -> grimp.ImportGraph:
+    return grimp.build_graph("acklab", include_external_packages=False)
+
+
+def _package(module: str) -> str:
+    return module.split(".")[1] if "." in module else ""
+
+
+def test_every_package_has_a_layer() -> None:
+    packages = {p.name for p in PACKAGE.iterdir() if (p / "__init__.py").exists()}
+    assert packages == set().union(*LAYERS)
+    assert sorted(p.name for p in PACKAGE.glob("*.py")) == ["__init__.py"], "no module lies loose at the package root"
+
+
+def test_imports_go_down_the_layers_only(graph: grimp.ImportGraph) -> None:
+    rank = {package: len(LAYERS) - n for n, layer in enumerate(LAYERS) for package in layer}
+    upward = sorted(
+        f"{module} -> {target}"
+        for module in graph.modules
+        for target in graph.find_modules_directly_imported_by(module)
+        if _package(module) and _package(target) and _package(module) != _package(target)
+        and rank[_package(target)] >= rank[_package(module)]
+    )
+    assert upward == []
+
+
+def test_the_runtime_never_imports_tools_or_test_support(graph: grimp.ImportGraph) -> None:
+    offenders = sorted(
+        f"{module} -> {target}"
+        for module in graph.modules
+        for target in graph.find_modules_directly_imported_by(module)
+        if _package(target) in OUTSIDE_THE_RUNTIME and _package(module) not in OUTSIDE_THE_RUNTIME
+    )
+    assert offenders == []
+    for folder in ("dags", "spark"):
+        for path in (PROJECT_ROOT / folder).glob("*.py"):
+            assert not any(f"acklab.{name}" in path.read_text() for name in OUTSIDE_THE_RUNTIME), path
+
+
+def test_no_import_cycles(graph: grimp.ImportGraph) -> None:
     assert _cycles(graph) == []
 
 

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from acklab.beliefs import applying, describe, findings, summary
-from acklab.model import Setting
+from acklab.cluster.topology import load_topology
+from acklab.model.beliefs import applying, describe, findings, summary
+from acklab.model.guarantees import Setting
 from acklab.nemesis.schedule import schedule_for
-from acklab.profiles import get_profile
-from acklab.topology import load_topology
+from acklab.workload.profiles import get_profile
 
 THREE = load_topology("three-brokers")
 

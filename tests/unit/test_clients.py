@@ -6,10 +6,10 @@ import sys
 
 import pytest
 
-from acklab.maven import SetupError
-from acklab.paths import cache_dir
-from acklab.plan import make_plan
-from acklab.spec import SpecError
+from acklab.base.maven import SetupError
+from acklab.base.paths import cache_dir
+from acklab.base.spec import SpecError
+from acklab.plan.planner import make_plan
 from acklab.workload import clients
 
 

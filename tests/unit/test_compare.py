@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from acklab.report.compare import build_comparison
-from acklab.store import RunDir
+from acklab.store.runs import RunDir
 
 
 def _run(root: Path, name: str, version: str, statuses: dict[str, str], client: str = "2.16.1") -> Path:

@@ -8,10 +8,11 @@ import pytest
 
 from acklab.cluster import links
 from acklab.nemesis.faults import FAULT_NAMES, FAULTS
-from acklab.plan import make_plan
-from acklab.profiles import catalog
+from acklab.plan.planner import make_plan
+from acklab.services import airflow_pool
+from acklab.workload.profiles import catalog
 
-DAG_IDS = {"kafka_delivery_matrix", "kafka_delivery_smoke", "kafka_version_regression"}
+DAG_IDS = {"kafka_delivery_matrix", "kafka_delivery_smoke", "kafka_field_notes", "kafka_version_regression"}
 
 
 @pytest.fixture(scope="module")
@@ -19,7 +20,7 @@ def dagbag():
     os.environ.setdefault("AIRFLOW__CORE__LOAD_EXAMPLES", "False")
     from airflow.dag_processing.dagbag import DagBag
 
-    from acklab.paths import PROJECT_ROOT
+    from acklab.base.paths import PROJECT_ROOT
 
     return DagBag(dag_folder=str(PROJECT_ROOT / "dags"))
 
@@ -41,7 +42,7 @@ def test_matrix_dag_shape(dagbag, dag_id: str) -> None:
     assert tasks["audit"].task_type == "AuditOperator" and issubclass(AuditOperator, SparkSubmitOperator)
     assert {t.task_id for t in tasks["audit"].downstream_list} == {"teardown_cluster", "validate"}
     group = tasks["run_group"]
-    assert group.pool == "acklab_cluster" and group.is_mapped, "scenario groups: mapped, serialized by the pool"
+    assert group.pool == airflow_pool.NAME and group.is_mapped, "scenario groups: mapped, serialized by the pool"
     assert {t.task_id for t in group.upstream_list} == {"provision_cluster", "scenario_groups"}
 
 
@@ -64,7 +65,7 @@ def test_smoke_dag_is_small(dagbag) -> None:
 def test_version_dag_compares_two_versions(dagbag) -> None:
     dag = dagbag.dags["kafka_version_regression"]
     tasks = {t.task_id: t for t in dag.tasks}
-    assert tasks["run_groups"].is_mapped and tasks["run_groups"].pool == "acklab_cluster"
+    assert tasks["run_groups"].is_mapped and tasks["run_groups"].pool == airflow_pool.NAME
     assert tasks["audit"].task_type == "AuditOperator" and tasks["audit"].is_mapped
     assert tasks["teardown_cluster"].trigger_rule == "all_done" and "audit" in tasks["teardown_cluster"].upstream_task_ids
     assert {t.task_id for t in tasks["compare"].upstream_list} == {"validate"}

@@ -5,12 +5,12 @@ from __future__ import annotations
 import jsonschema
 import pytest
 
-from acklab.maven import KAFKA_VERSION_PATTERN
+from acklab.base.maven import KAFKA_VERSION_PATTERN
+from acklab.cluster.topology import topology_names
 from acklab.nemesis.faults import FAULT_NAMES
 from acklab.orchestration.params import run_params_schema
-from acklab.plan import RunParams, make_plan
-from acklab.profiles import profile_names
-from acklab.topology import topology_names
+from acklab.plan.planner import RunParams, make_plan
+from acklab.workload.profiles import profile_names
 
 
 def test_every_field_of_run_params_is_a_described_param() -> None:

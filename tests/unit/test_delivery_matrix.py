@@ -13,8 +13,8 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from acklab.checker import audit as dm
-from acklab.evidence.contract import COUNT_COLUMNS, METRIC_COLUMNS, OUTCOMES
-from acklab.store import FaultRecord, Manifest, RunDir, ScenarioEntry
+from acklab.store.contract import COUNT_COLUMNS, METRIC_COLUMNS, OUTCOMES
+from acklab.store.runs import FaultRecord, Manifest, RunDir, ScenarioEntry
 from acklab.testing import synthetic
 
 T0 = 100.0  # send_ts of id i is T0 + i in s-a, s-b, s-c

@@ -9,7 +9,7 @@ import subprocess
 import pytest
 import yaml
 
-from acklab.paths import PROJECT_ROOT
+from acklab.base.paths import PROJECT_ROOT
 
 COMPOSE = PROJECT_ROOT / "docker-compose.yaml"
 AIRFLOW = {"airflow-init", "airflow-api-server", "airflow-scheduler", "airflow-dag-processor"}

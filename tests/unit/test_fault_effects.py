@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from acklab.base.spec import parse_model
 from acklab.cluster.admin import PartitionState
 from acklab.nemesis import actions
 from acklab.nemesis.actions import ACTIONS, FaultContext
@@ -22,7 +23,6 @@ from acklab.nemesis.events import FaultEvent, Window
 from acklab.nemesis.faults import FAULTS
 from acklab.nemesis.schedule import FaultStep, schedule_for
 from acklab.proxy.rules import ProxyRule
-from acklab.spec import parse_model
 
 TOPIC = "t"
 # Each fault's window, and how long a link cut's effect is still looked for after the heal. A

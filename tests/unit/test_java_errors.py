@@ -8,11 +8,11 @@ from pathlib import Path
 
 from confluent_kafka import KafkaError
 
-from acklab.presets import PRESETS
+from acklab.plan.presets import PRESETS
 from acklab.proxy.protocol import ERRORS
 from acklab.report.field_notes import build_field_notes
 from acklab.report.java_errors import JAVA_ERRORS, with_java
-from acklab.store import Manifest, RunDir, ScenarioEntry
+from acklab.store.runs import Manifest, RunDir, ScenarioEntry
 
 
 def test_every_mapped_name_is_a_librdkafka_error() -> None:

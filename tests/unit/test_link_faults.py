@@ -7,16 +7,16 @@ from pathlib import Path
 
 import pytest
 
+from acklab.base.spec import SpecError
 from acklab.cluster import links
 from acklab.cluster.links import CHAIN_PREFIX, MARK_MASK
-from acklab.model import Guarantee, Kind, expect
+from acklab.cluster.topology import load_topology
+from acklab.model.guarantees import Guarantee, Kind, expect
 from acklab.nemesis.actions import cut_pairs
 from acklab.nemesis.faults import FAULTS
 from acklab.nemesis.schedule import FaultStep
-from acklab.plan import make_plan, standard_matrix
-from acklab.profiles import get_profile
-from acklab.spec import SpecError
-from acklab.topology import load_topology
+from acklab.plan.planner import make_plan, standard_matrix
+from acklab.workload.profiles import get_profile
 
 LINK_FAULTS = sorted(name for name, spec in FAULTS.items() if spec.cuts_links)
 THREE = load_topology("three-brokers")
@@ -91,7 +91,7 @@ def test_bad_link_fault_params_fail_in_one_line(params: dict, message: str) -> N
 
 
 def test_a_host_without_link_control_fails_at_plan_time(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("acklab.plan.links_unavailable", lambda: "they need root (iptables rules and cgroups)")
+    monkeypatch.setattr("acklab.plan.planner.links_unavailable", lambda: "they need root (iptables rules and cgroups)")
     with pytest.raises(SpecError, match=r"^params\.faults: leader-isolate, lossy-link cut links between nodes, unavailable on this host: they need root"):
         make_plan({"faults": ["leader-kill", "leader-isolate", "lossy-link"]})
     assert not make_plan({"faults": ["leader-kill"]}).cuts_links  # other faults never ask
@@ -120,9 +120,9 @@ def test_a_held_request_counts_its_timeout_into_the_outage() -> None:
 
 
 def test_the_standard_matrix_cuts_links_where_the_host_can(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("acklab.plan.links_unavailable", lambda: None)
+    monkeypatch.setattr("acklab.plan.planner.links_unavailable", lambda: None)
     assert set(LINK_FAULTS) <= set(standard_matrix().faults)
-    monkeypatch.setattr("acklab.plan.links_unavailable", lambda: "they need root (iptables rules and cgroups)")
+    monkeypatch.setattr("acklab.plan.planner.links_unavailable", lambda: "they need root (iptables rules and cgroups)")
     faults = standard_matrix().faults
     assert not set(LINK_FAULTS) & set(faults) and len(faults) == len(FAULTS) - len(LINK_FAULTS)
     make_plan(standard_matrix())  # plannable on such a host

@@ -6,7 +6,9 @@ from typing import Any
 
 import pytest
 
-from acklab.model import (
+from acklab.base.spec import parse_model
+from acklab.cluster.topology import Topology, load_topology
+from acklab.model.guarantees import (
     CLASS_RULES,
     RULES,
     Expectation,
@@ -18,12 +20,10 @@ from acklab.model import (
     expect,
     suite_expectations,
 )
-from acklab.model_table import DOC, default_tables, to_markdown
+from acklab.model.tables import DOC, default_tables, to_markdown
 from acklab.nemesis.faults import FAULT_NAMES
 from acklab.nemesis.schedule import FaultStep, schedule_for
-from acklab.profiles import ProducerProfile, catalog, get_profile
-from acklab.spec import parse_model
-from acklab.topology import Topology, load_topology
+from acklab.workload.profiles import ProducerProfile, catalog, get_profile
 
 THREE = load_topology("three-brokers")  # RF=3, min.insync.replicas=2, clean election
 

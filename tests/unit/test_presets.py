@@ -6,8 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from acklab.plan import make_plan
-from acklab.presets import (
+from acklab.base.spec import SpecError
+from acklab.plan.planner import make_plan
+from acklab.plan.presets import (
     BUGS,
     FIELD_NOTES,
     FN1_SCENARIO,
@@ -22,8 +23,7 @@ from acklab.presets import (
     fixed_in,
     with_preset,
 )
-from acklab.spec import SpecError
-from acklab.store import FaultRecord, RunDir, ScenarioEntry
+from acklab.store.runs import FaultRecord, RunDir, ScenarioEntry
 
 
 @pytest.mark.parametrize("name", sorted(PRESETS))

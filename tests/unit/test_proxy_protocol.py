@@ -1,5 +1,5 @@
 """The proxy's Kafka codec: exact round trips of every supported Produce version, the frames real
-librdkafka clients exchanged with real brokers (`acklab.proxy.capture`), and the responses the
+librdkafka clients exchanged with real brokers (`acklab.tools.capture`), and the responses the
 faults write."""
 
 from __future__ import annotations

@@ -11,13 +11,13 @@ import sys
 import time
 from pathlib import Path
 
-from acklab.model import expect
+from acklab.base.paths import PROJECT_ROOT
+from acklab.cluster.topology import load_topology
+from acklab.model.guarantees import expect
 from acklab.nemesis.schedule import schedule_for
 from acklab.orchestration.pipeline import verdict, write_result
-from acklab.paths import PROJECT_ROOT
-from acklab.profiles import get_profile
-from acklab.store import Manifest, RunDir, ScenarioEntry
-from acklab.topology import load_topology
+from acklab.store.runs import Manifest, RunDir, ScenarioEntry
+from acklab.workload.profiles import get_profile
 
 SCENARIOS = {"idempotent__leader-kill": "idempotent", "leader-ack__leader-kill": "leader-ack"}
 COUNTS = dict.fromkeys(

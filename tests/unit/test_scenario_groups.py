@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from acklab.execution import _entry, open_transactions
 from acklab.nemesis.events import FaultEvent, FaultOutcome
-from acklab.plan import make_plan, standard_matrix
-from acklab.store import RunDir
+from acklab.orchestration.execution import _entry, open_transactions
+from acklab.plan.planner import make_plan, standard_matrix
+from acklab.store.runs import RunDir
 from acklab.workload.producer import LoadResult
 
 RUN = RunDir(Path("/runs/r"))
@@ -109,7 +109,7 @@ class _Cluster:
 
 
 def test_a_partition_whose_stable_offset_stays_behind_after_the_transaction_timeout_holds_a_hanging_transaction(monkeypatch) -> None:
-    monkeypatch.setattr("acklab.execution.HANGING_MARGIN_S", 0.0)
+    monkeypatch.setattr("acklab.orchestration.execution.HANGING_MARGIN_S", 0.0)
     plan = make_plan({"profiles": ["transactional"], "faults": ["none"]})
     (scenario,) = plan.scenarios
     transaction = scenario.profile.transaction.model_copy(update={"timeout_ms": 1000})
@@ -137,7 +137,7 @@ def test_a_partition_whose_stable_offset_stays_behind_after_the_transaction_time
 def test_a_group_runs_its_incomplete_scenarios_once_more_and_keeps_the_first_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Attempt 1: one scenario complete, one incomplete (a broker fenced), one interrupted by SIGTERM;
     only the fenced one runs again, its first run's folder set aside and named in its entry."""
-    from acklab import execution
+    from acklab.orchestration import execution
 
     plan = make_plan({"profiles": ["leader-ack", "idempotent", "at-least-once"], "faults": ["none"]})
     run = RunDir(tmp_path)

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from acklab.services import standin_images
 from acklab.services.airflow_stack import COMPONENTS, stack_env
+from acklab.testing import standin_images
 
 
 def test_stack_env_is_loopback_local_executor_and_never_binds_clusters_to_task_processes(tmp_path: Path) -> None:

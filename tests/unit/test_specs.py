@@ -7,13 +7,13 @@ from pathlib import Path
 import pytest
 import yaml
 
-from acklab.model import Guarantee
+from acklab.base.spec import SpecError, parse_model
+from acklab.cluster.topology import load_topology
+from acklab.model.guarantees import Guarantee
 from acklab.nemesis.faults import FAULT_NAMES
 from acklab.nemesis.schedule import schedule_for
-from acklab.plan import make_plan
-from acklab.profiles import ProducerProfile, catalog, get_profile
-from acklab.spec import SpecError, parse_model
-from acklab.topology import load_topology
+from acklab.plan.planner import make_plan
+from acklab.workload.profiles import ProducerProfile, catalog, get_profile
 
 
 def write_topology(tmp_path: Path, **fields: object) -> Path:

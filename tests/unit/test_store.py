@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from acklab.evidence import doc
-from acklab.evidence.contract import COUNT_COLUMNS, COUNT_DOCS, IDENTITIES, METRIC_COLUMNS
-from acklab.evidence.schemas import MATRIX, OUTCOME_TABLE, SEND_LOG, TOPIC_RECORDS, describe, spark_schema
-from acklab.store import Manifest, RunDir, ScenarioEntry
+from acklab.report import evidence_doc as doc
+from acklab.store.contract import COUNT_COLUMNS, COUNT_DOCS, IDENTITIES, METRIC_COLUMNS
+from acklab.store.runs import Manifest, RunDir, ScenarioEntry
+from acklab.store.schemas import MATRIX, OUTCOME_TABLE, SEND_LOG, TOPIC_RECORDS, describe, spark_schema
 
 
 def test_docs_evidence_is_current() -> None:

@@ -5,9 +5,9 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from acklab.execution import topic_name
-from acklab.plan import make_plan
-from acklab.store import RunDir
+from acklab.orchestration.execution import topic_name
+from acklab.plan.planner import make_plan
+from acklab.store.runs import RunDir
 
 
 def test_a_schedule_of_two_faults_gets_a_valid_topic() -> None:

@@ -25,11 +25,11 @@ from acklab.checker.verdict import (
     ensure_project,
     validate_matrix,
 )
-from acklab.model import expect, suite_expectations
+from acklab.cluster.topology import load_topology
+from acklab.model.guarantees import expect, suite_expectations
 from acklab.nemesis.schedule import schedule_for
-from acklab.profiles import ProducerProfile, get_profile
-from acklab.store import RunDir
-from acklab.topology import load_topology
+from acklab.store.runs import RunDir
+from acklab.workload.profiles import ProducerProfile, get_profile
 
 THREE = load_topology("three-brokers")
 

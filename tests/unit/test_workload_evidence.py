@@ -13,8 +13,8 @@ import pyarrow.parquet as pq
 import pytest
 from confluent_kafka import KafkaError, Message
 
-from acklab.evidence.schemas import PRODUCER_STATS, SEND_LOG
-from acklab.store import ScenarioDir
+from acklab.store.runs import ScenarioDir
+from acklab.store.schemas import PRODUCER_STATS, SEND_LOG
 from acklab.workload import stats
 from acklab.workload.partitioners import murmur2, partition_for
 from acklab.workload.producer import ProgressMeter

@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from acklab.plan import make_plan
-from acklab.profiles import ProducerProfile, TransactionSpec, catalog, get_profile, load_profiles_file
-from acklab.spec import SpecError, parse_model
+from acklab.base.spec import SpecError, parse_model
+from acklab.plan.planner import make_plan
+from acklab.workload.profiles import ProducerProfile, TransactionSpec, catalog, get_profile, load_profiles_file
 
 
 def profile(**fields: object) -> ProducerProfile:

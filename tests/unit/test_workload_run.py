@@ -13,10 +13,10 @@ import psutil
 import pyarrow.parquet as pq
 import pytest
 
-from acklab.profiles import Partitioner, ProducerProfile
-from acklab.store import ScenarioDir
+from acklab.store.runs import ScenarioDir
 from acklab.workload.forkserver import ForkServer
 from acklab.workload.producer import run_load
+from acklab.workload.profiles import Partitioner, ProducerProfile
 from acklab.workload.spec import LoadSpec
 
 

@@ -10,8 +10,8 @@ task per topic partition) into the Parquet archive of topic records; the per-mes
 (partitioned by scenario) is computed from the archive and the send logs, and the matrix (one row
 per scenario) from the three. Message-level data stays in Spark; only rows per scenario reach the
 driver, where the matrix's conservation identities (``IDENTITIES``) are checked before it is
-written. Schemas are ``acklab.evidence.schemas``' (Spark's are derived from them), the matrix's
-columns and identities ``acklab.evidence.contract``'s, the file layout ``acklab.store``'s (the
+written. Schemas are ``acklab.store.schemas``' (Spark's are derived from them), the matrix's
+columns and identities ``acklab.store.contract``'s, the file layout ``acklab.store.runs``'s (the
 driver needs ``plugins/`` on its path: the project's venv, or PYTHONPATH as in docker-compose.yaml).
 
 Outcome of a message (exclusive), with ``copies`` = number of topic records carrying its id:
@@ -65,9 +65,9 @@ from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 from pyspark.sql.types import ArrayType, DoubleType, StructField, StructType
 
-from acklab.evidence.contract import COUNT_COLUMNS, IDENTITIES, SENT_OUTCOMES, STATES, UNSENT
-from acklab.evidence.schemas import MATRIX, MATRIX_DESCRIPTIVE, OUTCOME_TABLE, SEND_LOG, SEND_LOG_DEFAULTS, TOPIC_RECORDS, spark_schema
-from acklab.store import AuditDir, FaultRecord, Manifest, RunDir, write_json
+from acklab.store.contract import COUNT_COLUMNS, IDENTITIES, SENT_OUTCOMES, STATES, UNSENT
+from acklab.store.runs import AuditDir, FaultRecord, Manifest, RunDir, write_json
+from acklab.store.schemas import MATRIX, MATRIX_DESCRIPTIVE, OUTCOME_TABLE, SEND_LOG, SEND_LOG_DEFAULTS, TOPIC_RECORDS, spark_schema
 
 SEND_LOG_SCHEMA = spark_schema(SEND_LOG, with_scenario=True)
 RECORD_SCHEMA = spark_schema(TOPIC_RECORDS)

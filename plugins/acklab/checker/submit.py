@@ -11,9 +11,9 @@ from dataclasses import dataclass, field
 from importlib.metadata import version
 from pathlib import Path
 
-from acklab.maven import spark_kafka_jars
-from acklab.paths import spark_job
-from acklab.store import AuditDir, RunDir
+from acklab.base.maven import spark_kafka_jars
+from acklab.base.paths import spark_job
+from acklab.store.runs import AuditDir, RunDir
 
 APPLICATION = "delivery_matrix.py"  # the spark-submit entry under spark/
 SPARK_CONF = {

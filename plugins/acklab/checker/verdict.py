@@ -1,6 +1,6 @@
 """Judge a delivery matrix with Great Expectations, against the expectations the model recorded.
 
-The guarantee model (``acklab.model``) decides at plan time which expectations each scenario's
+The guarantee model (``acklab.model.guarantees``) decides at plan time which expectations each scenario's
 row must meet and records them in the run manifest. The ``matrix_integrity`` suite (columns
 present, counts non-negative, conservation) validates the whole matrix; each row is validated, as
 a one-row dataframe, by each suite its manifest entry names: the suite of its guarantee class and
@@ -31,12 +31,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 from urllib.parse import unquote, urlparse
 
-from acklab.evidence.contract import COUNT_COLUMNS, IDENTITIES, METRIC_COLUMNS
-from acklab.evidence.schemas import MATRIX
-from acklab.model import NO_FAULT, PROMISES, RULES, Expectation, Guarantee, Kind, suite_expectations
-from acklab.model_table import default_tables, to_html
-from acklab.paths import expectations_dir
-from acklab.store import Manifest, RunDir
+from acklab.base.paths import expectations_dir
+from acklab.model.guarantees import NO_FAULT, PROMISES, RULES, Expectation, Guarantee, Kind, suite_expectations
+from acklab.model.tables import default_tables, to_html
+from acklab.store.contract import COUNT_COLUMNS, IDENTITIES, METRIC_COLUMNS
+from acklab.store.runs import Manifest, RunDir
+from acklab.store.schemas import MATRIX
 
 if TYPE_CHECKING:
     import pandas as pd

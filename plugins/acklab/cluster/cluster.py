@@ -11,6 +11,7 @@ from collections.abc import Collection
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+from acklab.base.paths import runs_dir
 from acklab.cluster import backends, links
 from acklab.cluster.admin import PROBE_TOPIC, ClusterAdmin, PartitionState
 from acklab.cluster.errors import ClusterStartError
@@ -18,10 +19,9 @@ from acklab.cluster.layout import free_ports, new_cluster_id, plan_nodes, write_
 from acklab.cluster.links import Links
 from acklab.cluster.runner import NodeRunner
 from acklab.cluster.state import ClusterState, ProcessState, beat, process_create_time, process_matches
-from acklab.paths import runs_dir
+from acklab.cluster.topology import Topology
 from acklab.proxy.control import ProxyControl
 from acklab.proxy.server import ProxySpec, Route
-from acklab.topology import Topology
 
 METADATA_PARTITION = "__cluster_metadata-0"
 PROXY_SPEC, PROXY_LOG = "proxy.json", "proxy.log"  # in the cluster folder

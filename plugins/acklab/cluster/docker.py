@@ -37,7 +37,7 @@ from acklab.cluster.jvm import KAFKA_MAIN, STORAGE_TOOL, java_command
 from acklab.cluster.layout import SERVER_CONFIG
 from acklab.cluster.local import STDOUT_LOG
 from acklab.cluster.state import STATE_FILE, ClusterState, NodeState
-from acklab.topology import Topology
+from acklab.cluster.topology import Topology
 
 log = logging.getLogger(__name__)
 

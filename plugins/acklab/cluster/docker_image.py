@@ -28,7 +28,7 @@ from pathlib import Path
 import docker
 from docker.errors import ImageNotFound
 
-from acklab.maven import DEFAULT_KAFKA_VERSION, kafka_libs
+from acklab.base.maven import DEFAULT_KAFKA_VERSION, kafka_libs
 
 DOCKERFILE = Path(__file__).resolve().parents[1] / "templates" / "kafka-image.Dockerfile"
 REPOSITORY = "acklab/kafka"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from acklab.cluster.layout import LOG_CONFIG, uses_log4j1
 from acklab.cluster.state import NodeState
-from acklab.topology import Topology
+from acklab.cluster.topology import Topology
 
 KAFKA_MAIN = "kafka.Kafka"
 STORAGE_TOOL = "kafka.tools.StorageTool"

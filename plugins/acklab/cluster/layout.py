@@ -11,9 +11,9 @@ from pathlib import Path
 
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
+from acklab.base.paths import clusters_dir
 from acklab.cluster.state import ClusterState, NodeState
-from acklab.paths import clusters_dir
-from acklab.topology import Topology
+from acklab.cluster.topology import Topology
 
 LOG_CONFIG = "log4j.properties"  # each node's logging config, in its folder
 SERVER_CONFIG = "server.properties"

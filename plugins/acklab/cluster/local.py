@@ -9,12 +9,12 @@ from pathlib import Path
 
 import psutil
 
+from acklab.base.maven import SetupError, kafka_libs
 from acklab.cluster.errors import ClusterStartError
 from acklab.cluster.jvm import KAFKA_MAIN, STORAGE_TOOL, java_command
 from acklab.cluster.layout import SERVER_CONFIG
 from acklab.cluster.state import ClusterState, NodeState, kill_and_wait, process_create_time, process_matches, signal_node
-from acklab.maven import SetupError, kafka_libs
-from acklab.topology import Topology
+from acklab.cluster.topology import Topology
 
 STDOUT_LOG = "stdout.log"  # each node's console output, in its folder (kept at teardown)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Protocol
 
 from acklab.cluster.state import ClusterState, NodeState
-from acklab.topology import Topology
+from acklab.cluster.topology import Topology
 
 
 class NodeRunner(Protocol):

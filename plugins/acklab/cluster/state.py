@@ -22,7 +22,7 @@ from typing import Literal
 import psutil
 from pydantic import BaseModel
 
-from acklab.topology import Topology
+from acklab.cluster.topology import Topology
 
 STATE_FILE = "cluster.json"
 HEARTBEAT_FILE = "heartbeat"  # in the cluster folder: its mtime is the run's last sign of life

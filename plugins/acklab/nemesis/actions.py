@@ -1,18 +1,20 @@
-"""How each catalog fault (`acklab.nemesis.faults`) is applied, undone and confirmed on a cluster.
-A fault that did not take effect is reported as such (never green)."""
+"""How each fault mechanism (`acklab.nemesis.faults`) is applied, undone and confirmed on a cluster:
+one implementation per mechanism, chosen by the fault's spec. A fault that did not take effect is
+reported as such (never green)."""
 
 from __future__ import annotations
 
 import random
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Literal
 
 from acklab.cluster.cluster import Cluster
 from acklab.nemesis.events import FaultEvent, Window
+from acklab.nemesis.faults import FAULTS, FaultSpec, Links, Process, Proxy, ReplicasDown, RollingRestart
 from acklab.nemesis.schedule import FaultStep, Target
 from acklab.proxy.rules import ProxyRule
 
@@ -232,21 +234,22 @@ AFTERMATH_S = 10.0
 
 def cut_pairs(step: FaultStep, victim: int, nodes: list[int]) -> list[tuple[int, int]]:
     """The (sender, receiver) node pairs whose packets a link fault drops."""
-    options = step.options
-    if step.fault == "split":
+    options, links = step.options, FAULTS[step.fault].mechanism
+    assert isinstance(links, Links), step.fault
+    if links.pairs == "split":
         side = {victim, *options["side"]}
         return [(a, b) for a in nodes for b in nodes if (a in side) != (b in side)]
     peers = [n for n in (options.get("peers") or nodes) if n != victim]
-    if step.fault == "one-way-cut":
+    if links.pairs == "one-way":
         return [(victim, p) if options["direction"] == "out" else (p, victim) for p in peers]
     return [pair for p in peers for pair in ((victim, p), (p, victim))]
 
 
 def _link_fault(ctx: FaultContext, step: FaultStep, window: Window) -> FaultEvent:
     """Cut (or, lossy-link, thin out) links between nodes for the window, then heal. Effective when
-    the cluster shows it: `leader-isolate` once leadership left the isolated leader; the other cuts
-    once a broker at either end is fenced, the target partition's leader moved or its ISR shrank, or
-    the active controller moved; `lossy-link` once packets were dropped."""
+    the cluster shows it (`Links.seen`): `leader-moved` once leadership left the isolated leader;
+    `reacted` once a broker at either end is fenced, the target partition's leader moved or its ISR
+    shrank, or the active controller moved; a partial cut (`probability` < 1) once packets were dropped."""
     target = step.parsed_target
     topic = target.topic or ctx.topic
     victim = resolve(ctx, target)
@@ -264,12 +267,14 @@ def _link_fault(ctx: FaultContext, step: FaultStep, window: Window) -> FaultEven
     started = time.monotonic()
     admin = ctx.cluster.admin(timeout_s=1.0, exclude=[victim])
     brokers = set(ctx.cluster.topology.broker_ids)
+    mechanism = FAULTS[step.fault].mechanism
+    only_leader_moves = isinstance(mechanism, Links) and mechanism.seen == "leader-moved"
 
     def check() -> str | None:
         state = admin.partition(topic, target.partition)
         moved = before.leader in involved and state.leader not in (-1, before.leader)
         seen = [f"leader of {topic}[{target.partition}] moved {before.leader} -> {state.leader}"] if moved else []
-        if step.fault == "leader-isolate":
+        if only_leader_moves:
             return seen[0] if seen else None
         if fenced := sorted((brokers & set(involved)) - admin.broker_ids()):
             seen.append(f"broker(s) {fenced} fenced")
@@ -315,26 +320,21 @@ def _describe(pairs: list[tuple[int, int]]) -> str:
     return ", ".join([f"{a}<->{b}" for a, b in sorted(both)] + one)
 
 
-ACTIONS: dict[str, Apply] = {
-    "leader-kill": _process_fault("kill"),
-    "leader-restart": _process_fault("stop"),
-    "leader-pause": _process_fault("pause"),
-    "follower-kill": _process_fault("kill"),
-    "controller-kill": _process_fault("kill"),
-    "rolling-restart": _rolling_restart,
-    "replicas-down": _replicas_down,
-    "ack-loss": _proxy_fault("drop_response", "dropped_responses"),
-    "request-loss": _proxy_fault("drop_request", "dropped_requests"),
-    "latency": _proxy_fault("delay_response", "delayed_responses"),
-    "client-partition": _proxy_fault("blackhole", "blackholed_requests", "blackholed_responses"),
-    "error-inject": _proxy_fault("inject_error", "injected_errors"),
-    "error-after-append": _proxy_fault("replace_error", "replaced_errors"),
-    "request-hold": _proxy_fault("hold_request", "held_requests"),
-    "lose-then-reject": _proxy_fault("lose_then_reject", "injected_errors"),
-    "leader-isolate": _link_fault,
-    "node-isolate": _link_fault,
-    "split": _link_fault,
-    "one-way-cut": _link_fault,
-    "lossy-link": _link_fault,
-}
+def _apply(spec: FaultSpec) -> Apply:
+    """The action of a catalog fault, from its mechanism (`acklab.nemesis.faults`)."""
+    mechanism = spec.mechanism
+    if isinstance(mechanism, Process):
+        return _process_fault(mechanism.signal)
+    if isinstance(mechanism, Proxy):
+        return _proxy_fault(mechanism.action, *mechanism.counters)
+    if isinstance(mechanism, Links):
+        return _link_fault
+    if isinstance(mechanism, ReplicasDown):
+        return _replicas_down
+    if isinstance(mechanism, RollingRestart):
+        return _rolling_restart
+    raise ValueError(f"{spec.name}: no mechanism")
+
+
+ACTIONS: Mapping[str, Apply] = {name: _apply(spec) for name, spec in FAULTS.items() if spec.mechanism is not None}
 """The action of every catalog fault but `none`."""

@@ -1,17 +1,19 @@
 """Every fact about each catalog fault, in one place and as pure data: what it does, what it may
-target, its options, and the properties the schedule and the guarantee model rely on. How a fault
-is applied, undone and confirmed is `acklab.nemesis.actions`; nothing here touches a cluster."""
+target, its options and their bounds, its mechanism, the properties the schedule and the guarantee
+model rely on, and what it must do to the guarantees' columns. Adding a fault whose mechanism exists
+is one entry of `FAULTS`; a new mechanism is that entry plus its implementation in
+`acklab.nemesis.actions` (`MECHANISMS`). Nothing here touches a cluster."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from acklab.proxy.protocol import ERRORS
-from acklab.proxy.rules import check_error
+from acklab.proxy.rules import Action, check_error
 
 NO_FAULT = "none"
 TargetKind = Literal["leader", "follower", "controller", "broker", "random-broker"]
@@ -116,104 +118,261 @@ class SplitOptions(NoOptions):
     side: list[int] = Field(default_factory=list, description="node ids on the target's side besides it (the rest form the other side)")
 
 
+# ---- mechanisms: how a fault acts (each has one implementation in `acklab.nemesis.actions`) ----
+
+
+@dataclass(frozen=True)
+class Process:
+    """Kill (SIGKILL, restart after the window), stop (SIGTERM, controlled shutdown, start after it)
+    or pause (SIGSTOP, SIGCONT after it) the target broker's process."""
+
+    signal: Literal["kill", "stop", "pause"]
+
+
+@dataclass(frozen=True)
+class RollingRestart:
+    """Clean restart of every broker in turn, each back in the ISR before the next."""
+
+
+@dataclass(frozen=True)
+class ReplicasDown:
+    """Stop followers of the target partition (together) until its ISR is below min.insync.replicas."""
+
+
+@dataclass(frozen=True)
+class Proxy:
+    """A rule of the Kafka-aware proxy in front of the target broker's client listener
+    (`acklab.proxy.rules.ProxyRule`); effective once the proxy counted any of `counters`."""
+
+    action: Action
+    counters: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Links:
+    """Cut links between nodes (iptables and cgroups; never between clients and nodes). `pairs`:
+    the target and its peers both ways (`peers`), the target's packets only one way (`one-way`),
+    or every link across the split (`split`). `seen`: the effect looked for, the isolated leader's
+    leadership moving (`leader-moved`) or any reaction of the cluster (`reacted`: a broker fenced,
+    the leader moved, the ISR shrank, the controller moved)."""
+
+    pairs: Literal["peers", "one-way", "split"] = "peers"
+    seen: Literal["leader-moved", "reacted"] = "reacted"
+
+
+Mechanism = Process | RollingRestart | ReplicasDown | Proxy | Links
+
+
+@dataclass(frozen=True)
+class Effect:
+    """What a fault is expected to do to a guarantee's columns when a setting meets it: an efficacy
+    expectation of the guarantee model (`acklab.model.guarantees`). A row without it shows the fault
+    never met the load, so the scenario is incomplete, never a pass.
+
+    `test` is a predicate over the model's `Setting`; `bounds` are (matrix column, min, max)."""
+
+    name: str
+    when: str
+    test: Callable[[Any], bool]
+    bounds: tuple[tuple[str, float | None, float | None], ...]
+    why: str
+
+
 @dataclass(frozen=True)
 class FaultSpec:
-    """A catalog fault.
+    """A catalog fault: every fact about it.
 
-    `bounded`: its effect on a producer ends when its window ends (the node is back, the proxy
-    forwards again). `silent`: it swallows requests without an answer or a closed connection, so a
-    request lost in flight is noticed only when it times out in the client; link cuts are silent
-    too, as a leader cut off from its followers holds acks=all requests until they time out.
-    `moves_leaders`: partition leaders may move because of it (in a schedule without such a fault
-    a leader change is unplanned). `stops_nodes`: it acts on broker processes (two such faults may
-    not overlap). `needs_proxy`: it acts through the Kafka-aware proxy in front of the client
-    listeners. `cuts_links`: it cuts links between nodes (`acklab.cluster.links`: iptables and
-    cgroups, so root), never between clients and nodes. `precedes_load`: a step of it may run
-    before the load (`FaultStep.before_load`): its action confirms its effect, then lets the
-    producers start (`acklab.nemesis.actions.FaultContext.settled`)."""
+    `mechanism`: how it acts (None: the baseline). `bounded`: its effect on a producer ends when its
+    window ends (the node is back, the proxy forwards again). `silent`: it swallows requests without
+    an answer or a closed connection, so a request lost in flight is noticed only when it times out
+    in the client; link cuts are silent too, as a leader cut off from its followers holds acks=all
+    requests until they time out. `moves_leaders`: partition leaders may move because of it (in a
+    schedule without such a fault a leader change is unplanned). `answers_error`: it answers writes
+    with its option `error` (a Kafka error name). `precedes_load`: a step of it may run before the
+    load (`FaultStep.before_load`): its action confirms its effect, then lets the producers start
+    (`acklab.nemesis.actions.FaultContext.settled`). `needs_followers`: the topology must have
+    followers (replication factor 2 or more). `effects`: what it must do to the guarantees' columns."""
 
     name: str
     description: str
     default_target: str | None
     targets: frozenset[TargetKind]
+    mechanism: Mechanism | None
     options: type[BaseModel] = NoOptions
     bounded: bool = True
     silent: bool = False
     moves_leaders: bool = False
-    stops_nodes: bool = False
-    needs_proxy: bool = False
-    answers_error: bool = False  # it answers writes with its option `error` (a Kafka error name)
-    cuts_links: bool = False
+    answers_error: bool = False
     precedes_load: bool = False
+    needs_followers: bool = False
+    effects: tuple[Effect, ...] = ()
+
+    @property
+    def stops_nodes(self) -> bool:
+        """It acts on broker processes (two such faults may not overlap)."""
+        return isinstance(self.mechanism, Process | RollingRestart | ReplicasDown)
+
+    @property
+    def needs_proxy(self) -> bool:
+        """It acts through the Kafka-aware proxy in front of the client listeners."""
+        return isinstance(self.mechanism, Proxy)
+
+    @property
+    def cuts_links(self) -> bool:
+        """It cuts links between nodes (`acklab.cluster.links`: iptables and cgroups, so root)."""
+        return isinstance(self.mechanism, Links)
 
 
-def _process(name: str, description: str, target: str) -> FaultSpec:
-    return FaultSpec(name, description, target, ANY_NODE, moves_leaders=True, stops_nodes=True, precedes_load=True)
+def _process(name: str, description: str, target: str, signal: Literal["kill", "stop", "pause"]) -> FaultSpec:
+    return FaultSpec(name, description, target, ANY_NODE, Process(signal), moves_leaders=True, precedes_load=True)
 
 
 def _proxy(
-    name: str, description: str, options: type[BaseModel], *, bounded: bool = True, silent: bool = False, answers_error: bool = False
+    name: str, description: str, options: type[BaseModel], mechanism: Proxy, *, bounded: bool = True, silent: bool = False,
+    answers_error: bool = False, effects: tuple[Effect, ...] = (),
 ) -> FaultSpec:
     return FaultSpec(
-        name, description, "leader:0", ANY_NODE, options, bounded=bounded, silent=silent, needs_proxy=True, answers_error=answers_error
+        name, description, "leader:0", ANY_NODE, mechanism, options, bounded=bounded, silent=silent, answers_error=answers_error,
+        effects=effects,
     )
 
 
-def _link(name: str, description: str, target: str, options: type[BaseModel], targets: frozenset[TargetKind] = ANY_NODE) -> FaultSpec:
-    return FaultSpec(name, description, target, targets, options, silent=True, moves_leaders=True, cuts_links=True)
+def _link(
+    name: str, description: str, target: str, options: type[BaseModel], mechanism: Links = Links(),
+    targets: frozenset[TargetKind] = ANY_NODE,
+) -> FaultSpec:
+    return FaultSpec(name, description, target, targets, mechanism, options, silent=True, moves_leaders=True)
 
+
+_GIVES_UP = (
+    "the producer gives up a refused write within the window (min(delivery.timeout.ms, retries x retry.backoff.max.ms "
+    "+ (retries + 1) x one refused round trip) < its duration)"
+)
 
 FAULTS: Mapping[str, FaultSpec] = {
     spec.name: spec
     for spec in (
-        FaultSpec(NO_FAULT, "no fault: the baseline", None, frozenset()),
-        _process("leader-kill", "SIGKILL the partition leader, restart after the duration", "leader:0"),
-        _process("leader-restart", "SIGTERM (controlled shutdown) of the leader, start after the duration", "leader:0"),
-        _process("leader-pause", "SIGSTOP the leader (it keeps its sockets), SIGCONT after the duration", "leader:0"),
-        _process("follower-kill", "SIGKILL an in-sync follower, restart after the duration", "follower:0"),
-        _process("controller-kill", "SIGKILL the active KRaft controller, restart after the duration", "controller"),
+        FaultSpec(NO_FAULT, "no fault: the baseline", None, frozenset(), None),
+        _process("leader-kill", "SIGKILL the partition leader, restart after the duration", "leader:0", "kill"),
+        _process("leader-restart", "SIGTERM (controlled shutdown) of the leader, start after the duration", "leader:0", "stop"),
+        _process("leader-pause", "SIGSTOP the leader (it keeps its sockets), SIGCONT after the duration", "leader:0", "pause"),
+        _process("follower-kill", "SIGKILL an in-sync follower, restart after the duration", "follower:0", "kill"),
+        _process("controller-kill", "SIGKILL the active KRaft controller, restart after the duration", "controller", "kill"),
         FaultSpec(
-            "rolling-restart", "clean restart of every broker in turn (takes as long as it takes)", None, frozenset(),
-            bounded=False, moves_leaders=True, stops_nodes=True,
+            "rolling-restart", "clean restart of every broker in turn (takes as long as it takes)", None, frozenset(), RollingRestart(),
+            bounded=False, moves_leaders=True,
         ),
         FaultSpec(
-            "replicas-down", "stop followers until the ISR is below min.insync.replicas", "leader:0", PARTITION,
-            ReplicasDownOptions, moves_leaders=True, stops_nodes=True,
+            "replicas-down", "stop followers until the ISR is below min.insync.replicas", "leader:0", PARTITION, ReplicasDown(),
+            ReplicasDownOptions, moves_leaders=True, needs_followers=True,
+            effects=(
+                Effect(
+                    "replicas-down-refusals",
+                    f"replicas-down, acks=all, min.insync.replicas >= 2, and {_GIVES_UP}",
+                    lambda s: s.acks == "all" and s.min_insync_replicas >= 2 and s.refused_s < s.longest("replicas-down"),
+                    (("failed_clean", 1, None),),
+                    "With the ISR below min.insync.replicas the leader refuses acks=all writes at once "
+                    "(NOT_ENOUGH_REPLICAS), so writes sent during the outage run out of retries and fail cleanly; "
+                    "none failing means the outage never met the load.",
+                ),
+            ),
         ),
-        _proxy("ack-loss", "drop produce responses after the broker appended, then close the connection", AckLossOptions),
-        _proxy("request-loss", "drop produce requests before they reach the broker", RequestLossOptions, silent=True),
+        _proxy(
+            "ack-loss", "drop produce responses after the broker appended, then close the connection", AckLossOptions,
+            Proxy("drop_response", ("dropped_responses",)),
+            effects=(
+                Effect(
+                    "ack-loss-duplicates", "ack-loss, acks != 0, no idempotence, retries > 0",
+                    lambda s: s.has("ack-loss") and s.acks != "0" and not s.idempotent and s.retries > 0,
+                    (("duplicates", 1, None),),
+                    "A response dropped after the append makes the producer send a stored batch again.",
+                ),
+                Effect(
+                    "ack-loss-indeterminate", "ack-loss, acks != 0, retries = 0",
+                    lambda s: s.has("ack-loss") and s.acks != "0" and s.retries == 0,
+                    (("indeterminate", 1, None),),
+                    "Without retries, a response dropped after the append reports a stored record as failed.",
+                ),
+            ),
+        ),
+        _proxy(
+            "request-loss", "drop produce requests before they reach the broker", RequestLossOptions,
+            Proxy("drop_request", ("dropped_requests",)), silent=True,
+        ),
         # A response sent at the end of the window is still delayed by delay_s: not bounded by the window.
-        _proxy("latency", "delay every response of the broker by delay_s (default 30 s)", LatencyOptions, bounded=False),
-        _proxy("client-partition", "blackhole the broker for clients (replication continues)", PartitionOptions, silent=True),
+        _proxy(
+            "latency", "delay every response of the broker by delay_s (default 30 s)", LatencyOptions,
+            Proxy("delay_response", ("delayed_responses",)), bounded=False,
+        ),
+        _proxy(
+            "client-partition", "blackhole the broker for clients (replication continues)", PartitionOptions,
+            Proxy("blackhole", ("blackholed_requests", "blackholed_responses")), silent=True,
+        ),
         _proxy(
             "error-inject", "answer produce requests with a broker error (default NOT_ENOUGH_REPLICAS); they never reach the broker",
-            ErrorOptions, answers_error=True,
+            ErrorOptions, Proxy("inject_error", ("injected_errors",)), answers_error=True,
+            effects=(
+                Effect(
+                    "injected-errors-fail",
+                    f"error-inject, acks != 0, not transactional, and the error is non-retriable or {_GIVES_UP}",
+                    lambda s: s.has("error-inject")
+                    and s.acks != "0"
+                    and not s.transactional
+                    and (s.permanent_error or s.refused_s < s.longest("error-inject")),
+                    (("failed_clean", 1, None),),
+                    "The proxy answers every write of the window with the error and the broker never sees it, so a "
+                    "producer that does not retry it, or runs out of retries, reports writes failed that are absent; "
+                    "none failing means the fault never met the load.",
+                ),
+            ),
         ),
         _proxy(
             "error-after-append",
             "forward produce requests, then report the appended partitions failed (default NOT_ENOUGH_REPLICAS_AFTER_APPEND)",
-            AfterAppendOptions, answers_error=True,
+            AfterAppendOptions, Proxy("replace_error", ("replaced_errors",)), answers_error=True,
+            effects=(
+                Effect(
+                    "error-after-append-duplicates", "error-after-append with a retriable error, acks != 0, no idempotence, retries > 0",
+                    lambda s: s.has("error-after-append") and s.acks != "0" and not s.idempotent and s.retries > 0 and not s.permanent_error,
+                    (("duplicates", 1, None),),
+                    "The broker appended the batch but the producer is told it failed with a retriable error, so it "
+                    "sends the stored batch again.",
+                ),
+                Effect(
+                    "error-after-append-indeterminate",
+                    "error-after-append, acks != 0, not transactional, and the error is non-retriable or retries = 0",
+                    lambda s: s.has("error-after-append") and s.acks != "0" and not s.transactional and (s.permanent_error or s.retries == 0),
+                    (("indeterminate", 1, None),),
+                    "A write the broker appended but reported failed, and that the producer does not retry, is "
+                    "stored yet failed in the client. (With bounded retries of a retriable error no bound is set: "
+                    "each attempt is a real append, and in a 10 s window librdkafka 2.16 made at most 6 attempts "
+                    "per message, so 5 retries were not used up.)",
+                ),
+            ),
         ),
         # Held requests get no answer until released (at the latest at the window's end): the
         # producer notices only by its request timeout, as with a silent fault.
         _proxy(
             "request-hold", "hold produce requests, forward them after delay_s, the next EndTxn, or the window's end",
-            HoldOptions, silent=True,
+            HoldOptions, Proxy("hold_request", ("held_requests",)), silent=True,
         ),
         _proxy(
             "lose-then-reject",
             "lose an idempotent producer's produce request and its pipeline with their connection (never appended), "
             "then answer the lost batch's retry with a broker error (default NOT_ENOUGH_REPLICAS) while the requests "
             "behind it reach the broker",
-            LoseThenRejectOptions, answers_error=True,
+            LoseThenRejectOptions, Proxy("lose_then_reject", ("injected_errors",)), answers_error=True,
         ),
         _link(
             "leader-isolate", "cut the leader off from every other node (clients still reach it), heal after the duration",
-            "leader:0", NoOptions, frozenset({"leader"}),
+            "leader:0", NoOptions, Links(seen="leader-moved"), frozenset({"leader"}),
         ),
         _link("node-isolate", "cut a node off from its peers (default: every other node; clients still reach it)", "follower:0", LinkOptions),
-        _link("split", "split the nodes into the target's side and the rest, no packet crossing", "controller", SplitOptions),
-        _link("one-way-cut", "drop the target's packets to its peers (direction out) or theirs to it (in)", "leader:0", OneWayOptions),
+        _link("split", "split the nodes into the target's side and the rest, no packet crossing", "controller", SplitOptions, Links("split")),
+        _link(
+            "one-way-cut", "drop the target's packets to its peers (direction out) or theirs to it (in)", "leader:0", OneWayOptions,
+            Links("one-way"),
+        ),
         _link("lossy-link", "drop a share of the packets between the target and its peers (default 0.3)", "leader:0", LossyLinkOptions),
     )
 }

@@ -9,9 +9,9 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from acklab.base.spec import SpecError, parse_model
+from acklab.cluster.topology import Topology
 from acklab.nemesis.faults import FAULT_NAMES, FAULTS, NO_FAULT, TargetKind
-from acklab.spec import SpecError, parse_model
-from acklab.topology import Topology
 
 TARGET = re.compile(
     r"^(?:(?P<role>leader|follower):(?:(?P<topic>[^/\s]+)/)?(?P<partition>\d+)|controller|broker:(?P<broker>\d+)|random-broker)$"
@@ -111,14 +111,14 @@ def schedule_for(fault: str, at_s: float = 2.0, duration_s: float = 10.0) -> lis
 
 def check_schedule(steps: Sequence[FaultStep], topology: Topology, source: str) -> None:
     """SpecError (one line) for a target or an option's node that cannot exist on `topology`, a link
-    cut on a single node, replicas-down without followers, or two faults on broker processes whose windows overlap (they could stop
+    cut on a single node, a fault that needs followers without any, or two faults on broker processes whose windows overlap (they could stop
     the same broker twice)."""
     for number, step in enumerate(steps):
         if FAULTS[step.fault].cuts_links and len(topology.node_ids) < 2:
             raise SpecError(f"{source}.{number}.fault: {step.fault} cuts links between nodes; topology {topology.name} has one node")
-        if step.fault == "replicas-down" and topology.replication_factor < 2:
+        if FAULTS[step.fault].needs_followers and topology.replication_factor < 2:
             raise SpecError(
-                f"{source}.{number}.fault: replicas-down stops followers; topology {topology.name} has replication_factor "
+                f"{source}.{number}.fault: {step.fault} stops followers; topology {topology.name} has replication_factor "
                 f"{topology.replication_factor} (no follower)"
             )
         if step.target is not None and (problem := step.parsed_target.problem(topology)):

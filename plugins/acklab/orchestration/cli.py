@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import subprocess
 import sys
 import tempfile
 import traceback
@@ -18,14 +19,15 @@ from typing import Annotated, Any, TypeVar
 import typer
 from rich.console import Console
 
-from acklab import beliefs, maven
+from acklab.base import maven
+from acklab.base.paths import runs_dir
+from acklab.base.spec import SpecError, load_yaml
+from acklab.model import beliefs
 from acklab.nemesis.faults import FAULT_NAMES
-from acklab.paths import runs_dir
-from acklab.plan import RunParams, standard_matrix
-from acklab.presets import VERSIONED, with_preset
-from acklab.presets import describe as describe_claim
-from acklab.spec import SpecError, load_yaml
-from acklab.store import RunDir, latest_result
+from acklab.plan.planner import RunParams, standard_matrix
+from acklab.plan.presets import VERSIONED, with_preset
+from acklab.plan.presets import describe as describe_claim
+from acklab.store.runs import RunDir, latest_result
 
 app = typer.Typer(
     help="acklab: prove or refute Kafka delivery guarantees on real clusters.", no_args_is_help=True, pretty_exceptions_enable=False
@@ -137,7 +139,7 @@ def run(
     Without --profile and --fault: leader-ack and idempotent under leader-kill. Several
     --kafka-version and/or --client-version values run the same scenarios on every (Kafka, client)
     pair and print the comparison, scenarios whose verdict differs first."""
-    from acklab.plan import version_grid
+    from acklab.plan.planner import version_grid
 
     _log_to_console()
     base = standard_matrix() if standard else DEFAULTS
@@ -218,7 +220,7 @@ def _run_one(plan: Any, as_json: bool) -> Any:
 
 def _custom_profiles(profiles_file: Path | None, librdkafka: list[str] | None) -> dict[str, Any]:
     """The user's profiles: a profiles file's, and `custom` from PROPERTY=VALUE pairs."""
-    from acklab.profiles import RAW, load_profiles_file
+    from acklab.workload.profiles import RAW, load_profiles_file
 
     custom = load_profiles_file(profiles_file) if profiles_file is not None else {}
     if librdkafka:
@@ -232,7 +234,7 @@ def _custom_profiles(profiles_file: Path | None, librdkafka: list[str] | None) -
 @app.command()
 def presets(as_json: Annotated[bool, typer.Option("--json", help="print them as JSON")] = False) -> None:
     """List the presets: name, source and description."""
-    from acklab.presets import PRESETS
+    from acklab.plan.presets import PRESETS
 
     summaries = [PRESETS[name].summary() for name in sorted(PRESETS)]
     if as_json:
@@ -268,7 +270,7 @@ def audit(
 ) -> None:
     """(Re-)audit a run with Spark: the same job and arguments as the DAG's audit task; print matrix.json's path."""
     from acklab.checker.submit import AuditError, audit_job, submit
-    from acklab.store import AuditDir
+    from acklab.store.runs import AuditDir
 
     def job() -> Any:
         if not (run / "manifest.json").is_file():
@@ -288,7 +290,7 @@ def audit(
 @app.command()
 def check_topology(name: str) -> None:
     """Validate a topology spec and print it."""
-    from acklab.topology import load_topology
+    from acklab.cluster.topology import load_topology
 
     typer.echo(user_errors(lambda: load_topology(name)).model_dump_json(indent=2))
 
@@ -298,7 +300,7 @@ def model_table(
     check: Annotated[bool, typer.Option(help="exit 1 if the file is not current instead of writing it")] = False,
 ) -> None:
     """Write docs/guarantees.md: the guarantee model's classes, rules and catalog rows."""
-    from acklab.model_table import DOC, default_tables, to_markdown
+    from acklab.model.tables import DOC, default_tables, to_markdown
 
     _write_generated(DOC, to_markdown(default_tables()), check, "acklab model-table")
 
@@ -308,7 +310,7 @@ def evidence_doc(
     check: Annotated[bool, typer.Option(help="exit 1 if the file is not current instead of writing it")] = False,
 ) -> None:
     """Write docs/evidence.md: the run folder's layout, the manifest and every evidence schema."""
-    from acklab.evidence.doc import DOC, to_markdown
+    from acklab.report.evidence_doc import DOC, to_markdown
 
     _write_generated(DOC, to_markdown(), check, "acklab evidence-doc")
 
@@ -412,6 +414,14 @@ def _port_free(port: int) -> bool:
 
     with socket.socket() as sock:
         return sock.connect_ex(("127.0.0.1", port)) != 0
+
+
+@airflow_app.command("pool")
+def airflow_pool_set() -> None:
+    """Create (or update) the DAGs' pool in $AIRFLOW_HOME's metadata DB (`airflow pools set`)."""
+    from acklab.services import airflow_pool
+
+    subprocess.run([str(Path(sys.executable).parent / "airflow"), *airflow_pool.SET_ARGS], check=True, stdout=subprocess.DEVNULL)
 
 
 @airflow_app.command("down")

@@ -8,8 +8,8 @@ import importlib.util
 import json
 from typing import Any
 
-from acklab.paths import PROJECT_ROOT
-from acklab.spec import SpecError
+from acklab.base.paths import PROJECT_ROOT
+from acklab.base.spec import SpecError
 
 
 def dag_params(dag_id: str) -> dict[str, Any]:

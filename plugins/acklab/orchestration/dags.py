@@ -1,7 +1,7 @@
 """The delivery DAGs' shapes, shared by the files in dags/ (which only pick defaults and a schedule).
 
 Matrix DAG: plan -> provision (setup) -> one mapped task per scenario group, serialized by the
-`acklab_cluster` pool (they share the cluster) -> collect -> Spark audit -> validate, teardown.
+one-slot pool `acklab.services.airflow_pool` (they share the cluster) -> collect -> Spark audit -> validate, teardown.
 Version DAG: per (Kafka version, client version) pair (mapped): provision, every group (pool), Spark
 audit, validation and teardown (after the audit, whatever happened), then the side-by-side comparison.
 Field-notes DAG: per preset (mapped, one pool slot), its whole run in one task; then one page.
@@ -19,14 +19,13 @@ from typing import Any, TypeVar
 from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
 from airflow.sdk import DAG, TriggerRule, dag, get_current_context, setup, task, teardown
 
+from acklab.base.paths import spark_job
 from acklab.checker.submit import APPLICATION, SPARK_CONF
 from acklab.orchestration.params import client_versions_param, dag_params, kafka_versions_param, preset_param, version_params
-from acklab.paths import spark_job
-from acklab.plan import RunParams
+from acklab.plan.planner import RunParams
+from acklab.services import airflow_pool
 
 T = TypeVar("T")
-POOL = "acklab_cluster"
-"""One slot: scenario groups share a cluster, so they run one at a time (`make setup` creates it)."""
 LEASE = timedelta(hours=3)
 
 class AuditOperator(SparkSubmitOperator):
@@ -35,7 +34,7 @@ class AuditOperator(SparkSubmitOperator):
 
     def execute(self, context: Any) -> None:
         from acklab.cluster.state import keep_alive
-        from acklab.store import RunDir
+        from acklab.store.runs import RunDir
 
         args = list(self.application_args or [])
         run = RunDir.of_manifest(Path(args[args.index("--manifest") + 1]))
@@ -62,7 +61,7 @@ def _user_errors(plan: Callable[[], T]) -> T:
     """Bad params fail the run at once, with their one-line message (no retries)."""
     from airflow.exceptions import AirflowFailException
 
-    from acklab.spec import SpecError
+    from acklab.base.spec import SpecError
 
     try:
         return plan()
@@ -99,7 +98,7 @@ def delivery_matrix_dag(dag_id: str, schedule: str | None, defaults: RunParams, 
 
             return tasks.provision_cluster(run, LEASE.total_seconds())
 
-        @task(pool=POOL, map_index_template="{{ fault }}")
+        @task(pool=airflow_pool.NAME, map_index_template="{{ fault }}")
         def run_group(run: dict[str, Any], group: dict[str, Any]) -> list[str]:
             from acklab.orchestration import tasks
 
@@ -168,11 +167,11 @@ def field_notes_dag(dag_id: str, schedule: str | None, doc: str) -> DAG:
 
             return _user_errors(lambda: tasks.plan_presets(dict(context["params"])))
 
-        @task(pool=POOL, map_index_template="{{ label }}")
+        @task(pool=airflow_pool.NAME, map_index_template="{{ label }}")
         def run_preset(run: dict[str, Any]) -> dict[str, Any]:
             from acklab.orchestration import tasks
 
-            _label(label=run["params"]["preset"])
+            _label(label=run["label"])
             return tasks.run_preset(run)
 
         @task
@@ -209,7 +208,7 @@ def _runs_dag(dag_id: str, schedule: str | None, params: dict[str, Any], doc: st
             _label(label=run["label"])
             return tasks.provision_cluster(run, LEASE.total_seconds())
 
-        @task(pool=POOL, map_index_template="{{ label }}")
+        @task(pool=airflow_pool.NAME, map_index_template="{{ label }}")
         def run_groups(run: dict[str, Any]) -> dict[str, Any]:
             from acklab.orchestration import tasks
 

@@ -9,13 +9,13 @@ from typing import Any
 
 from airflow.sdk import Param
 
-from acklab.maven import KAFKA_VERSION_PATTERN
+from acklab.base.maven import KAFKA_VERSION_PATTERN
+from acklab.cluster.topology import topology_names
 from acklab.nemesis.faults import FAULT_NAMES, NO_FAULT
-from acklab.plan import RunParams
-from acklab.presets import PRESETS
-from acklab.profiles import profile_names
-from acklab.topology import topology_names
+from acklab.plan.planner import RunParams
+from acklab.plan.presets import PRESETS
 from acklab.workload.clients import CLIENT_VERSION_PATTERN, LOCKED
+from acklab.workload.profiles import profile_names
 
 SCHEMA_NOISE = ("title", "default")
 

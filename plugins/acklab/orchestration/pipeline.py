@@ -7,16 +7,17 @@ import time
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from acklab import beliefs, presets
+from acklab.base.paths import expectations_dir
 from acklab.checker.submit import audit_job, submit
 from acklab.checker.verdict import Verdict, validate_matrix
 from acklab.cluster.cluster import Cluster
-from acklab.execution import run_scenarios
-from acklab.paths import expectations_dir
-from acklab.plan import RunPlan, make_plan
+from acklab.model import beliefs
+from acklab.orchestration.execution import run_scenarios
+from acklab.plan import presets
+from acklab.plan.planner import RunPlan, make_plan
 from acklab.report.history import record_run, regressions, unverified
 from acklab.report.html import build_report, write_beliefs_page
-from acklab.store import RunDir
+from acklab.store.runs import RunDir
 from acklab.workload.producer import Progress
 
 
@@ -71,12 +72,17 @@ class RunResult:
     verdict: Verdict
 
 
-def run_pipeline(plan: RunPlan | dict[str, object], progress: Progress | None = None, spark_master: str | None = None) -> RunResult:
+def run_pipeline(
+    plan: RunPlan | dict[str, object], run: RunDir | None = None, progress: Progress | None = None, spark_master: str | None = None
+) -> RunResult:
     """Plan (unless given a plan), provision, load under faults, audit with Spark and validate — the
-    DAG's path, in one process."""
+    DAG's path, in one process. The plan is kept in the run folder (`run`, which holds it already,
+    or a new one)."""
     if not isinstance(plan, RunPlan):
         plan = make_plan(plan)
-    run = RunDir.create()
+    if run is None:
+        run = RunDir.create()
+        run.write_plan(plan)
     cluster = provision(plan, run, bind_to_pid=os.getpid(), lease_s=6 * 3600)
     try:
         run_scenarios(cluster, plan, run, progress)

@@ -1,5 +1,5 @@
 """Task bodies of the delivery DAGs: thin wrappers over `acklab.orchestration.pipeline` and
-`acklab.execution`, taking and returning XCom-able dicts. No Airflow import: everything here runs
+`acklab.orchestration.execution`, taking and returning XCom-able dicts. No Airflow import: everything here runs
 without Airflow. The DAG files import this module inside task bodies only."""
 
 from __future__ import annotations
@@ -10,52 +10,63 @@ import os
 from pathlib import Path
 from typing import Any
 
-from acklab import beliefs, execution, presets
 from acklab.checker.submit import audit_job
 from acklab.cluster.cluster import Cluster
 from acklab.cluster.state import STATE_FILE, keep_alive
+from acklab.model import beliefs
+from acklab.orchestration import execution
 from acklab.orchestration.pipeline import provision, run_pipeline, verdict, write_result
-from acklab.plan import RunParams, make_plan, version_grid
+from acklab.plan import presets
+from acklab.plan.planner import RunParams, RunPlan, make_plan, version_grid
 from acklab.report.compare import build_comparison
 from acklab.report.field_notes import build_field_notes
-from acklab.store import RunDir
+from acklab.store.runs import RunDir
 from acklab.workload.producer import ProgressMeter
 
 log = logging.getLogger(__name__)
 
 
 def plan_run(params: dict[str, Any], create: bool = True) -> dict[str, Any]:
-    """Validate params (fails before any cluster starts) and, if `create`, open a run folder."""
+    """Validate params (fails before any cluster starts) and, if `create`, open a run folder holding
+    the plan (`plan.json`), which every later task of the run reads."""
     plan = make_plan(_run_params(params))
     if not create:
         return {"params": plan.params.model_dump(mode="json")}
-    run = RunDir.create()
-    groups = plan.groups()
+    run = _new_run(plan)
     log.info(
         "run %s: %d scenario(s) in %d group(s) on %s (Kafka %s)",
-        run.run_id, len(plan.scenarios), len(groups), plan.topology.name, plan.topology.kafka_version,
+        run["run_id"], len(plan.scenarios), len(plan.groups()), plan.topology.name, plan.topology.kafka_version,
     )
-    return {"run_dir": str(run.root), "params": plan.params.model_dump(mode="json")}
+    return run
+
+
+def _new_run(plan: RunPlan, **extra: Any) -> dict[str, Any]:
+    """A run folder holding `plan`; what the DAG passes on: its folder and id."""
+    run = RunDir.create()
+    run.write_plan(plan)
+    return {"run_dir": str(run.root), "run_id": run.run_id, **extra}
+
+
+def stored_plan(run: dict[str, Any]) -> RunPlan:
+    """The plan the plan task stored in the run's folder."""
+    return RunDir(Path(run["run_dir"])).read_plan(RunPlan)
 
 
 def scenario_groups(run: dict[str, Any]) -> list[dict[str, Any]]:
     """What the DAG maps over: each group's index, fault and scenario names."""
-    groups = make_plan(run["params"]).groups()
+    groups = stored_plan(run).groups()
     return [{"index": i, "fault": group[0].fault, "scenarios": [s.name for s in group]} for i, group in enumerate(groups)]
 
 
 def plan_versions(params: dict[str, Any], create: bool = True) -> list[dict[str, Any]]:
     """One run per (Kafka version, client version) pair of `params["kafka_versions"]` x
-    `params["client_versions"]`, each validated before anything starts (and given a folder if `create`)."""
+    `params["client_versions"]`, each validated before anything starts (and given a folder holding
+    its plan if `create`)."""
     plans = version_grid(_run_params(params), params.get("kafka_versions") or [], params.get("client_versions") or [None])
     if not create:
         return [{"params": plan.params.model_dump(mode="json")} for plan in plans]
     log.info("%d version pair(s): %d scenario(s) each", len(plans), len(plans[0].scenarios))
-    return [
-        {"run_dir": str(RunDir.create().root), "params": plan.params.model_dump(mode="json"),
-         "label": f"{plan.topology.kafka_version} / {plan.client.version}"}
-        for plan in plans
-    ]
+    return [_new_run(plan, label=f"{plan.topology.kafka_version} / {plan.client.version}") for plan in plans]
 
 
 def _run_params(params: dict[str, Any]) -> dict[str, Any]:
@@ -72,7 +83,7 @@ def provision_cluster(run: dict[str, Any], lease_s: float) -> dict[str, Any]:
     owner = os.getpid() if os.environ.get("ACKLAB_BIND_CLUSTER_TO_PID") == "1" else None
     with keep_alive(run_dir.cluster):
         cluster = provision(
-            make_plan(run["params"]), run_dir, bind_to_pid=owner, heartbeat_s=None if owner else heartbeat_s(), lease_s=lease_s
+            run_dir.read_plan(RunPlan), run_dir, bind_to_pid=owner, heartbeat_s=None if owner else heartbeat_s(), lease_s=lease_s
         )
     return {**run, "bootstrap_servers": cluster.bootstrap_servers}
 
@@ -86,7 +97,7 @@ def run_group(run: dict[str, Any], group: dict[str, Any]) -> list[str]:
     """Run one scenario group on the run's cluster (the DAG maps this task over the groups)."""
     run_dir = RunDir(Path(run["run_dir"]))
     with keep_alive(run_dir.cluster):
-        entries = execution.run_group(Cluster.attach(run_dir.cluster), make_plan(run["params"]), group["index"], run_dir, ProgressMeter(log.info))
+        entries = execution.run_group(Cluster.attach(run_dir.cluster), run_dir.read_plan(RunPlan), group["index"], run_dir, ProgressMeter(log.info))
     return [entry.scenario for entry in entries]
 
 
@@ -94,7 +105,7 @@ def collect(run: dict[str, Any]) -> dict[str, Any]:
     """Join the groups' evidence into the manifest; return the audit job for SparkSubmitOperator."""
     run_dir = RunDir(Path(run["run_dir"]))
     with keep_alive(run_dir.cluster):
-        execution.write_manifest(Cluster.attach(run_dir.cluster), make_plan(run["params"]), run_dir)
+        execution.write_manifest(Cluster.attach(run_dir.cluster), run_dir.read_plan(RunPlan), run_dir)
     return _audit(run, run_dir)
 
 
@@ -102,7 +113,7 @@ def run_all_groups(run: dict[str, Any]) -> dict[str, Any]:
     """Every scenario group of the run, one after the other, on its cluster; return the audit job."""
     run_dir = RunDir(Path(run["run_dir"]))
     with keep_alive(run_dir.cluster):
-        execution.run_scenarios(Cluster.attach(run_dir.cluster), make_plan(run["params"]), run_dir, ProgressMeter(log.info))
+        execution.run_scenarios(Cluster.attach(run_dir.cluster), run_dir.read_plan(RunPlan), run_dir, ProgressMeter(log.info))
     return _audit(run, run_dir)
 
 
@@ -141,7 +152,7 @@ def validate(audit: dict[str, Any], raise_on_failure: bool = True) -> dict[str, 
     log.info("report: %s", result.data_docs_index)
     if raise_on_failure:
         result.raise_for_status()
-    return {**summary, "run_dir": str(run.root), "kafka_version": audit["params"]["kafka_version"]}
+    return {**summary, "run_dir": str(run.root), "kafka_version": run.read_plan(RunPlan).topology.kafka_version}
 
 
 def compare_versions(summaries: list[dict[str, Any]]) -> dict[str, Any]:
@@ -155,18 +166,22 @@ def compare_versions(summaries: list[dict[str, Any]]) -> dict[str, Any]:
     return {"status": comparison.status, "html": str(comparison.html)}
 
 
-def plan_presets(params: dict[str, Any]) -> list[dict[str, Any]]:
+def plan_presets(params: dict[str, Any], create: bool = True) -> list[dict[str, Any]]:
     """One run per field-notes preset (on `params`' Kafka and client version, if set), each validated
-    before anything starts; a preset's run folder is made when it runs."""
+    before anything starts (and given a folder holding its plan if `create`)."""
     versions = {key: params.get(key) for key in ("kafka_version", "client_version")}
     plans = [make_plan(presets.with_preset(name, versions)) for name in presets.FIELD_NOTES]
     log.info("%d preset(s)", len(plans))
-    return [{"params": plan.params.model_dump(mode="json")} for plan in plans]
+    if not create:
+        return [{"params": plan.params.model_dump(mode="json")} for plan in plans]
+    return [_new_run(plan, label=plan.params.preset) for plan in plans]
 
 
 def run_preset(run: dict[str, Any]) -> dict[str, Any]:
-    """One preset's run, whole: its cluster, load, Spark audit (spark-submit), GX verdict and teardown."""
-    result = run_pipeline(run["params"], progress=ProgressMeter(log.info))
+    """One preset's run, whole, from its stored plan: its cluster, load, Spark audit (spark-submit),
+    GX verdict and teardown."""
+    run_dir = RunDir(Path(run["run_dir"]))
+    result = run_pipeline(run_dir.read_plan(RunPlan), run_dir, progress=ProgressMeter(log.info))
     summary = write_result(result.run, result.verdict)
     for line in result.verdict.summary_lines():
         log.info("%s", line)

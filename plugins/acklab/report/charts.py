@@ -11,7 +11,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pyarrow.parquet as pq
 
-from acklab.store import FaultRecord
+from acklab.store.runs import FaultRecord
 
 COLOURS = {"pass": "#2e7d32", "fail": "#c62828", "incomplete": "#f9a825", None: "#e0e0e0"}
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from jinja2 import Environment, PackageLoader, select_autoescape
 
-from acklab.store import ComparisonDir, RunDir, write_json
+from acklab.store.runs import ComparisonDir, RunDir, write_json
 
 COUNTS = ("lost", "duplicates", "failed", "reordered")
 

@@ -9,9 +9,9 @@ from typing import Any
 
 from jinja2 import Environment, PackageLoader, select_autoescape
 
-from acklab.presets import PRESETS
+from acklab.plan.presets import PRESETS
 from acklab.report.html import delivery_errors
-from acklab.store import FieldNotesDir, RunDir, write_json
+from acklab.store.runs import FieldNotesDir, RunDir, write_json
 
 
 @dataclass(frozen=True)

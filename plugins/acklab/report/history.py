@@ -13,7 +13,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from acklab.store import history_db
+from acklab.store.runs import history_db
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS runs (

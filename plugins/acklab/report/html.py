@@ -11,7 +11,7 @@ from jinja2 import Environment, PackageLoader, select_autoescape
 from acklab.report.charts import heatmap, timeline
 from acklab.report.history import Regression
 from acklab.report.java_errors import with_java
-from acklab.store import Manifest, RunDir
+from acklab.store.runs import Manifest, RunDir
 
 COLUMNS = (
     "scenario", "guarantee", "planned", "sent", "acked", "failed", "unknown", "lost", "duplicates", "reordered",
@@ -24,7 +24,7 @@ def build_report(
     beliefs: list[dict[str, Any]], observations: list[dict[str, Any]],
 ) -> Path:
     """Write the run's HTML report with its PNGs; return the index path."""
-    from acklab.model_table import default_tables
+    from acklab.model.tables import default_tables
 
     out = run.report
     out.root.mkdir(exist_ok=True)

@@ -2,7 +2,7 @@
 processes (LocalExecutor), on the metadata DB of the Airflow home (SQLite) or on a project-local
 PostgreSQL (`acklab.services.postgres`), all on 127.0.0.1.
 
-`start(home)` migrates the DB, creates the `acklab_cluster` pool, starts the three components and
+`start(home)` migrates the DB, creates the DAGs' pool (`acklab.services.airflow_pool`), starts the three components and
 returns once the api-server reports the scheduler and the dag-processor healthy; the UI's login is
 the user `admin` with a random password (simple auth manager). `stack.json` in the home records
 every process (and the PostgreSQL server, if any): `stop(home)` stops exactly those."""
@@ -20,9 +20,9 @@ from pathlib import Path
 import httpx
 from pydantic import BaseModel
 
+from acklab.base.paths import PROJECT_ROOT
 from acklab.cluster.layout import free_ports
-from acklab.paths import PROJECT_ROOT
-from acklab.services import postgres
+from acklab.services import airflow_pool, postgres
 from acklab.services.processes import ServiceError, ServiceProcess, listening, spawn, stop, wait_until
 
 STATE_FILE = "stack.json"
@@ -31,7 +31,6 @@ PASSWORDS_FILE = "simple_auth_manager_passwords.json"
 # The scheduler's log server would listen on every interface; its task logs are local files here.
 COMPONENTS = {"api-server": [], "scheduler": ["--skip-serve-logs"], "dag-processor": []}
 HEALTHY = ("metadatabase", "scheduler", "dag_processor")
-DEFAULT_PORT = 8080
 # Inherited settings that must not reach the stack: under a scheduler a cluster is held by a lease,
 # never bound to the (short-lived) task process that provisioned it.
 NOT_INHERITED = ("ACKLAB_BIND_CLUSTER_TO_PID", "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN", "AIRFLOW__CORE__EXECUTOR")
@@ -147,10 +146,8 @@ def start(
         processes=[], postgres=server.process if server else None,
     )
     try:
-        from acklab.orchestration.dags import POOL  # imports Airflow: only when starting
-
         _airflow(env, "db", "migrate")
-        _airflow(env, "pools", "set", POOL, "1", "acklab: scenario groups sharing a cluster run one at a time")
+        _airflow(env, *airflow_pool.SET_ARGS)
         for component, args in COMPONENTS.items():
             state.processes.append(spawn(component, [str(Path(sys.executable).parent / "airflow"), component, *args],
                                          home / "logs" / f"{component}.log", env, cwd=home))

@@ -5,7 +5,7 @@ Generated column-wise with numpy in chunks and written with pyarrow, so tens of 
 messages take seconds. The planted counts are returned, so an audit of the evidence can be checked
 for exactness at any scale (`make bench-audit`, the audit's unit tests).
 
-A run folder (`acklab.store.RunDir`) with a one-scenario manifest and its send log, plus the
+A run folder (`acklab.store.runs.RunDir`) with a one-scenario manifest and its send log, plus the
 archive of topic records the audit reads with `--topic-records`, in the run folder's audit layout.
 """
 
@@ -20,8 +20,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from acklab.evidence.schemas import SEND_LOG, TOPIC_RECORDS
-from acklab.store import FaultRecord, Manifest, RunDir, ScenarioEntry
+from acklab.store.runs import FaultRecord, Manifest, RunDir, ScenarioEntry
+from acklab.store.schemas import SEND_LOG, TOPIC_RECORDS
 
 SCENARIO = "synthetic__leader-kill"
 # Per-message probabilities of the planted classes (the rest is delivered once).

@@ -20,8 +20,8 @@ from functools import cache
 from importlib.metadata import version
 from pathlib import Path
 
-from acklab.maven import SetupError
-from acklab.paths import PROJECT_ROOT, cache_dir
+from acklab.base.maven import SetupError
+from acklab.base.paths import PROJECT_ROOT, cache_dir
 
 LOCKED = version("confluent-kafka")
 CLIENT_VERSION_PATTERN = r"^2\.\d+\.\d+$"

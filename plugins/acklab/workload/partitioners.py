@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import zlib
 
-from acklab.profiles import Partitioner
+from acklab.workload.profiles import Partitioner
 
 _M = 0x5BD1E995
 _MASK = 0xFFFFFFFF

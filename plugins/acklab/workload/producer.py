@@ -3,7 +3,7 @@
 `run_load` starts `spec.producers` worker processes (`acklab.workload.worker`), each with its own
 producer, id range and keys; starts them together (after calling `on_start`, e.g. the nemesis);
 reports progress once a second; and joins their send-log parts into the scenario folder's send log
-and their librdkafka statistics into its statistics file (`acklab.store.ScenarioDir`). The processes are forked from a
+and their librdkafka statistics into its statistics file (`acklab.store.runs.ScenarioDir`). The processes are forked from a
 pre-imported server (`acklab.workload.forkserver`) rather than with `multiprocessing`, so the load
 also runs inside daemonic workers (Celery) and never forks a process that holds librdkafka threads.
 """
@@ -21,12 +21,12 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from acklab.evidence.schemas import PRODUCER_STATS
-from acklab.profiles import ProducerProfile
-from acklab.store import ScenarioDir
+from acklab.store.runs import ScenarioDir
+from acklab.store.schemas import PRODUCER_STATS
 from acklab.workload import clients, stats
 from acklab.workload.clients import Client
 from acklab.workload.forkserver import ForkedProcess, ForkServer
+from acklab.workload.profiles import ProducerProfile
 from acklab.workload.sendlog import combine
 from acklab.workload.spec import LoadSpec
 from acklab.workload.worker import DEADLINE, PROGRESS_FILE, WorkerJob

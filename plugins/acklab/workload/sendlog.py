@@ -18,8 +18,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from confluent_kafka import KafkaError
 
-from acklab.evidence.contract import STATES, UNSENT
-from acklab.evidence.schemas import SEND_LOG
+from acklab.store.contract import STATES, UNSENT
+from acklab.store.schemas import SEND_LOG
 from acklab.workload.spec import key
 
 NO_ERROR = 0

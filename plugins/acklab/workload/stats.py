@@ -1,7 +1,7 @@
 """librdkafka statistics (`statistics.interval.ms` + `stats_cb`) sampled during the load.
 
 Each sample of each producer becomes one row of the scenario's statistics file
-(`acklab.evidence.schemas.PRODUCER_STATS`); broker-level counters are summed over the producer's
+(`acklab.store.schemas.PRODUCER_STATS`); broker-level counters are summed over the producer's
 broker connections. The manifest carries a summary.
 """
 
@@ -12,7 +12,7 @@ import time
 
 import pyarrow as pa
 
-from acklab.evidence.schemas import STATS_COUNTERS, STATS_GAUGES
+from acklab.store.schemas import STATS_COUNTERS, STATS_GAUGES
 
 STATS_INTERVAL_MS = 1000
 BROKER_FIELDS = ("txretries", "txerrs", "req_timeouts", "disconnects", "outbuf_cnt", "outbuf_msg_cnt", "waitresp_cnt", "waitresp_msg_cnt")

@@ -40,11 +40,11 @@ import pyarrow.parquet as pq
 from confluent_kafka import KafkaError, KafkaException, Producer
 from pydantic import BaseModel, ConfigDict
 
-from acklab.evidence.schemas import PRODUCER_STATS
-from acklab.profiles import Partitioner, TransactionSpec
-from acklab.store import ScenarioDir
+from acklab.store.runs import ScenarioDir
+from acklab.store.schemas import PRODUCER_STATS
 from acklab.workload import stats
 from acklab.workload.partitioners import partition_for
+from acklab.workload.profiles import Partitioner, TransactionSpec
 from acklab.workload.records import ReportSink, Sender, ValueFormat
 from acklab.workload.sendlog import EvidenceError, ProducerLog
 from acklab.workload.spec import key
@@ -87,7 +87,7 @@ class WorkerJob(BaseModel):
         return f"p{self.producer}"
 
     def file(self, suffix: str) -> Path:
-        """This producer's own file (`acklab.store.ScenarioDir.producer_file`)."""
+        """This producer's own file (`acklab.store.runs.ScenarioDir.producer_file`)."""
         return ScenarioDir(self.scenario_dir).producer_file(self.name, suffix)
 
 

@@ -11,7 +11,7 @@ import sys
 
 import typer
 
-from acklab.paths import PROJECT_ROOT
+from acklab.base.paths import PROJECT_ROOT
 
 PROBE = """
 import importlib.util, pathlib, time

@@ -1,10 +1,10 @@
 """Beliefs: claims users hold about producer settings that the client or broker does not document.
 
-A guarantee (``acklab.model``) is what librdkafka and Kafka document; violating it fails the run. A
+A guarantee (``acklab.model.guarantees``) is what librdkafka and Kafka document; violating it fails the run. A
 belief is checked the same way, on the same matrix rows, but only ever *confirmed* or *refuted* per
 client version, with its evidence: a finding for the report and Data Docs, never a red verdict.
 
-A belief applies to a scenario by its settings (``acklab.model.Setting``), and only under a fault
+A belief applies to a scenario by its settings (``acklab.model.guarantees.Setting``), and only under a fault
 (undisturbed, every claim here trivially holds). It is judged by one matrix column: zero confirms it,
 more refutes it. A scenario whose verdict is incomplete (evidence missing, fault ineffective) tests
 nothing.
@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from acklab.model import Setting
+from acklab.model.guarantees import Setting
 
 
 @dataclass(frozen=True)

@@ -25,14 +25,14 @@ import shutil
 import time
 from pathlib import Path
 
+from acklab.base.paths import runs_dir
 from acklab.checker.submit import audit_job, submit
 from acklab.cluster.cluster import Cluster
-from acklab.paths import runs_dir
-from acklab.profiles import get_profile
-from acklab.store import RunDir, ScenarioDir
+from acklab.cluster.topology import load_topology
+from acklab.store.runs import RunDir, ScenarioDir
 from acklab.testing.synthetic import generate
-from acklab.topology import load_topology
 from acklab.workload.producer import run_load
+from acklab.workload.profiles import get_profile
 from acklab.workload.spec import LoadSpec
 
 MILLION = 1_000_000

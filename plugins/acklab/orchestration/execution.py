@@ -11,15 +11,15 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor, wait
 
+from acklab.base.spec import SpecError
 from acklab.cluster.cluster import Cluster
 from acklab.nemesis.actions import FaultContext
 from acklab.nemesis.events import FaultEvent, FaultOutcome
 from acklab.nemesis.faults import FAULTS
 from acklab.nemesis.runner import Nemesis
 from acklab.nemesis.watch import LeaderWatch
-from acklab.plan import RunPlan, ScenarioPlan
-from acklab.spec import SpecError
-from acklab.store import EarlierAttempt, FaultRecord, GroupTiming, Manifest, RunDir, ScenarioEntry
+from acklab.plan.planner import RunPlan, ScenarioPlan
+from acklab.store.runs import EarlierAttempt, FaultRecord, GroupTiming, Manifest, RunDir, ScenarioEntry
 from acklab.workload.producer import START_TIMEOUT_S, LoadResult, Progress, run_load
 from acklab.workload.worker import PARENT_GONE, SIGTERM_STOP
 

@@ -2,7 +2,7 @@
 
 The single definition: the workload writes the send log and statistics with these schemas, the
 Spark audit derives its schemas from them (`spark_schema`), and docs/evidence.md is generated from
-them (`acklab.evidence.doc`)."""
+them (`acklab.report.evidence_doc`)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from acklab.evidence.contract import COUNT_COLUMNS, COUNT_DOCS, METRIC_COLUMNS, METRIC_DOCS, OUTCOMES, STATE_DOCS
+from acklab.store.contract import COUNT_COLUMNS, COUNT_DOCS, METRIC_COLUMNS, METRIC_DOCS, OUTCOMES, STATE_DOCS
 
 DOC = b"doc"
 

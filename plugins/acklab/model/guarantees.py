@@ -21,9 +21,9 @@ from dataclasses import asdict, dataclass
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
+from acklab.cluster.topology import Topology
 from acklab.nemesis.faults import FAULTS, NO_FAULT, permanent_error
-from acklab.profiles import ProducerProfile
-from acklab.topology import Topology
+from acklab.workload.profiles import ProducerProfile
 
 if TYPE_CHECKING:
     from acklab.nemesis.schedule import FaultStep
@@ -240,7 +240,7 @@ PROMISES: Mapping[Guarantee, Promise] = {
         "at-least-once with one request in flight per connection: retries may duplicate, and "
         "librdkafka documents that they may reorder unless enable.idempotence is set (a leader "
         "change opens another connection); that order holds is the belief `in-flight-1-keeps-order`, "
-        "checked apart (acklab.beliefs), not promised.",
+        "checked apart (acklab.model.beliefs), not promised.",
         ("lost", "offset_mismatch", "misrouted"),
     ),
     Guarantee.EXACTLY_ONCE: Promise(
@@ -326,69 +326,6 @@ RULES: tuple[Rule, ...] = (
         "aborted transactions are counted apart).",
     ),
     Rule(
-        "replicas-down-refusals",
-        Kind.EFFICACY,
-        "replicas-down, acks=all, min.insync.replicas >= 2, and the producer gives up a refused write "
-        f"within the outage (min(delivery.timeout.ms, retries x retry.backoff.max.ms + (retries + 1) x "
-        f"{REFUSAL_S:g} s) < its duration)",
-        lambda s: s.acks == "all" and s.min_insync_replicas >= 2 and s.refused_s < s.longest("replicas-down"),
-        (("failed_clean", 1, None),),
-        "With the ISR below min.insync.replicas the leader refuses acks=all writes at once "
-        "(NOT_ENOUGH_REPLICAS), so writes sent during the outage run out of retries and fail cleanly; "
-        "none failing means the outage never met the load.",
-    ),
-    Rule(
-        "ack-loss-duplicates",
-        Kind.EFFICACY,
-        "ack-loss, acks != 0, no idempotence, retries > 0",
-        lambda s: s.has("ack-loss") and s.acks != "0" and not s.idempotent and s.retries > 0,
-        (("duplicates", 1, None),),
-        "A response dropped after the append makes the producer send a stored batch again.",
-    ),
-    Rule(
-        "ack-loss-indeterminate",
-        Kind.EFFICACY,
-        "ack-loss, acks != 0, retries = 0",
-        lambda s: s.has("ack-loss") and s.acks != "0" and s.retries == 0,
-        (("indeterminate", 1, None),),
-        "Without retries, a response dropped after the append reports a stored record as failed.",
-    ),
-    Rule(
-        "injected-errors-fail",
-        Kind.EFFICACY,
-        "error-inject, acks != 0, not transactional, and the error is non-retriable or the producer gives up "
-        "a refused write within the window (refused within min(delivery.timeout.ms, retries x "
-        f"retry.backoff.max.ms + (retries + 1) x {REFUSAL_S:g} s) < its duration)",
-        lambda s: s.has("error-inject")
-        and s.acks != "0"
-        and not s.transactional
-        and (s.permanent_error or s.refused_s < s.longest("error-inject")),
-        (("failed_clean", 1, None),),
-        "The proxy answers every write of the window with the error and the broker never sees it, so a "
-        "producer that does not retry it, or runs out of retries, reports writes failed that are absent; "
-        "none failing means the fault never met the load.",
-    ),
-    Rule(
-        "error-after-append-duplicates",
-        Kind.EFFICACY,
-        "error-after-append with a retriable error, acks != 0, no idempotence, retries > 0",
-        lambda s: s.has("error-after-append") and s.acks != "0" and not s.idempotent and s.retries > 0 and not s.permanent_error,
-        (("duplicates", 1, None),),
-        "The broker appended the batch but the producer is told it failed with a retriable error, so it "
-        "sends the stored batch again.",
-    ),
-    Rule(
-        "error-after-append-indeterminate",
-        Kind.EFFICACY,
-        "error-after-append, acks != 0, not transactional, and the error is non-retriable or retries = 0",
-        lambda s: s.has("error-after-append") and s.acks != "0" and not s.transactional and (s.permanent_error or s.retries == 0),
-        (("indeterminate", 1, None),),
-        "A write the broker appended but reported failed, and that the producer does not retry, is "
-        "stored yet failed in the client. (With bounded retries of a retriable error no bound is set: "
-        "each attempt is a real append, and in a 10 s window librdkafka 2.16 made at most 6 attempts "
-        "per message, so 5 retries were not used up.)",
-    ),
-    Rule(
         "transaction-aborts",
         Kind.EFFICACY,
         "transactional, abort_ratio > 0",
@@ -397,6 +334,8 @@ RULES: tuple[Rule, ...] = (
         "Some transactions must abort, or aborted_visible == 0 proves nothing.",
     ),
 )
+# Then what each fault must do to the guarantees' columns (`FaultSpec.effects`), in catalog order.
+RULES += tuple(Rule(e.name, Kind.EFFICACY, e.when, e.test, e.bounds, e.why) for spec in FAULTS.values() for e in spec.effects)
 
 
 def guarantee_suite(guarantee: Guarantee | str) -> str:

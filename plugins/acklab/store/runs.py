@@ -1,9 +1,9 @@
 """The run store: the only code that knows a run folder's layout, and the manifest's typed models.
 
-A run lives in `<runs>/<run_id>/` (`acklab.paths.runs_dir()`); everything a verdict needs is in it,
+A run lives in `<runs>/<run_id>/` (`acklab.base.paths.runs_dir()`); everything a verdict needs is in it,
 so a run can be re-audited after its cluster is gone. Other modules ask a `RunDir` (or a
 `ScenarioDir`) for paths and never spell them out. docs/evidence.md is generated from `LAYOUT`, the
-models below and `acklab.evidence.schemas`.
+models below and `acklab.store.schemas`.
 """
 
 from __future__ import annotations
@@ -14,15 +14,19 @@ import secrets
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar, Self
+from typing import Any, ClassVar, Self, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from acklab.maven import DEFAULT_KAFKA_VERSION
-from acklab.paths import runs_dir
+from acklab.base.maven import DEFAULT_KAFKA_VERSION
+from acklab.base.paths import runs_dir
+
+M = TypeVar("M", bound=BaseModel)
 
 # Each path of a run folder, relative to it, and what it holds (the layout section of docs/evidence.md).
 LAYOUT: tuple[tuple[str, str], ...] = (
+    ("plan.json", "the validated plan (`acklab.plan.planner.RunPlan`: params, topology, client, load, scenarios with their expectations): "
+     "made once, by the plan task or the CLI, before any broker starts; every later step reads it"),
     ("manifest.json", "the plan and what happened: one entry per scenario (below); written by `collect` once every group ended"),
     ("scenarios/<scenario>/entry.json", "the scenario's manifest entry, written by its group when it ends"),
     ("scenarios/<scenario>/send_log.parquet", "every planned message's fate (send log)"),
@@ -91,7 +95,7 @@ class ScenarioEntry(BaseModel):
     guarantee: str = Field("", description="the class the model expects")
     guarantee_reason: str | None = Field(None, description="why: the class rule that matched and the settings that decided it")
     expectations: list[dict[str, Any]] | None = Field(None, description="the exact expectations of the row, recorded at plan time")
-    beliefs: list[str] = Field(default_factory=list, description="the beliefs (`acklab.beliefs`) the scenario tests: findings, not verdicts")
+    beliefs: list[str] = Field(default_factory=list, description="the beliefs (`acklab.model.beliefs`) the scenario tests: findings, not verdicts")
     topic: str | None = Field(None, description="the scenario's own topic")
     partitions: int | None = Field(None, description="its partition count")
     send_log: str | None = Field(None, description="path of the send log, relative to the run folder")
@@ -127,7 +131,7 @@ class Manifest(BaseModel):
     model_config = ConfigDict(extra="ignore")
     run_id: str = Field(description="the run folder's name")
     bootstrap_servers: str | None = Field(None, description="the DIRECT listeners the audit reads from")
-    topology: dict[str, Any] = Field(default_factory=dict, description="the topology spec (`acklab.topology.Topology`)")
+    topology: dict[str, Any] = Field(default_factory=dict, description="the topology spec (`acklab.cluster.topology.Topology`)")
     params: list[dict[str, Any]] = Field(default_factory=list, description="the run params of each plan run in this folder")
 
     @property
@@ -242,6 +246,10 @@ class RunDir:
         return self.root.name
 
     @property
+    def plan(self) -> Path:
+        return self.root / "plan.json"
+
+    @property
     def manifest(self) -> Path:
         return self.root / "manifest.json"
 
@@ -275,6 +283,16 @@ class RunDir:
     @property
     def dags_test_log(self) -> Path:
         return self.root / "dags-test.log"
+
+    def write_plan(self, plan: BaseModel) -> None:
+        """Keep the run's plan; a folder has one plan, written once."""
+        if self.plan.exists():
+            raise FileExistsError(f"{self.plan} exists: a run folder has one plan")
+        write_json(self.plan, plan.model_dump(mode="json"))
+
+    def read_plan(self, model: type[M]) -> M:
+        """The run's plan as `model` (`acklab.plan.planner.RunPlan`, a layer above the store)."""
+        return model.model_validate_json(self.plan.read_text())
 
     def read_manifest(self) -> Manifest:
         return Manifest.model_validate_json(self.manifest.read_text())

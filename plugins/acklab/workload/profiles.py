@@ -3,7 +3,7 @@
 A profile is either typed fields (the catalog's form, `catalog/profiles.yaml`) or raw librdkafka
 properties (`{librdkafka: {property: value}}`), read as exactly the producer those properties
 configure: librdkafka's defaults for what they leave out. Contradictions are rejected here, in one
-line; librdkafka's own validation, for the client version a run uses, is `acklab.plan`'s (through
+line; librdkafka's own validation, for the client version a run uses, is `acklab.plan.planner`'s (through
 `acklab.workload.clients.probe`). Nothing here imports librdkafka."""
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from acklab.spec import SpecError, load_yaml, parse_model
+from acklab.base.spec import SpecError, load_yaml, parse_model
 
 CATALOG = "catalog/profiles.yaml"
 RAW = "librdkafka"  # a profile spec's key for raw librdkafka properties

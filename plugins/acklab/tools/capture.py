@@ -1,7 +1,7 @@
 """Record the PRODUCE frames real clients and real brokers exchange: the codec's test fixtures
 (`tests/unit/data/produce_frames.json`), and which Produce versions each client negotiates.
 
-    python -m acklab.proxy.capture OUT.json --kafka-version 4.3.1 --kafka-version 3.9.2 \\
+    python -m acklab.tools.capture OUT.json --kafka-version 4.3.1 --kafka-version 3.9.2 \\
         [--python /path/to/other-venv/bin/python ...]
 
 For each Kafka version a 3-broker cluster is provisioned and its fault proxy replaced by a plain
@@ -26,7 +26,7 @@ from pathlib import Path
 
 from acklab.cluster.cluster import Cluster
 from acklab.cluster.state import kill_and_wait
-from acklab.topology import Topology, load_topology
+from acklab.cluster.topology import Topology, load_topology
 
 PRODUCERS = {
     "acks-all": {"acks": "all"},

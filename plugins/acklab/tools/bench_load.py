@@ -29,14 +29,14 @@ from pathlib import Path
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient
 
+from acklab.base.maven import kafka_libs
+from acklab.base.paths import runs_dir
 from acklab.cluster.cluster import Cluster
-from acklab.maven import kafka_libs
-from acklab.paths import runs_dir
-from acklab.profiles import ProducerProfile, get_profile
-from acklab.store import ScenarioDir
-from acklab.topology import load_topology
+from acklab.cluster.topology import load_topology
+from acklab.store.runs import ScenarioDir
 from acklab.workload.forkserver import yield_cpu_to_brokers
 from acklab.workload.producer import run_load
+from acklab.workload.profiles import ProducerProfile, get_profile
 from acklab.workload.spec import LoadSpec
 
 PERF_TOOL = "org.apache.kafka.tools.ProducerPerformance"

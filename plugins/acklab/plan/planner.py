@@ -1,6 +1,6 @@
 """Run planning: what a user chooses (`RunParams`), the standard matrix, and the validated plan
 (topology, load, scenarios with the model's expectations). Cheap to import (no librdkafka, numpy
-or pyarrow): DAG files build their params from it. Running a plan is `acklab.execution`'s."""
+or pyarrow): DAG files build their params from it. Running a plan is `acklab.orchestration.execution`'s."""
 
 from __future__ import annotations
 
@@ -8,17 +8,17 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from acklab.beliefs import applying
+from acklab.base.maven import KAFKA_VERSION_PATTERN, SetupError, kafka_libs
+from acklab.base.spec import SpecError, parse_model
 from acklab.cluster.links import unavailable as links_unavailable
-from acklab.maven import KAFKA_VERSION_PATTERN, SetupError, kafka_libs
-from acklab.model import Expected, Setting, expect
+from acklab.cluster.topology import Topology, load_topology
+from acklab.model.beliefs import applying
+from acklab.model.guarantees import Expected, Setting, expect
 from acklab.nemesis.faults import FAULT_NAMES, FAULTS
 from acklab.nemesis.schedule import FaultStep, check_schedule, schedule_for
-from acklab.presets import preset
-from acklab.profiles import Partitioner, ProducerProfile, get_profile, profile_from_spec, profile_names
-from acklab.spec import SpecError, parse_model
-from acklab.topology import Topology, load_topology
+from acklab.plan.presets import preset
 from acklab.workload import clients
+from acklab.workload.profiles import Partitioner, ProducerProfile, get_profile, profile_from_spec, profile_names
 from acklab.workload.spec import MAX_MESSAGES, MAX_PRODUCERS, LoadSpec
 
 
@@ -89,7 +89,7 @@ class ScenarioPlan(BaseModel):
     fault: str
     schedule: list[FaultStep]
     expected: Expected
-    beliefs: tuple[str, ...] = ()  # the beliefs it tests (acklab.beliefs)
+    beliefs: tuple[str, ...] = ()  # the beliefs it tests (acklab.model.beliefs)
 
 
 class RunPlan(BaseModel):

@@ -27,7 +27,7 @@ from pathlib import Path
 import docker
 from docker.errors import ImageNotFound
 
-from acklab.paths import PROJECT_ROOT
+from acklab.base.paths import PROJECT_ROOT
 
 TEMPLATES = Path(__file__).resolve().parents[1] / "templates"
 SUITE = "bookworm"

@@ -17,8 +17,8 @@ from pathlib import Path
 
 import typer
 
-from acklab.paths import runs_dir
-from acklab.store import runs
+from acklab.base.paths import runs_dir
+from acklab.store.runs import runs
 
 DAG_ID = "kafka_delivery_matrix"
 

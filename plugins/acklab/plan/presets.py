@@ -2,7 +2,7 @@
 where it comes from, what its source claims, and how each claim is checked against the run.
 
 `acklab run --preset NAME`, `acklab presets`, the DAGs' `preset` param and the weekly
-`kafka_field_notes` DAG run them; their run params are validated like any others (`acklab.plan`).
+`kafka_field_notes` DAG run them; their run params are validated like any others (`acklab.plan.planner`).
 A preset's observations are findings ("reproduced" or not, with what acklab measured); the run's
 verdict stays the guarantee model's.
 """
@@ -16,10 +16,10 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from packaging.version import Version
 
-from acklab.spec import SpecError
+from acklab.base.spec import SpecError
 
 if TYPE_CHECKING:
-    from acklab.store import Manifest, RunDir, ScenarioEntry
+    from acklab.store.runs import Manifest, RunDir, ScenarioEntry
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,7 @@ from pathlib import Path
 from confluent_kafka import Producer
 
 from acklab.cluster.cluster import Cluster
-from acklab.topology import load_topology
+from acklab.cluster.topology import load_topology
 
 
 def produce(bootstrap: str, topic: str, messages: int, size: int) -> float:

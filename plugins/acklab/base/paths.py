@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-PROJECT_ROOT = Path(os.environ.get("ACKLAB_HOME", Path(__file__).resolve().parents[2]))
+PROJECT_ROOT = Path(os.environ.get("ACKLAB_HOME", Path(__file__).resolve().parents[3]))
 
 
 def cache_dir() -> Path:

@@ -1,5 +1,5 @@
-"""docs/evidence.md, generated from the run store's layout and models (`acklab.store`), the Arrow
-schemas (`acklab.evidence.schemas`) and the matrix contract (`acklab.evidence.contract`).
+"""docs/evidence.md, generated from the run store's layout and models (`acklab.store.runs`), the Arrow
+schemas (`acklab.store.schemas`) and the matrix contract (`acklab.store.contract`).
 `acklab evidence-doc` rewrites it; a unit test checks the committed copy is current."""
 
 from __future__ import annotations
@@ -9,10 +9,10 @@ from collections.abc import Iterable, Sequence
 import pyarrow as pa
 from pydantic import BaseModel
 
-from acklab.evidence.contract import IDENTITIES, OUTCOME_DOCS, UNEXPECTED
-from acklab.evidence.schemas import MATRIX, OUTCOME_TABLE, PRODUCER_STATS, SEND_LOG, SEND_LOG_DEFAULTS, TOPIC_RECORDS, describe
-from acklab.paths import PROJECT_ROOT
-from acklab.store import LAYOUT, EarlierAttempt, FaultRecord, GroupTiming, Manifest, ScenarioEntry
+from acklab.base.paths import PROJECT_ROOT
+from acklab.store.contract import IDENTITIES, OUTCOME_DOCS, UNEXPECTED
+from acklab.store.runs import LAYOUT, EarlierAttempt, FaultRecord, GroupTiming, Manifest, ScenarioEntry
+from acklab.store.schemas import MATRIX, OUTCOME_TABLE, PRODUCER_STATS, SEND_LOG, SEND_LOG_DEFAULTS, TOPIC_RECORDS, describe
 
 DOC = PROJECT_ROOT / "docs" / "evidence.md"
 
@@ -53,7 +53,7 @@ def _fields(model: type[BaseModel]) -> list[tuple[str, str, str]]:
     rows = []
     for name, field in model.model_fields.items():
         annotation = field.annotation.__name__ if isinstance(field.annotation, type) else str(field.annotation)
-        annotation = annotation.replace("typing.", "").replace("acklab.store.", "")
+        annotation = annotation.replace("typing.", "").replace("acklab.store.runs.", "")
         rows.append((f"`{name}`", annotation, field.description or ""))
     return rows
 

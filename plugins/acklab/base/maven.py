@@ -13,7 +13,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from acklab.paths import cache_dir
+from acklab.base.paths import cache_dir
 
 DEPENDENCY_PLUGIN = "org.apache.maven.plugins:maven-dependency-plugin:3.8.1"
 DEFAULT_KAFKA_VERSION = "4.3.1"

@@ -7,9 +7,9 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from acklab.maven import DEFAULT_KAFKA_VERSION, KAFKA_VERSION_PATTERN
-from acklab.paths import clusters_dir
-from acklab.spec import SpecError, load_yaml, parse_model
+from acklab.base.maven import DEFAULT_KAFKA_VERSION, KAFKA_VERSION_PATTERN
+from acklab.base.paths import clusters_dir
+from acklab.base.spec import SpecError, load_yaml, parse_model
 
 
 class Controllers(BaseModel):
