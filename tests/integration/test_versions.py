@@ -22,7 +22,7 @@ from acklab.cluster.cluster import Cluster
 from acklab.orchestration.execution import run_scenarios
 from acklab.plan.planner import make_plan
 from acklab.store.runs import RunDir
-from acklab.workload import clients
+from acklab.workload import librdkafka as clients
 
 from .helpers import assert_nothing_left, dags_test
 

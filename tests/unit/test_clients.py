@@ -10,7 +10,7 @@ from acklab.base.maven import SetupError
 from acklab.base.paths import cache_dir
 from acklab.base.spec import SpecError
 from acklab.plan.planner import make_plan
-from acklab.workload import clients
+from acklab.workload import librdkafka as clients
 
 
 @pytest.mark.parametrize("version", ["1.9.2", "2.0.1", "2.x", "3", "latest"])

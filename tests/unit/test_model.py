@@ -23,6 +23,7 @@ from acklab.model.guarantees import (
 from acklab.model.tables import DOC, default_tables, to_markdown
 from acklab.nemesis.faults import FAULT_NAMES
 from acklab.nemesis.schedule import FaultStep, schedule_for
+from acklab.workload import librdkafka
 from acklab.workload.profiles import ProducerProfile, catalog, get_profile
 
 THREE = load_topology("three-brokers")  # RF=3, min.insync.replicas=2, clean election
@@ -234,7 +235,7 @@ def test_silent_faults_add_the_request_timeout_to_the_outage(fault: str) -> None
     slow = profile(acks="all", request_timeout_ms=30000)
     assert texts(expected(slow, fault), Kind.AVAILABILITY) == set()  # 60 < 10 + 30 + 30
     assert texts(expected(slow, "leader-kill"), Kind.AVAILABILITY) == ALL_ACKED
-    assert slow.producer_config()["socket.timeout.ms"] == 30000
+    assert librdkafka.config(slow)["socket.timeout.ms"] == 30000
 
 
 def test_injected_errors() -> None:

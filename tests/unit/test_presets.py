@@ -24,6 +24,7 @@ from acklab.plan.presets import (
     with_preset,
 )
 from acklab.store.runs import FaultRecord, RunDir, ScenarioEntry
+from acklab.workload import librdkafka
 
 
 @pytest.mark.parametrize("name", sorted(PRESETS))
@@ -82,7 +83,7 @@ def test_field_note_1_stops_the_broker_before_the_producer_and_keeps_it_down_pas
     assert (step.fault, step.before_load, step.at_s) == ("leader-restart", True, 0.0)
     sending_s = plan.params.messages / (plan.params.rate or 1)
     assert step.duration_s >= sending_s + scenario.profile.delivery_timeout_ms / 1000 + 3  # down for the whole load
-    assert scenario.profile.producer_config()["acks"] == "1" and scenario.profile.retries == 10
+    assert librdkafka.config(scenario.profile)["acks"] == "1" and scenario.profile.retries == 10
     # The model lets a leader-ack write fail cleanly under a fault: no bound on failed_clean.
     assert str(scenario.expected.guarantee) == "leader-durable"
     assert not [e for e in scenario.expected.expectations if e.column in ("failed", "failed_clean")]

@@ -13,6 +13,7 @@ from acklab.model.guarantees import Guarantee
 from acklab.nemesis.faults import FAULT_NAMES
 from acklab.nemesis.schedule import schedule_for
 from acklab.plan.planner import make_plan
+from acklab.workload import librdkafka
 from acklab.workload.profiles import ProducerProfile, catalog, get_profile
 
 
@@ -67,7 +68,7 @@ def test_contradictory_profiles_are_rejected(fields: dict, message: str) -> None
 
 
 def test_catalog_profiles_map_to_librdkafka_names() -> None:
-    config = get_profile("idempotent").producer_config()
+    config = librdkafka.config(get_profile("idempotent"))
     assert config["enable.idempotence"] is True and config["acks"] == "all"
     assert config["max.in.flight.requests.per.connection"] == 5
     assert set(catalog()) >= {"at-most-once", "leader-ack", "at-least-once", "at-least-once-ordered", "idempotent"}

@@ -9,6 +9,7 @@ import yaml
 
 from acklab.base.spec import SpecError, parse_model
 from acklab.plan.planner import make_plan
+from acklab.workload import librdkafka
 from acklab.workload.profiles import ProducerProfile, TransactionSpec, catalog, get_profile, load_profiles_file
 
 
@@ -34,11 +35,11 @@ def test_catalog_has_every_delivery_mode() -> None:
 
 
 def test_producer_config_uses_librdkafka_names_and_keeps_overrides() -> None:
-    config = profile(acks="all", enable_idempotence=True, partitioner="murmur2_random", overrides={"compression.type": "lz4"}).producer_config()
+    config = librdkafka.config(profile(acks="all", enable_idempotence=True, partitioner="murmur2_random", overrides={"compression.type": "lz4"}))
     assert config["acks"] == "all" and config["enable.idempotence"] is True
     assert config["partitioner"] == "murmur2_random" and config["compression.type"] == "lz4"
     assert "transaction.timeout.ms" not in config
-    assert get_profile("transactional").producer_config()["transaction.timeout.ms"] == 60000
+    assert librdkafka.config(get_profile("transactional"))["transaction.timeout.ms"] == 60000
 
 
 @pytest.mark.parametrize(
@@ -127,7 +128,7 @@ def test_raw_librdkafka_properties_are_the_producer_they_configure() -> None:
     raw = ProducerProfile.from_librdkafka("raw", {"request.required.acks": "-1", "enable.idempotence": "true", "linger.ms": "20", "compression.type": "lz4"})
     assert (raw.acks, raw.enable_idempotence, raw.max_in_flight, raw.linger_ms, raw.retries) == ("all", True, 5, 20, 2147483647)
     assert (raw.request_timeout_ms, raw.delivery_timeout_ms) == (30000, 300000)
-    config = raw.producer_config()
+    config = librdkafka.config(raw)
     assert config["socket.timeout.ms"] == 60000 and config["compression.type"] == "lz4"
     plain = ProducerProfile.from_librdkafka("plain", {"acks": "1"})
     assert (plain.acks, plain.enable_idempotence, plain.max_in_flight) == ("1", False, 1000000)

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from acklab.cluster.topology import Topology
 from acklab.nemesis.faults import FAULTS, NO_FAULT, permanent_error
+from acklab.workload import families
 from acklab.workload.profiles import ProducerProfile
 
 if TYPE_CHECKING:
@@ -30,8 +31,6 @@ if TYPE_CHECKING:
 
 RECOVERY_S = 30.0  # after a fault ends: restart, catch up, rejoin the ISR, elect (seconds, generous)
 REFUSAL_S = 0.5  # one attempt the leader refuses at once (NOT_ENOUGH_REPLICAS), round trip (generous)
-# librdkafka defaults of the retry settings a profile may set in `overrides`.
-LIBRDKAFKA_DEFAULTS: Mapping[str, float] = {"retry.backoff.ms": 100, "retry.backoff.max.ms": 1000}
 
 # Faults whose effect on a producer ends when their window ends (`FaultSpec.bounded`), and those that
 # swallow or hold requests silently (`FaultSpec.silent`): a request lost in flight, or held by a
@@ -83,9 +82,14 @@ class Setting:
     permanent_error: bool  # a fault answers writes with an error clients do not retry
 
     @classmethod
-    def of(cls, profile: ProducerProfile, topology: Topology, schedule: Sequence[FaultStep]) -> Setting:
+    def of(
+        cls, profile: ProducerProfile, topology: Topology, schedule: Sequence[FaultStep], client_defaults: Mapping[str, float] | None = None
+    ) -> Setting:
+        """The setting of a scenario; `client_defaults`: the documented defaults of the client family
+        that runs it (`ClientFamily.defaults`; None: the default family's)."""
+        defaults = families.default().defaults if client_defaults is None else client_defaults
         backoff_ms, backoff_max_ms = (
-            float(profile.overrides.get(name, LIBRDKAFKA_DEFAULTS[name])) for name in LIBRDKAFKA_DEFAULTS
+            float(profile.overrides.get(name, defaults[name])) for name in ("retry.backoff.ms", "retry.backoff.max.ms")
         )
         delivery_ms, retries = profile.delivery_timeout_ms, profile.retries
         broker = topology.broker_overrides
@@ -385,9 +389,11 @@ def expect_setting(setting: Setting) -> Expected:
     return Expected(guarantee, tuple(expectations), reason(setting))
 
 
-def expect(profile: ProducerProfile, topology: Topology, schedule: Sequence[FaultStep]) -> Expected:
-    """What a scenario of `profile` on `topology` under `schedule` must show."""
-    return expect_setting(Setting.of(profile, topology, schedule))
+def expect(
+    profile: ProducerProfile, topology: Topology, schedule: Sequence[FaultStep], client_defaults: Mapping[str, float] | None = None
+) -> Expected:
+    """What a scenario of `profile` on `topology` under `schedule` must show (`Setting.of`)."""
+    return expect_setting(Setting.of(profile, topology, schedule, client_defaults))
 
 
 def suite_expectations() -> dict[str, tuple[Expectation, ...]]:

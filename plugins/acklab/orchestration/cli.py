@@ -90,19 +90,21 @@ def setup(
     client versions (idempotent)."""
     from importlib.metadata import version
 
-    from acklab.workload import clients
+    from acklab.workload import families
+
+    librdkafka = families.default()
 
     def fetch() -> None:
         for kafka in kafka_version:
             maven.kafka_artifacts(kafka)  # a bad version fails before any download
         for client in client_version or []:
-            clients.check_version(client)
+            librdkafka.check_version(client)
         for kafka in kafka_version:
             console.print(f"kafka {kafka}: {maven.fetch_kafka(kafka)}")
         spark = version("pyspark")
         console.print(f"spark kafka connector {spark}: {maven.fetch_spark_kafka(spark)}")
         for client in client_version or []:
-            ready = clients.fetch_client(client)
+            ready = librdkafka.fetch(client)
             console.print(f"confluent-kafka {ready.version} (librdkafka {ready.librdkafka}): {ready.python}")
 
     user_errors(fetch)

@@ -20,6 +20,7 @@ from acklab.nemesis.runner import Nemesis
 from acklab.nemesis.watch import LeaderWatch
 from acklab.plan.planner import RunPlan, ScenarioPlan
 from acklab.store.runs import EarlierAttempt, FaultRecord, GroupTiming, Manifest, RunDir, ScenarioEntry
+from acklab.workload import families
 from acklab.workload.producer import START_TIMEOUT_S, LoadResult, Progress, run_load
 from acklab.workload.worker import PARENT_GONE, SIGTERM_STOP
 
@@ -292,7 +293,8 @@ def _entry(
     return ScenarioEntry(
         scenario=scenario.name,
         profile=scenario.profile.name,
-        producer_config=scenario.profile.producer_config(),
+        producer_config=families.of(plan.client).config(scenario.profile),
+        client_family=plan.client.family,
         fault=scenario.fault,
         guarantee=str(scenario.expected.guarantee),
         guarantee_reason=scenario.expected.reason,

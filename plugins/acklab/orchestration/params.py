@@ -14,7 +14,7 @@ from acklab.cluster.topology import topology_names
 from acklab.nemesis.faults import FAULT_NAMES, NO_FAULT
 from acklab.plan.planner import RunParams
 from acklab.plan.presets import PRESETS
-from acklab.workload.clients import CLIENT_VERSION_PATTERN, LOCKED
+from acklab.workload import families
 from acklab.workload.profiles import profile_names
 
 SCHEMA_NOISE = ("title", "default")
@@ -106,6 +106,6 @@ def kafka_versions_param(versions: list[str]) -> Param:
 def client_versions_param(versions: list[str]) -> Param:
     """The version-regression DAG's list of producer client versions."""
     return Param(
-        versions, type="array", minItems=1, uniqueItems=True, items={"type": "string", "pattern": CLIENT_VERSION_PATTERN},
-        description=f"confluent-kafka versions of the producers, with each Kafka version (each set up by `acklab setup --client-version`; the locked one is {LOCKED})",
+        versions, type="array", minItems=1, uniqueItems=True, items={"type": "string", "pattern": families.default().version_pattern},
+        description=f"confluent-kafka versions of the producers, with each Kafka version (each set up by `acklab setup --client-version`; the locked one is {families.default().locked})",
     )

@@ -17,7 +17,8 @@ from acklab.model.guarantees import Expected, Setting, expect
 from acklab.nemesis.faults import FAULT_NAMES, FAULTS
 from acklab.nemesis.schedule import FaultStep, check_schedule, schedule_for
 from acklab.plan.presets import preset
-from acklab.workload import clients
+from acklab.workload import families
+from acklab.workload.client import Client
 from acklab.workload.profiles import Partitioner, ProducerProfile, get_profile, profile_from_spec, profile_names
 from acklab.workload.spec import MAX_MESSAGES, MAX_PRODUCERS, LoadSpec
 
@@ -38,8 +39,8 @@ class RunParams(BaseModel):
     )
     backend: Literal["local", "docker"] = Field("local", description="Local JVMs or Docker containers")
     client_version: str | None = Field(
-        None, pattern=clients.CLIENT_VERSION_PATTERN,
-        description=f"confluent-kafka version of the producers (2.0.2 or later, set up by `acklab setup --client-version`); null = the locked {clients.LOCKED}",
+        None, pattern=families.default().version_pattern,
+        description=f"confluent-kafka version of the producers (2.0.2 or later, set up by `acklab setup --client-version`); null = the locked {families.default().locked}",
     )
     profiles: list[str] = Field(
         default_factory=lambda: ["leader-ack", "idempotent"], min_length=1, description="Producer profiles, one scenario per fault"
@@ -97,7 +98,7 @@ class RunPlan(BaseModel):
 
     params: RunParams
     topology: Topology
-    client: clients.Client
+    client: Client
     load: LoadSpec
     scenarios: list[ScenarioPlan]
 
@@ -164,7 +165,8 @@ def make_plan(params: RunParams | dict[str, object]) -> RunPlan:
             f"load, which {before_load[0]} in effect before the load may prevent; give it faults that start during the load"
         )
     client = _client(params)
-    _check_with_librdkafka(client, profiles, load)
+    families.of(client).validate(client, profiles, load)
+    defaults = families.of(client).defaults
     scenarios = []
     for profile in profiles:
         name = profile.name
@@ -175,8 +177,8 @@ def make_plan(params: RunParams | dict[str, object]) -> RunPlan:
                     profile=profile,
                     fault=fault,
                     schedule=steps,
-                    expected=expect(profile, topology, steps),
-                    beliefs=applying(Setting.of(profile, topology, steps)),
+                    expected=expect(profile, topology, steps, defaults),
+                    beliefs=applying(Setting.of(profile, topology, steps, defaults)),
                 )
             )
     return RunPlan(params=params, topology=topology, client=client, load=load, scenarios=scenarios)
@@ -198,25 +200,11 @@ def version_grid(
     ]
 
 
-def _client(params: RunParams) -> clients.Client:
+def _client(params: RunParams) -> Client:
     try:
-        return clients.client(params.client_version)
+        return families.default().client(params.client_version)
     except SetupError as exc:
         raise SpecError(f"params.client_version: {exc}") from None
-
-
-def _check_with_librdkafka(client: clients.Client, profiles: list[ProducerProfile], load: LoadSpec) -> None:
-    """The client's own librdkafka must accept each profile and the load's largest message."""
-    items = [{"config": p.producer_config(), "key": load.longest_key, "value_bytes": load.message_bytes} for p in profiles]
-    for profile, answer in zip(profiles, clients.probe(client, items), strict=True):
-        if answer["error"]:
-            raise SpecError(f"profile {profile.name}: librdkafka {client.librdkafka} rejects the configuration: {answer['error']}")
-        if answer["largest"] is not None:
-            raise SpecError(
-                f"params.message_bytes: {load.message_bytes}-byte messages are refused by the producer of profile "
-                f"{profile.name} (librdkafka {client.librdkafka}: MSG_SIZE_TOO_LARGE, above its message.max.bytes); "
-                f"at most {answer['largest']} bytes fit"
-            )
 
 
 def _fault_schedules(params: RunParams, topology: Topology) -> dict[str, list[FaultStep]]:

@@ -34,6 +34,7 @@ from acklab.base.paths import runs_dir
 from acklab.cluster.cluster import Cluster
 from acklab.cluster.topology import load_topology
 from acklab.store.runs import ScenarioDir
+from acklab.workload import librdkafka
 from acklab.workload.forkserver import yield_cpu_to_brokers
 from acklab.workload.producer import run_load
 from acklab.workload.profiles import ProducerProfile, get_profile
@@ -50,7 +51,7 @@ def bare(bootstrap: str, topic: str, profile: ProducerProfile, messages: int, si
     with `callback`, a delivery callback that counts failures."""
     failures = []
     hooks = {"on_delivery": lambda err, msg: err is None or failures.append(err)} if callback else {}
-    producer = Producer({**profile.producer_config(), "bootstrap.servers": bootstrap, **hooks}, logger=RDKAFKA_LOG)
+    producer = Producer({**librdkafka.config(profile), "bootstrap.servers": bootstrap, **hooks}, logger=RDKAFKA_LOG)
     producer.list_topics(topic, timeout=30)
     value, keys = b"x" * size, [f"p0-k{k}".encode() for k in range(KEYS)]
     produce, poll = producer.produce, producer.poll

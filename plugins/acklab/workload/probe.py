@@ -4,7 +4,7 @@
 (its error message, naming the property, if not) and, if it refuses a `value_bytes` value under
 `key` at `produce()` (e.g. MSG_SIZE_TOO_LARGE above message.max.bytes), the largest value it
 accepts. Nothing is sent: no broker is configured. `python -m acklab.workload.probe` reads the
-items as JSON on stdin and writes the answers as JSON: `acklab.workload.clients.probe` runs it with
+items as JSON on stdin and writes the answers as JSON: `acklab.workload.librdkafka.probe` runs it with
 another client's interpreter. Imports only the standard library and confluent_kafka."""
 
 from __future__ import annotations

@@ -23,9 +23,8 @@ import pyarrow.parquet as pq
 
 from acklab.store.runs import ScenarioDir
 from acklab.store.schemas import PRODUCER_STATS
-from acklab.workload import clients, stats
-from acklab.workload.clients import Client
-from acklab.workload.forkserver import ForkedProcess, ForkServer
+from acklab.workload import families, stats
+from acklab.workload.client import Client, Launcher, ProducerProcess
 from acklab.workload.profiles import ProducerProfile
 from acklab.workload.sendlog import combine
 from acklab.workload.spec import LoadSpec
@@ -98,9 +97,10 @@ def run_load(
     partitions: int | None = None,
 ) -> LoadResult:
     """Send `spec` to `topic` with `profile` from producer processes of `client` (default: the
-    locked one); write the send log and the producer statistics into `files`. With `partitions`
+    default family's locked one), launched by its family; write the send log and the producer statistics into `files`. With `partitions`
     (the topic's partition count) the producers start without waiting for the topic's metadata."""
-    client = client or clients.client(None)
+    client = client or families.default().client(None)
+    family = families.of(client)
     files.producers.mkdir(parents=True, exist_ok=True)
     progress_file = files.producer_file("", PROGRESS_FILE)
     counters = np.memmap(progress_file, dtype=np.int64, mode="w+", shape=(spec.producers, 3))
@@ -110,7 +110,7 @@ def run_load(
             producers=spec.producers,
             bootstrap_servers=bootstrap_servers,
             topic=topic,
-            config=profile.producer_config(),
+            config=family.config(profile),
             partitioner=profile.partitioner,
             transaction=profile.transaction,
             first_id=first_id,
@@ -126,8 +126,8 @@ def run_load(
         )
         for n, (first_id, count) in enumerate(spec.ranges())
     ]
-    server = ForkServer.shared(client.python, client.env)
-    workers = [_spawn(server, job) for job in jobs]
+    launcher = family.launcher(client)
+    workers = [_spawn(launcher, job) for job in jobs]
     try:
         for job, worker in zip(jobs, workers, strict=True):
             if worker.stdout.readline().strip() != "ready":
@@ -189,14 +189,14 @@ def run_load(
     )
 
 
-def _spawn(server: ForkServer, job: WorkerJob) -> ForkedProcess:
-    worker = server.spawn(job.file(".log"))
+def _spawn(launcher: Launcher, job: WorkerJob) -> ProducerProcess:
+    worker = launcher.spawn(job.file(".log"))
     worker.stdin.write(job.model_dump_json() + "\n")
     worker.stdin.flush()
     return worker
 
 
-def _watch(workers: list[ForkedProcess], counters: np.ndarray, progress: Progress | None) -> None:
+def _watch(workers: list[ProducerProcess], counters: np.ndarray, progress: Progress | None) -> None:
     """Wait for every worker, reporting progress from 0 and then about once a second."""
     if progress is not None:
         progress(0, 0, 0)

@@ -3,8 +3,8 @@
 A profile is either typed fields (the catalog's form, `catalog/profiles.yaml`) or raw librdkafka
 properties (`{librdkafka: {property: value}}`), read as exactly the producer those properties
 configure: librdkafka's defaults for what they leave out. Contradictions are rejected here, in one
-line; librdkafka's own validation, for the client version a run uses, is `acklab.plan.planner`'s (through
-`acklab.workload.clients.probe`). Nothing here imports librdkafka."""
+line; the configuration a client makes of a profile, and that client's own validation of it, are its
+family's (`acklab.workload.client.ClientFamily`). Nothing here imports librdkafka."""
 
 from __future__ import annotations
 
@@ -124,25 +124,6 @@ class ProducerProfile(BaseModel):
                     f"({self.delivery_timeout_ms})"
                 )
         return self
-
-    def producer_config(self) -> dict[str, str | int | float | bool]:
-        """The librdkafka configuration of this profile (without bootstrap.servers and transactional.id)."""
-        config: dict[str, str | int | float | bool] = {
-            "acks": self.acks,
-            "enable.idempotence": self.enable_idempotence,
-            "retries": self.retries,
-            "max.in.flight.requests.per.connection": self.max_in_flight,
-            "linger.ms": self.linger_ms,
-            "request.timeout.ms": self.request_timeout_ms,
-            # librdkafka enforces request.timeout.ms on the broker only; the client times a request
-            # out after socket.timeout.ms. The catalog sets both, as Java's client-side request.timeout.ms.
-            "socket.timeout.ms": self.socket_timeout_ms or self.request_timeout_ms,
-            "delivery.timeout.ms": self.delivery_timeout_ms,
-            "partitioner": self.partitioner,
-        }
-        if self.transaction is not None:
-            config["transaction.timeout.ms"] = self.transaction.timeout_ms
-        return {**config, **self.overrides}
 
     @classmethod
     def from_librdkafka(cls, name: str, properties: Mapping[str, Any], description: str = "") -> ProducerProfile:

@@ -1,4 +1,5 @@
-"""Producer client versions: the confluent-kafka (and bundled librdkafka) a load runs with.
+"""The librdkafka client family (`acklab.workload.client.ClientFamily`): confluent-kafka and the
+librdkafka it bundles, its versions, its configuration of a profile, and its documented defaults.
 
 The locked version runs in acklab's own interpreter. Any other release (wheels for Python 3.11 exist
 from 2.0.2 on) runs in a virtualenv of its own under `<cache>/clients/confluent-kafka-<version>`,
@@ -10,18 +11,22 @@ interpreter."""
 from __future__ import annotations
 
 import json
-import os
 import re
 import shutil
 import subprocess
 import sys
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
 from functools import cache
 from importlib.metadata import version
 from pathlib import Path
+from typing import Any
 
 from acklab.base.maven import SetupError
-from acklab.base.paths import PROJECT_ROOT, cache_dir
+from acklab.base.paths import cache_dir
+from acklab.base.spec import SpecError
+from acklab.workload.client import Client, Launcher
+from acklab.workload.profiles import ProducerProfile
+from acklab.workload.spec import LoadSpec
 
 LOCKED = version("confluent-kafka")
 CLIENT_VERSION_PATTERN = r"^2\.\d+\.\d+$"
@@ -29,21 +34,6 @@ OLDEST = (2, 0, 2)  # the first confluent-kafka with wheels for Python 3.11
 # What producer processes import besides confluent-kafka, pinned to acklab's own versions.
 WORKER_PACKAGES = ("numpy", "pyarrow", "pydantic", "pydantic-core", "annotated-types", "typing-extensions", "typing-inspection", "pyyaml")
 COMPLETE = ".complete"  # in a client's folder: JSON {version, librdkafka}, written last
-
-
-@dataclass(frozen=True)
-class Client:
-    """A producer client: confluent-kafka `version` with its `librdkafka`, run by `python`."""
-
-    version: str
-    librdkafka: str
-    python: str
-
-    @property
-    def env(self) -> dict[str, str]:
-        """The environment of its producer processes (acklab importable from any interpreter)."""
-        path = os.pathsep.join(filter(None, [str(PROJECT_ROOT / "plugins"), os.environ.get("PYTHONPATH")]))
-        return {**os.environ, "PYTHONPATH": path}
 
 
 def check_version(client_version: str) -> str:
@@ -122,3 +112,71 @@ def probe(target: Client, items: list[dict[str, object]]) -> list[dict[str, obje
     if done.returncode != 0:
         raise SetupError(f"client {target.version} could not check the profiles: {done.stderr.strip().splitlines()[-1:]}")
     return json.loads(done.stdout)
+
+
+# librdkafka's documented defaults (CONFIGURATION.md) of the retry settings a profile may set in `overrides`.
+DEFAULTS: Mapping[str, float] = {"retry.backoff.ms": 100, "retry.backoff.max.ms": 1000}
+
+
+def config(profile: ProducerProfile) -> dict[str, str | int | float | bool]:
+    """librdkafka's configuration of `profile` (without bootstrap.servers and transactional.id)."""
+    properties: dict[str, str | int | float | bool] = {
+        "acks": profile.acks,
+        "enable.idempotence": profile.enable_idempotence,
+        "retries": profile.retries,
+        "max.in.flight.requests.per.connection": profile.max_in_flight,
+        "linger.ms": profile.linger_ms,
+        "request.timeout.ms": profile.request_timeout_ms,
+        # librdkafka enforces request.timeout.ms on the broker only; the client times a request
+        # out after socket.timeout.ms. The catalog sets both, as Java's client-side request.timeout.ms.
+        "socket.timeout.ms": profile.socket_timeout_ms or profile.request_timeout_ms,
+        "delivery.timeout.ms": profile.delivery_timeout_ms,
+        "partitioner": profile.partitioner,
+    }
+    if profile.transaction is not None:
+        properties["transaction.timeout.ms"] = profile.transaction.timeout_ms
+    return {**properties, **profile.overrides}
+
+
+def validate(client: Client, profiles: Sequence[ProducerProfile], load: LoadSpec) -> None:
+    """The client's own librdkafka must accept each profile and the load's largest message."""
+    items = [{"config": config(p), "key": load.longest_key, "value_bytes": load.message_bytes} for p in profiles]
+    for profile, answer in zip(profiles, probe(client, items), strict=True):
+        if answer["error"]:
+            raise SpecError(f"profile {profile.name}: librdkafka {client.librdkafka} rejects the configuration: {answer['error']}")
+        if answer["largest"] is not None:
+            raise SpecError(
+                f"params.message_bytes: {load.message_bytes}-byte messages are refused by the producer of profile "
+                f"{profile.name} (librdkafka {client.librdkafka}: MSG_SIZE_TOO_LARGE, above its message.max.bytes); "
+                f"at most {answer['largest']} bytes fit"
+            )
+
+
+class Librdkafka:
+    """The family object (`acklab.workload.client.ClientFamily`) over this module's functions."""
+
+    name = "librdkafka"
+    locked = LOCKED
+    version_pattern = CLIENT_VERSION_PATTERN
+    defaults = DEFAULTS
+
+    def check_version(self, version: str) -> str:
+        return check_version(version)
+
+    def client(self, version: str | None) -> Client:
+        return client(version)
+
+    def fetch(self, version: str) -> Client:
+        return fetch_client(version)
+
+    def config(self, profile: ProducerProfile) -> dict[str, Any]:
+        return config(profile)
+
+    def validate(self, client: Client, profiles: Sequence[ProducerProfile], load: LoadSpec) -> None:
+        validate(client, profiles, load)
+
+    def launcher(self, client: Client) -> Launcher:
+        """The shared fork server of the client's interpreter (`acklab.workload.forkserver`)."""
+        from acklab.workload.forkserver import ForkServer  # imports the worker: only when a load starts
+
+        return ForkServer.shared(client.python, client.env)

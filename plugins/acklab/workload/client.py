@@ -1,0 +1,98 @@
+"""The client seam: producer clients behind one small protocol (`ClientFamily`).
+
+A family is a client implementation (librdkafka through confluent-kafka is the first:
+`acklab.workload.librdkafka`): its versions and how they are fetched or built, how a profile becomes
+its configuration and how that configuration is validated, how a producer process is launched, and
+its documented defaults. Every family's producer processes meet one evidence contract: the send log,
+statistics and error names of `acklab.store.schemas` and the worker protocol of
+`acklab.workload.worker` (a `WorkerJob` line on stdin, `ready`, then `go`). The rest of acklab asks
+`acklab.workload.families` for a client's family and never looks behind it."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol, TextIO
+
+from acklab.base.paths import PROJECT_ROOT
+from acklab.workload.profiles import ProducerProfile
+from acklab.workload.spec import LoadSpec
+
+
+@dataclass(frozen=True)
+class Client:
+    """A set-up producer client: `version` of its family's package, with the `librdkafka` it bundles
+    (its native core), run by `python`."""
+
+    version: str
+    librdkafka: str
+    python: str
+    family: str = "librdkafka"
+
+    @property
+    def env(self) -> dict[str, str]:
+        """The environment of its producer processes (acklab importable from any interpreter)."""
+        path = os.pathsep.join(filter(None, [str(PROJECT_ROOT / "plugins"), os.environ.get("PYTHONPATH")]))
+        return {**os.environ, "PYTHONPATH": path}
+
+
+class ProducerProcess(Protocol):
+    """A running producer process: the worker protocol on its stdin and stdout, and its end."""
+
+    stdin: TextIO
+    stdout: TextIO
+
+    @property
+    def returncode(self) -> int | None: ...
+
+    def poll(self) -> int | None: ...
+
+    def wait(self, timeout: float | None = None) -> int: ...
+
+    def terminate(self) -> None: ...
+
+    def kill(self) -> None: ...
+
+
+class Launcher(Protocol):
+    """Starts producer processes of one client, each logging to `log`."""
+
+    def spawn(self, log: Path) -> ProducerProcess: ...
+
+
+class ClientFamily(Protocol):
+    """One producer client implementation, as the rest of acklab sees it."""
+
+    name: str
+    locked: str
+    """The version used when none is chosen."""
+    version_pattern: str
+    defaults: Mapping[str, Any]
+    """Documented defaults of the settings the guarantee model reads (e.g. `retry.backoff.ms`)."""
+
+    def check_version(self, version: str) -> str:
+        """`version` if acklab can run it; SetupError naming what is allowed otherwise."""
+        ...
+
+    def client(self, version: str | None) -> Client:
+        """The set-up client of `version` (None: `locked`); SetupError if it is not set up."""
+        ...
+
+    def fetch(self, version: str) -> Client:
+        """Fetch or build the client of `version` (idempotent)."""
+        ...
+
+    def config(self, profile: ProducerProfile) -> dict[str, Any]:
+        """The client's configuration of `profile` (without the cluster's address or a transactional id)."""
+        ...
+
+    def validate(self, client: Client, profiles: Sequence[ProducerProfile], load: LoadSpec) -> None:
+        """SpecError (one line) unless `client` itself accepts each profile's configuration and the
+        load's largest message."""
+        ...
+
+    def launcher(self, client: Client) -> Launcher:
+        """Where `client`'s producer processes come from."""
+        ...
