@@ -3,7 +3,7 @@ producer profile x every fault (the baseline included; the node-to-node link cut
 cut links: root, iptables, cgroup2), audited by Spark, validated by Great Expectations."""
 
 from acklab.orchestration.dags import delivery_matrix_dag
-from acklab.plan.planner import standard_matrix
+from acklab.plan.params import standard_matrix
 
 dag = delivery_matrix_dag("kafka_delivery_matrix", "@daily", standard_matrix(), __doc__, ["matrix"])
 

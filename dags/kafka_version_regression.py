@@ -3,7 +3,7 @@ pair, side by side, with a comparison report calling out every scenario whose ve
 
 from acklab.base.maven import DEFAULT_KAFKA_VERSION
 from acklab.orchestration.dags import version_regression_dag
-from acklab.plan.planner import standard_matrix
+from acklab.plan.params import standard_matrix
 from acklab.workload.families import default as default_client_family
 
 dag = version_regression_dag(

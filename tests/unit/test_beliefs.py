@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from acklab.cluster.topology import load_topology
 from acklab.model.beliefs import applying, describe, findings, summary
-from acklab.model.guarantees import Setting
+from acklab.model.setting import Setting
 from acklab.nemesis.schedule import schedule_for
 from acklab.workload.profiles import get_profile
 

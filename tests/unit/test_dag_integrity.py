@@ -51,7 +51,7 @@ def test_daily_dag_runs_the_standard_matrix(dagbag) -> None:
     assert dag.timetable.expression == "0 0 * * *"  # @daily
     plan = make_plan({name: dag.params[name] for name in dag.params if name != "preset"})
     assert (plan.topology.brokers, plan.topology.replication_factor, plan.topology.min_insync_replicas) == (3, 3, 2)
-    faults = [name for name in FAULT_NAMES if not FAULTS[name].cuts_links or links.unavailable() is None]
+    faults = [name for name in FAULT_NAMES if FAULTS[name].standard and (not FAULTS[name].cuts_links or links.unavailable() is None)]
     assert len(plan.scenarios) == len(catalog()) * len(faults) >= 36
     assert len(plan.groups()) == len(faults)
 
@@ -92,3 +92,18 @@ def test_invalid_param_is_rejected_by_the_trigger_form(dagbag, name: str, value:
     param.resolve(param.value)
     with pytest.raises(ParamValidationError):
         param.resolve(value)
+
+
+def test_field_notes_dag_runs_every_field_note_preset(dagbag) -> None:
+    """plan -> one mapped run per preset (serialized by the pool) -> one page; every preset plannable."""
+    from acklab.orchestration import tasks
+    from acklab.plan.presets import FIELD_NOTES
+
+    dag = dagbag.dags["kafka_field_notes"]
+    assert dag.timetable.expression == "0 0 * * 0"  # @weekly
+    by_id = {t.task_id: t for t in dag.tasks}
+    assert set(by_id) == {"plan", "run_preset", "publish"}
+    assert by_id["run_preset"].is_mapped and by_id["run_preset"].pool == airflow_pool.NAME
+    assert {t.task_id for t in by_id["publish"].upstream_list} == {"run_preset"}
+    planned = tasks.plan_presets({name: dag.params[name] for name in dag.params}, create=False)
+    assert [run["params"]["preset"] for run in planned] == list(FIELD_NOTES) and len(FIELD_NOTES) == 9

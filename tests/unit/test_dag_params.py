@@ -9,7 +9,8 @@ from acklab.base.maven import KAFKA_VERSION_PATTERN
 from acklab.cluster.topology import topology_names
 from acklab.nemesis.faults import FAULT_NAMES
 from acklab.orchestration.params import run_params_schema
-from acklab.plan.planner import RunParams, make_plan
+from acklab.plan.params import RunParams
+from acklab.plan.planner import make_plan
 from acklab.workload.profiles import profile_names
 
 

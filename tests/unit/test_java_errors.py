@@ -9,7 +9,7 @@ from pathlib import Path
 from confluent_kafka import KafkaError
 
 from acklab.plan.presets import PRESETS
-from acklab.proxy.protocol import ERRORS
+from acklab.proxy.codes import ERRORS
 from acklab.report.field_notes import build_field_notes
 from acklab.report.java_errors import JAVA_ERRORS, with_java
 from acklab.store.runs import Manifest, RunDir, ScenarioEntry

@@ -11,11 +11,14 @@ from acklab.base.spec import SpecError
 from acklab.cluster import links
 from acklab.cluster.links import CHAIN_PREFIX, MARK_MASK
 from acklab.cluster.topology import load_topology
-from acklab.model.guarantees import Guarantee, Kind, expect
+from acklab.model.claims import Kind
+from acklab.model.classes import Guarantee
+from acklab.model.guarantees import expect
 from acklab.nemesis.actions import cut_pairs
 from acklab.nemesis.faults import FAULTS
 from acklab.nemesis.schedule import FaultStep
-from acklab.plan.planner import make_plan, standard_matrix
+from acklab.plan.params import standard_matrix
+from acklab.plan.planner import make_plan
 from acklab.workload.profiles import get_profile
 
 LINK_FAULTS = sorted(name for name, spec in FAULTS.items() if spec.cuts_links)
@@ -120,9 +123,9 @@ def test_a_held_request_counts_its_timeout_into_the_outage() -> None:
 
 
 def test_the_standard_matrix_cuts_links_where_the_host_can(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("acklab.plan.planner.links_unavailable", lambda: None)
+    monkeypatch.setattr("acklab.plan.params.links_unavailable", lambda: None)
     assert set(LINK_FAULTS) <= set(standard_matrix().faults)
-    monkeypatch.setattr("acklab.plan.planner.links_unavailable", lambda: "they need root (iptables rules and cgroups)")
+    monkeypatch.setattr("acklab.plan.params.links_unavailable", lambda: "they need root (iptables rules and cgroups)")
     faults = standard_matrix().faults
-    assert not set(LINK_FAULTS) & set(faults) and len(faults) == len(FAULTS) - len(LINK_FAULTS)
+    assert not set(LINK_FAULTS) & set(faults) and len(faults) == sum(spec.standard for spec in FAULTS.values()) - len(LINK_FAULTS)
     make_plan(standard_matrix())  # plannable on such a host

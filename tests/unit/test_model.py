@@ -8,18 +8,10 @@ import pytest
 
 from acklab.base.spec import parse_model
 from acklab.cluster.topology import Topology, load_topology
-from acklab.model.guarantees import (
-    CLASS_RULES,
-    RULES,
-    Expectation,
-    Expected,
-    Guarantee,
-    Kind,
-    Setting,
-    classify,
-    expect,
-    suite_expectations,
-)
+from acklab.model.claims import CLAIMS, Expectation, Kind
+from acklab.model.classes import CLASS_RULES, Guarantee, classify
+from acklab.model.guarantees import Expected, expect, suite_expectations
+from acklab.model.setting import Setting
 from acklab.model.tables import DOC, default_tables, to_markdown
 from acklab.nemesis.faults import FAULT_NAMES
 from acklab.nemesis.schedule import FaultStep, schedule_for
@@ -284,7 +276,7 @@ def test_retry_budget() -> None:
 
 def test_rows_use_only_suite_expectations() -> None:
     suites = suite_expectations()
-    assert len({rule.suite for rule in RULES}) == len(RULES)
+    assert len({claim.id for claim in CLAIMS}) == len(CLAIMS)
     for p in [*catalog().values(), profile(**TRANSACTIONAL), profile(acks="all", retries=0)]:
         for fault in FAULT_NAMES:
             for e in expected(p, fault, 70).expectations:

@@ -10,9 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from acklab.proxy.codes import ERRORS, PRODUCE
 from acklab.proxy.protocol import (
-    ERRORS,
-    PRODUCE,
     PRODUCE_VERSIONS,
     LeaderIdAndEpoch,
     NodeEndpoint,

@@ -13,9 +13,8 @@ from dataclasses import dataclass, field
 
 import pytest
 
+from acklab.proxy.codes import END_TXN, PRODUCE
 from acklab.proxy.protocol import (
-    END_TXN,
-    PRODUCE,
     PartitionData,
     PartitionResponse,
     ProduceRequest,

@@ -10,7 +10,8 @@ import pytest
 
 from acklab.nemesis.events import FaultEvent, FaultOutcome
 from acklab.orchestration.execution import _entry, open_transactions
-from acklab.plan.planner import make_plan, standard_matrix
+from acklab.plan.params import standard_matrix
+from acklab.plan.planner import make_plan
 from acklab.store.runs import RunDir
 from acklab.workload.producer import LoadResult
 

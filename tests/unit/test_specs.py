@@ -9,7 +9,7 @@ import yaml
 
 from acklab.base.spec import SpecError, parse_model
 from acklab.cluster.topology import load_topology
-from acklab.model.guarantees import Guarantee
+from acklab.model.classes import Guarantee
 from acklab.nemesis.faults import FAULT_NAMES
 from acklab.nemesis.schedule import schedule_for
 from acklab.plan.planner import make_plan

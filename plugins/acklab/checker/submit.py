@@ -13,17 +13,9 @@ from pathlib import Path
 
 from acklab.base.maven import spark_kafka_jars
 from acklab.base.paths import spark_job
+from acklab.checker.spark_job import APPLICATION, SPARK_CONF
 from acklab.store.runs import AuditDir, RunDir
 
-APPLICATION = "delivery_matrix.py"  # the spark-submit entry under spark/
-SPARK_CONF = {
-    "spark.sql.shuffle.partitions": "8",
-    "spark.ui.enabled": "false",
-    "spark.driver.memory": "2g",
-    # INFO logs ~100 lines per Kafka consumer (one per topic partition): 79k lines for the standard
-    # matrix, each one parsed again by the Airflow task log.
-    "spark.log.level": "WARN",
-}
 SUBMIT_TIMEOUT_S = 3600.0
 
 

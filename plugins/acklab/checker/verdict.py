@@ -32,8 +32,11 @@ from typing import TYPE_CHECKING, Any, Literal
 from urllib.parse import unquote, urlparse
 
 from acklab.base.paths import expectations_dir
-from acklab.model.guarantees import NO_FAULT, PROMISES, RULES, Expectation, Guarantee, Kind, suite_expectations
+from acklab.model.claims import Claim, Expectation, Kind, claim
+from acklab.model.classes import Guarantee
+from acklab.model.guarantees import suite_expectations
 from acklab.model.tables import default_tables, to_html
+from acklab.nemesis.faults import NO_FAULT
 from acklab.store.contract import COUNT_COLUMNS, IDENTITIES, METRIC_COLUMNS
 from acklab.store.runs import Manifest, RunDir
 from acklab.store.schemas import MATRIX
@@ -268,9 +271,18 @@ def _suite_summary(name: str, first: Expectation) -> str:
     """What a model suite checks, for its Data Docs page."""
     if first.kind is Kind.GUARANTEE:
         guarantee = Guarantee(name.removeprefix("guarantee_"))
-        return f"**{guarantee}**: {PROMISES[guarantee].summary} Expectations marked 'if fault == none' apply only without a fault."
-    rule = next(r for r in RULES if r.suite == name)
-    return f"**{rule.kind}** rule, applied when: {rule.when}. {rule.why}"
+        return f"**{guarantee}**: {claim(name).text} Expectations marked 'if fault == none' apply only without a fault."
+    rule = claim(name)
+    return f"**{rule.kind}** rule, applied when: {rule.scope.when}{_clients(rule)}. {rule.why}"
+
+
+def _clients(rule: Claim) -> str:
+    """`, for the librdkafka client` where a claim is documented for some client families only."""
+    if rule.scope.families is None:
+        return ""
+    return f", for the {', '.join(sorted(rule.scope.families))} client{'s' if len(rule.scope.families) > 1 else ''}" + (
+        f" {rule.scope.versions}" if rule.scope.versions else ""
+    )
 
 
 def ensure_project(root: Path | None = None) -> FileDataContext:

@@ -12,7 +12,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from acklab.proxy.protocol import ERRORS
+from acklab.proxy.codes import ERRORS
 from acklab.proxy.rules import Action, check_error
 
 NO_FAULT = "none"
@@ -60,7 +60,7 @@ class PartitionOptions(FrameOptions):
 
 
 class ErrorOptions(ProxyOptions):
-    """The error PRODUCE requests are answered with, by name (`acklab.proxy.protocol.ERRORS`)."""
+    """The error PRODUCE requests are answered with, by name (`acklab.proxy.codes.ERRORS`)."""
 
     error: str = "NOT_ENOUGH_REPLICAS"
 
@@ -191,7 +191,8 @@ class FaultSpec:
     with its option `error` (a Kafka error name). `precedes_load`: a step of it may run before the
     load (`FaultStep.before_load`): its action confirms its effect, then lets the producers start
     (`acklab.nemesis.actions.FaultContext.settled`). `needs_followers`: the topology must have
-    followers (replication factor 2 or more). `effects`: what it must do to the guarantees' columns."""
+    followers (replication factor 2 or more). `effects`: what it must do to the guarantees' columns.
+    `standard`: the daily standard matrix runs it (otherwise it runs when a run names it)."""
 
     name: str
     description: str
@@ -206,6 +207,7 @@ class FaultSpec:
     precedes_load: bool = False
     needs_followers: bool = False
     effects: tuple[Effect, ...] = ()
+    standard: bool = True
 
     @property
     def stops_nodes(self) -> bool:
@@ -381,5 +383,5 @@ FAULT_NAMES = tuple(FAULTS)
 
 def permanent_error(fault: str, options: Mapping[str, Any]) -> bool:
     """Whether a schedule step of `fault` with `options` answers writes with an error Kafka
-    clients do not retry (`acklab.proxy.protocol.ERRORS`)."""
+    clients do not retry (`acklab.proxy.codes.ERRORS`)."""
     return FAULTS[fault].answers_error and not ERRORS[options["error"]].retriable

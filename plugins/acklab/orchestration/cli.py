@@ -24,7 +24,7 @@ from acklab.base.paths import runs_dir
 from acklab.base.spec import SpecError, load_yaml
 from acklab.model import beliefs
 from acklab.nemesis.faults import FAULT_NAMES
-from acklab.plan.planner import RunParams, standard_matrix
+from acklab.plan.params import RunParams, standard_matrix
 from acklab.plan.presets import VERSIONED, with_preset
 from acklab.plan.presets import describe as describe_claim
 from acklab.store.runs import RunDir, latest_result

@@ -20,9 +20,9 @@ from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOpe
 from airflow.sdk import DAG, TriggerRule, dag, get_current_context, setup, task, teardown
 
 from acklab.base.paths import spark_job
-from acklab.checker.submit import APPLICATION, SPARK_CONF
+from acklab.checker.spark_job import APPLICATION, SPARK_CONF
 from acklab.orchestration.params import client_versions_param, dag_params, kafka_versions_param, preset_param, version_params
-from acklab.plan.planner import RunParams
+from acklab.plan.params import RunParams
 from acklab.services import airflow_pool
 
 T = TypeVar("T")

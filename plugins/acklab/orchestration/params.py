@@ -12,7 +12,7 @@ from airflow.sdk import Param
 from acklab.base.maven import KAFKA_VERSION_PATTERN
 from acklab.cluster.topology import topology_names
 from acklab.nemesis.faults import FAULT_NAMES, NO_FAULT
-from acklab.plan.planner import RunParams
+from acklab.plan.params import RunParams
 from acklab.plan.presets import PRESETS
 from acklab.workload import families
 from acklab.workload.profiles import profile_names

@@ -17,7 +17,8 @@ from acklab.model import beliefs
 from acklab.orchestration import execution
 from acklab.orchestration.pipeline import provision, run_pipeline, verdict, write_result
 from acklab.plan import presets
-from acklab.plan.planner import RunParams, RunPlan, make_plan, version_grid
+from acklab.plan.params import RunParams
+from acklab.plan.planner import RunPlan, make_plan, version_grid
 from acklab.report.compare import build_comparison
 from acklab.report.field_notes import build_field_notes
 from acklab.store.runs import RunDir

@@ -1,87 +1,29 @@
-"""Run planning: what a user chooses (`RunParams`), the standard matrix, and the validated plan
-(topology, load, scenarios with the model's expectations). Cheap to import (no librdkafka, numpy
-or pyarrow): DAG files build their params from it. Running a plan is `acklab.orchestration.execution`'s."""
+"""Run planning: the validated plan (topology, client, load, scenarios with the model's
+expectations) made once from what a user chooses (`acklab.plan.params.RunParams`), and kept in the
+run folder (`plan.json`). No librdkafka, numpy or pyarrow at import. Running a plan is
+`acklab.orchestration.execution`'s."""
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel
 
-from acklab.base.maven import KAFKA_VERSION_PATTERN, SetupError, kafka_libs
+from acklab.base.maven import SetupError, kafka_libs
 from acklab.base.spec import SpecError, parse_model
 from acklab.cluster.links import unavailable as links_unavailable
 from acklab.cluster.topology import Topology, load_topology
 from acklab.model.beliefs import applying
-from acklab.model.guarantees import Expected, Setting, expect
-from acklab.nemesis.faults import FAULT_NAMES, FAULTS
+from acklab.model.guarantees import Expected, expect
+from acklab.model.setting import Setting
+from acklab.nemesis.faults import FAULTS
 from acklab.nemesis.schedule import FaultStep, check_schedule, schedule_for
+from acklab.plan.params import RunParams
 from acklab.plan.presets import preset
 from acklab.workload import families
 from acklab.workload.client import Client
-from acklab.workload.profiles import Partitioner, ProducerProfile, get_profile, profile_from_spec, profile_names
-from acklab.workload.spec import MAX_MESSAGES, MAX_PRODUCERS, LoadSpec
-
-
-class RunParams(BaseModel):
-    """What a user chooses for a run (DAG params, CLI options); validated before anything starts.
-    The DAG trigger form is generated from this model's JSON schema.
-
-    The fault lasts 10 s by default: when the killed leader is also the active KRaft controller,
-    a new controller must be elected and then fence the broker (session timeout) before
-    leadership moves, which takes 5-7 s here."""
-
-    model_config = ConfigDict(extra="forbid")
-    preset: str | None = Field(None, description="The named preset these params come from (acklab presets), if any")
-    topology: str = Field("three-brokers", description="Cluster topology: a name in clusters/ (or a YAML path)")
-    kafka_version: str | None = Field(
-        None, pattern=KAFKA_VERSION_PATTERN, description="Apache Kafka version (fetched by `acklab setup`); null = the topology's"
-    )
-    backend: Literal["local", "docker"] = Field("local", description="Local JVMs or Docker containers")
-    client_version: str | None = Field(
-        None, pattern=families.default().version_pattern,
-        description=f"confluent-kafka version of the producers (2.0.2 or later, set up by `acklab setup --client-version`); null = the locked {families.default().locked}",
-    )
-    profiles: list[str] = Field(
-        default_factory=lambda: ["leader-ack", "idempotent"], min_length=1, description="Producer profiles, one scenario per fault"
-    )
-    custom_profiles: dict[str, dict[str, Any]] | None = Field(
-        None,
-        description="Your own producer profiles: name -> profile (the catalog's fields, or {librdkafka: {property: value}}); "
-        "`profiles` may name them",
-    )
-    faults: list[str] = Field(default_factory=lambda: ["leader-kill"], min_length=1, description="Faults, one scenario per profile")
-    schedule: list[FaultStep] | None = Field(
-        None, description="Explicit fault schedule [{at_s, fault, target, duration_s, options, before_load}]; replaces faults"
-    )
-    messages: int = Field(30000, ge=1, le=MAX_MESSAGES, description="Messages per scenario (a cap with duration_s)")
-    duration_s: float | None = Field(None, gt=0, description="Stop each load after this many seconds (messages is then a cap)")
-    rate: float | None = Field(5000.0, gt=0, description="Messages per second per scenario (null = as fast as possible)")
-    message_bytes: int = Field(100, ge=16, le=1_000_000, description="Bytes per message value")
-    keys: int = Field(16, ge=1, le=100_000, description="Keys per producer")
-    producers: int = Field(1, ge=1, le=MAX_PRODUCERS, description="Producer processes per scenario")
-    partitioner: Partitioner | None = Field(None, description="Key partitioner (null = the profile's)")
-    fault_at_s: float = Field(2.0, ge=0, description="Seconds into the load when the fault starts")
-    fault_duration_s: float = Field(10.0, gt=0, description="Seconds the fault lasts")
-    side_by_side: bool = Field(
-        True, description="Run the profiles of one fault together on the cluster (false: one scenario at a time)"
-    )
-
-    @model_validator(mode="after")
-    def _distinct(self) -> RunParams:
-        for name, values in (("profiles", self.profiles), ("faults", self.faults)):
-            if len(set(values)) != len(values):
-                raise ValueError(f"{name} must be distinct: {values}")
-        return self
-
-
-def standard_matrix() -> RunParams:
-    """The daily matrix: the 3-broker RF=3 min.insync=2 topology x every profile x every fault,
-    20 s of load at 2,000 msg/s per scenario (the fault at 2 s for 10 s). The faults that cut links
-    between nodes are in it where this host can cut them (`acklab.cluster.links.unavailable`:
-    root, iptables, cgroup2), and left out elsewhere."""
-    faults = [name for name in FAULT_NAMES if not FAULTS[name].cuts_links or links_unavailable() is None]
-    return RunParams(profiles=profile_names(), faults=faults, messages=40_000, rate=2000.0)
+from acklab.workload.profiles import ProducerProfile, get_profile, profile_from_spec
+from acklab.workload.spec import LoadSpec
 
 
 class ScenarioPlan(BaseModel):
@@ -166,7 +108,6 @@ def make_plan(params: RunParams | dict[str, object]) -> RunPlan:
         )
     client = _client(params)
     families.of(client).validate(client, profiles, load)
-    defaults = families.of(client).defaults
     scenarios = []
     for profile in profiles:
         name = profile.name
@@ -177,8 +118,8 @@ def make_plan(params: RunParams | dict[str, object]) -> RunPlan:
                     profile=profile,
                     fault=fault,
                     schedule=steps,
-                    expected=expect(profile, topology, steps, defaults),
-                    beliefs=applying(Setting.of(profile, topology, steps, defaults)),
+                    expected=expect(profile, topology, steps, client),
+                    beliefs=applying(Setting.of(profile, topology, steps, client)),
                 )
             )
     return RunPlan(params=params, topology=topology, client=client, load=load, scenarios=scenarios)

@@ -1,6 +1,6 @@
 """The part of the Kafka wire protocol the fault proxy reads and writes: request and response
-headers, ProduceRequest and ProduceResponse (versions 3-13), and the error codes a fault may
-answer with.
+headers, ProduceRequest and ProduceResponse (versions 3-13). The numbers it names (API keys, error
+codes) are `acklab.proxy.codes`'.
 
 Encoding (Kafka protocol guide, and the message schemas in kafka-clients'
 ``common/message/*.json``): integers are big-endian. Non-flexible versions prefix strings with an
@@ -20,8 +20,8 @@ import struct
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
-PRODUCE = 0
-END_TXN = 26
+from acklab.proxy.codes import END_TXN, PRODUCE
+
 PRODUCE_VERSIONS = range(3, 14)  # Kafka 4 accepts 3-13 (3.x also 0-2, message format v0/v1: not parsed here)
 PRODUCE_FLEXIBLE = 9
 PRODUCE_TOPIC_IDS = 13
@@ -31,44 +31,6 @@ Tags = tuple[tuple[int, bytes], ...]  # unknown tagged fields, (tag, raw data), 
 
 _I16, _I32, _I64 = struct.Struct(">h"), struct.Struct(">i"), struct.Struct(">q")
 _HEADER = struct.Struct(">hhi")
-
-
-# ---- error codes --------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class ErrorCode:
-    """A Kafka error a broker may answer a produce request with; `retriable` as Kafka classifies
-    it (its exception is a RetriableException): a client retries it, within its retry budget."""
-
-    name: str
-    code: int
-    retriable: bool
-
-
-ERRORS: Mapping[str, ErrorCode] = {
-    error.name: error
-    for error in (
-        ErrorCode("CORRUPT_MESSAGE", 2, True),
-        ErrorCode("UNKNOWN_TOPIC_OR_PARTITION", 3, True),
-        ErrorCode("LEADER_NOT_AVAILABLE", 5, True),
-        ErrorCode("NOT_LEADER_OR_FOLLOWER", 6, True),
-        ErrorCode("REQUEST_TIMED_OUT", 7, True),
-        ErrorCode("NOT_ENOUGH_REPLICAS", 19, True),
-        ErrorCode("NOT_ENOUGH_REPLICAS_AFTER_APPEND", 20, True),
-        ErrorCode("KAFKA_STORAGE_ERROR", 56, True),
-        ErrorCode("UNKNOWN_SERVER_ERROR", -1, False),
-        ErrorCode("MESSAGE_TOO_LARGE", 10, False),
-        ErrorCode("RECORD_LIST_TOO_LARGE", 18, False),
-        ErrorCode("TOPIC_AUTHORIZATION_FAILED", 29, False),
-        ErrorCode("INVALID_RECORD", 87, False),
-    )
-}
-
-
-def error_table() -> str:
-    """``NAME (code, retriable), ...``: the errors a fault may answer with, for messages."""
-    return ", ".join(f"{e.name} ({e.code}, {'retriable' if e.retriable else 'non-retriable'})" for e in ERRORS.values())
 
 
 class ProtocolError(ValueError):

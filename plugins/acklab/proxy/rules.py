@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from acklab.proxy.protocol import ERRORS, PRODUCE, error_table
+from acklab.proxy.codes import ERRORS, PRODUCE, error_table
 
 Action = Literal[
     "drop_response", "drop_request", "delay_response", "blackhole", "inject_error", "replace_error", "hold_request", "lose_then_reject"
@@ -15,7 +15,7 @@ PRODUCE_ACTIONS = frozenset({"inject_error", "replace_error", "hold_request", "l
 
 
 def check_error(name: str | None) -> str | None:
-    """`name` if it is an error a fault may answer with (`acklab.proxy.protocol.ERRORS`)."""
+    """`name` if it is an error a fault may answer with (`acklab.proxy.codes.ERRORS`)."""
     if name is not None and name not in ERRORS:
         raise ValueError(f"unknown error {name!r}; valid: {error_table()}")
     return name

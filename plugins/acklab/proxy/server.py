@@ -40,9 +40,8 @@ from typing import Literal
 
 from pydantic import BaseModel
 
+from acklab.proxy.codes import END_TXN, PRODUCE
 from acklab.proxy.protocol import (
-    END_TXN,
-    PRODUCE,
     PRODUCE_VERSIONS,
     ProduceRequest,
     ProtocolError,
