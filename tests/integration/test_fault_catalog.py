@@ -19,7 +19,7 @@ from .helpers import run_audited
 
 pytestmark = pytest.mark.integration
 
-PROCESS_AND_PROXY = ["leader-restart", "leader-pause", "follower-kill", "controller-kill", "rolling-restart", "client-partition", "lose-then-reject"]
+PROCESS_AND_PROXY = ["leader-restart", "leader-pause", "follower-kill", "follower-restart", "controller-kill", "rolling-restart", "client-partition", "lose-then-reject"]
 LINKS = ["node-isolate", "split", "one-way-cut", "lossy-link"]
 FAULT_NAMES = PROCESS_AND_PROXY + ([] if links.unavailable() else LINKS)
 

@@ -334,6 +334,7 @@ CASES: dict[str, Case] = {
     "leader-restart": Case("stop", leader_moves_to(2), "leader of partition 0 moved 1 -> 2 in ", "stop of broker 1: no effect seen within 0s"),
     "leader-pause": Case("pause", leader_moves_to(3), "leader of partition 0 moved 1 -> 3 in ", "pause of broker 1: no effect seen within 0s"),
     "follower-kill": Case("kill", isr_loses(2), "follower 2 left the ISR [1, 3] in ", "kill of broker 2: no effect seen within 0s"),
+    "follower-restart": Case("stop", isr_loses(2), "follower 2 left the ISR [1, 3] in ", "stop of broker 2: no effect seen within 0s"),
     "controller-kill": Case("kill", controller_moves_to(1), "active controller moved 3 -> 1 in ", "kill of broker 3: no effect seen within 0s"),
     "rolling-restart": Case("stop", nothing, "restarted brokers [1, 2, 3] in turn", "restarted only brokers [1, 2]", unseen=fenced(3)),
     "replicas-down": Case("stop", isr_loses(2, 3), "ISR [1] below min.insync.replicas=2 in ", "stopped [2, 3]; ISR never fell below 2"),

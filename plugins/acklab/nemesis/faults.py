@@ -261,6 +261,10 @@ FAULTS: Mapping[str, FaultSpec] = {
         _process("follower-kill", "SIGKILL an in-sync follower, restart after the duration", "follower:0", "kill"),
         _process("controller-kill", "SIGKILL the active KRaft controller, restart after the duration", "controller", "kill"),
         FaultSpec(
+            "follower-restart", "SIGTERM (controlled shutdown) of an in-sync follower, start after the duration", "follower:0", ANY_NODE,
+            Process("stop"), moves_leaders=True, precedes_load=True, standard=False,
+        ),
+        FaultSpec(
             "rolling-restart", "clean restart of every broker in turn (takes as long as it takes)", None, frozenset(), RollingRestart(),
             bounded=False, moves_leaders=True,
         ),
