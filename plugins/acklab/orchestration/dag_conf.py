@@ -49,5 +49,7 @@ def check_dag_conf(dag_id: str, conf: str) -> None:
             raise SpecError(f"params.{name}: {message}") from None
     if "kafka_versions" in values:
         tasks.plan_versions(values, create=False)
+    elif "profiles" not in values:  # the field-notes DAG: its presets are its plan
+        tasks.plan_presets(values, create=False)
     else:
         tasks.plan_run(values, create=False)
