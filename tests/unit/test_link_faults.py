@@ -123,9 +123,9 @@ def test_a_held_request_counts_its_timeout_into_the_outage() -> None:
 
 
 def test_the_standard_matrix_cuts_links_where_the_host_can(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("acklab.plan.params.links_unavailable", lambda: None)
+    monkeypatch.setattr("acklab.cluster.links.unavailable", lambda: None)
     assert set(LINK_FAULTS) <= set(standard_matrix().faults)
-    monkeypatch.setattr("acklab.plan.params.links_unavailable", lambda: "they need root (iptables rules and cgroups)")
+    monkeypatch.setattr("acklab.cluster.links.unavailable", lambda: "they need root (iptables rules and cgroups)")
     faults = standard_matrix().faults
     assert not set(LINK_FAULTS) & set(faults) and len(faults) == sum(spec.standard for spec in FAULTS.values()) - len(LINK_FAULTS)
     make_plan(standard_matrix())  # plannable on such a host

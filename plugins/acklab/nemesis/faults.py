@@ -22,7 +22,8 @@ PARTITION: frozenset[TargetKind] = frozenset({"leader", "follower"})
 
 
 class NoOptions(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    # Built on first use, not at import: the DAG files import the catalog when they are parsed.
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
 
 class ReplicasDownOptions(NoOptions):

@@ -15,9 +15,9 @@ from statistics import median
 from typing import TYPE_CHECKING, Any, Literal
 
 from acklab.base.spec import SpecError
-from acklab.model.claims import claim
 
 if TYPE_CHECKING:
+    from acklab.model.claims import Expectation
     from acklab.store.runs import Manifest, RunDir, ScenarioEntry
 
 
@@ -45,21 +45,32 @@ class Observation:
     scenario: str  # `<profile>__<fault>` of the preset's run
     check: Check
     restates: str | None = None
+    columns: tuple[str, ...] = ()  # the restated claim's columns it checks (all if empty)
 
 
 def restating(text: str, scenario: str, claim_id: str, *columns: str) -> Observation:
     """An observation that restates the registry claim `claim_id`: checked by that claim's bounds on
-    `columns` (all of its bounds if none are named)."""
-    bounds = [e for e in claim(claim_id).expectations() if not columns or e.column in columns]
-    if not bounds or {e.column for e in bounds} < set(columns):
-        raise ValueError(f"claim {claim_id} bounds none of, or not all of, {columns}")
+    `columns` (all of its bounds if none are named). The registry is read when the check runs (the
+    DAG files read the presets when they are parsed); `restated_bounds` checks every restatement."""
 
     def check(e: Evidence) -> tuple[bool, str]:
+        bounds = restated_bounds(claim_id, columns)
         values = {b.column: e.row.get(b.column) for b in bounds}
         measured = ", ".join(f"{column} = {int(value or 0):,}" for column, value in values.items())
         return all(b.holds(values[b.column]) for b in bounds), f"{measured} of {int(e.row.get('planned') or 0):,} planned"
 
-    return Observation(text, scenario, check, claim_id)
+    return Observation(text, scenario, check, claim_id, columns)
+
+
+def restated_bounds(claim_id: str, columns: tuple[str, ...]) -> list[Expectation]:
+    """The bounds of the registry claim `claim_id` on `columns` (all if empty); ValueError if it has
+    none of them or lacks one."""
+    from acklab.model.claims import claim
+
+    bounds = [e for e in claim(claim_id).expectations() if not columns or e.column in columns]
+    if not bounds or {e.column for e in bounds} < set(columns):
+        raise ValueError(f"claim {claim_id} does not bound all of {columns}")
+    return bounds
 
 
 @dataclass(frozen=True)
@@ -503,6 +514,8 @@ def observe(run: RunDir, manifest: Manifest, matrix: Iterable[Mapping[str, Any]]
         else:
             ok, measured = observation.check(Evidence(row, entry, run, kafka))
             status = "reproduced" if ok else "not reproduced"
+        from acklab.model.claims import claim
+
         restated = claim(observation.restates) if observation.restates else None
         found.append({
             "preset": name, "claim": observation.claim, "scenario": observation.scenario, "status": status, "measured": measured,
