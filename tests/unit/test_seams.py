@@ -120,6 +120,7 @@ def test_librdkafka_is_a_client_family_and_nothing_asks_which_client_runs() -> N
     assert families.of(client) is family and client.family == "librdkafka"
     assert family.config(get_profile("idempotent")) == librdkafka.config(get_profile("idempotent"))
     assert family.defaults["retry.backoff.ms"] == 100
+    assert family.label(client) == f"confluent-kafka {client.version} (librdkafka {client.librdkafka})"
     plan = make_plan({"faults": ["none"]})
     assert plan.client == client
 

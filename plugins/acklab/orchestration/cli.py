@@ -105,7 +105,7 @@ def setup(
         console.print(f"spark kafka connector {spark}: {maven.fetch_spark_kafka(spark)}")
         for client in client_version or []:
             ready = librdkafka.fetch(client)
-            console.print(f"confluent-kafka {ready.version} (librdkafka {ready.librdkafka}): {ready.python}")
+            console.print(f"{librdkafka.label(ready)}: {ready.python}")
 
     user_errors(fetch)
 
@@ -203,8 +203,9 @@ def _run_one(plan: Any, as_json: bool) -> Any:
     """Run one plan end to end with progress bars; print its verdicts and matrix."""
     from acklab.orchestration.pipeline import run_pipeline, write_result
     from acklab.orchestration.progress_bars import LoadBars
+    from acklab.workload import families
 
-    console.print(f"Kafka {plan.topology.kafka_version}, confluent-kafka {plan.client.version} (librdkafka {plan.client.librdkafka})")
+    console.print(f"Kafka {plan.topology.kafka_version}, {families.of(plan.client).label(plan.client)}")
     with LoadBars([(g[0].fault, len(g) * plan.load.messages) for g in plan.groups()], console) as bars:
         result = run_failures(lambda: user_errors(lambda: run_pipeline(plan, progress=bars)))
     summary = write_result(result.run, result.verdict)

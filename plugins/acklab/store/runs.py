@@ -30,7 +30,7 @@ LAYOUT: tuple[tuple[str, str], ...] = (
     ("manifest.json", "the plan and what happened: one entry per scenario (below); written by `collect` once every group ended"),
     ("scenarios/<scenario>/entry.json", "the scenario's manifest entry, written by its group when it ends"),
     ("scenarios/<scenario>/send_log.parquet", "every planned message's fate (send log)"),
-    ("scenarios/<scenario>/producer_stats.parquet", "librdkafka statistics sampled during the load"),
+    ("scenarios/<scenario>/producer_stats.parquet", "the client's statistics sampled during the load (`acklab.store.schemas.PRODUCER_STATS`)"),
     ("scenarios/<scenario>/producers/p<n>.{log,json}", "each producer process's log and counts"),
     ("scenarios/<scenario>.attempt-<n>/", "an earlier run of the scenario whose evidence was incomplete, so its group ran it again: the same files, kept, not audited"),
     ("cluster/", "the cluster: `cluster.json` (pids, ports, owner), node folders with their logs (data removed at teardown)"),
@@ -90,7 +90,7 @@ class ScenarioEntry(BaseModel):
     profile: str = Field("", description="producer profile")
     producer_config: dict[str, Any] = Field(default_factory=dict, description="the client's configuration used (its family's property names)")
     client_family: str = Field("librdkafka", description="the producer client family (`acklab.workload.families`)")
-    client_version: str | None = Field(None, description="confluent-kafka version the producers ran")
+    client_version: str | None = Field(None, description="the producer client's version (librdkafka family: confluent-kafka's)")
     librdkafka_version: str | None = Field(None, description="the librdkafka it bundles")
     fault: str = Field("", description="fault (the schedule's label)")
     guarantee: str = Field("", description="the class the model expects")
@@ -103,7 +103,7 @@ class ScenarioEntry(BaseModel):
     load_started: float | None = Field(None, description="epoch seconds of the first send")
     load_ended: float | None = Field(None, description="epoch seconds the last producer finished (flush included)")
     planned: int | None = Field(None, description="send-log rows: the audit refuses a send log with another count")
-    delivery_errors: dict[str, int] = Field(default_factory=dict, description="failed messages per librdkafka error")
+    delivery_errors: dict[str, int] = Field(default_factory=dict, description="failed messages per error name of the client family")
     partitioner: str | None = Field(None, description="the profile's partitioner")
     producers: int | None = Field(None, description="producer processes")
     transactional: bool = Field(False, description="transactional profile")

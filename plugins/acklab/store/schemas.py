@@ -36,12 +36,12 @@ SEND_LOG = pa.schema(
         column("expected_partition", pa.int32(), "partition the key maps to under the profile's partitioner (CRC32 for `consistent_random`, murmur2 for `murmur2_random`)"),
         column("txn", pa.int64(), "transaction index within the producer (transactional profiles only, else null)"),
         column("aborted", pa.bool_(), "the producer aborted the message's transaction"),
-        column("retriable", pa.bool_(), "the delivery error is retriable (Kafka's RetriableException classes and librdkafka's transient local errors); null without an error"),
+        column("retriable", pa.bool_(), "the delivery error is retriable (Kafka's RetriableException classes and the client's transient local errors); null without an error"),
         column("send_ts", pa.float64(), "epoch seconds when `produce()` took the message (stamped per run of at most 64 calls); null if never handed to it"),
         column("ack_ts", pa.float64(), "epoch seconds of the delivery report (when the poll that served it returned); null = none"),
         column("partition", pa.int32(), "partition from the delivery report"),
         column("offset", pa.int64(), "offset from the delivery report (null when it had an error or no offset, e.g. acks=0)"),
-        column("error", pa.string(), "librdkafka error name (the delivery report's, the refusal's, or the fatal error's); null when acked"),
+        column("error", pa.string(), "the client family's error name (librdkafka: its error name) of the delivery report, the refusal or the fatal error; null when acked"),
         column("state", pa.string(), "; ".join(f"`{name}`: {doc}" for name, doc in STATE_DOCS.items())),
         column("refused", pa.bool_(), "`produce()` itself rejected the message (e.g. MSG_SIZE_TOO_LARGE): a failed write that never reached the wire"),
         column("fatal", pa.bool_(), "failed by the producer's fatal error: not acknowledged before it, whether sent or not"),
@@ -64,8 +64,8 @@ PRODUCER_STATS = pa.schema(
     [
         column("ts", pa.float64(), "epoch seconds of the sample"),
         column("producer", pa.string(), "producer process (`p0`, ...)"),
-        *(column(name, pa.int64(), f"librdkafka `{name}`, cumulative (summed over broker connections)") for name in STATS_COUNTERS),
-        *(column(name, pa.int64(), f"librdkafka `{name}` at the sample (summed over broker connections)") for name in STATS_GAUGES),
+        *(column(name, pa.int64(), f"the client's `{name}` (librdkafka's statistic of that name), cumulative (summed over broker connections)") for name in STATS_COUNTERS),
+        *(column(name, pa.int64(), f"the client's `{name}` (librdkafka's statistic of that name) at the sample (summed over broker connections)") for name in STATS_GAUGES),
     ]
 )
 
@@ -105,8 +105,8 @@ MATRIX_DESCRIPTIVE = pa.schema(
         column("fault", pa.string(), "fault (label of the schedule)"),
         column("guarantee", pa.string(), "the guarantee class the model expects"),
         column("guarantee_reason", pa.string(), "why: the class rule that matched and the settings that decided it"),
-        column("client_version", pa.string(), "confluent-kafka version the producers ran"),
-        column("librdkafka_version", pa.string(), "the librdkafka it bundles"),
+        column("client_version", pa.string(), "the producer client's version (librdkafka family: confluent-kafka's)"),
+        column("librdkafka_version", pa.string(), "the librdkafka it bundles (null for a client without one)"),
         column("partitioner", pa.string(), "the profile's partitioner"),
         column("producers", pa.int64(), "producer processes"),
         column("transactional", pa.bool_(), "transactional profile"),

@@ -93,6 +93,10 @@ class ClientFamily(Protocol):
         load's largest message."""
         ...
 
+    def label(self, client: Client) -> str:
+        """How reports name `client`, e.g. ``confluent-kafka 2.16.1 (librdkafka 2.16.0)``."""
+        ...
+
     def launcher(self, client: Client) -> Launcher:
         """Where `client`'s producer processes come from."""
         ...

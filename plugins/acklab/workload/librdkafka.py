@@ -175,6 +175,9 @@ class Librdkafka:
     def validate(self, client: Client, profiles: Sequence[ProducerProfile], load: LoadSpec) -> None:
         validate(client, profiles, load)
 
+    def label(self, client: Client) -> str:
+        return f"confluent-kafka {client.version} (librdkafka {client.librdkafka})"
+
     def launcher(self, client: Client) -> Launcher:
         """The shared fork server of the client's interpreter (`acklab.workload.forkserver`)."""
         from acklab.workload.forkserver import ForkServer  # imports the worker: only when a load starts
