@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from acklab.plan.planner import make_plan, presets
+from acklab.plan import presets
+from acklab.plan.planner import make_plan
 
 from .helpers import run_audited
 
