@@ -16,7 +16,7 @@ class Controllers(BaseModel):
     """KRaft quorum: `combined` runs the controller inside the first `count` brokers,
     `dedicated` runs `count` controller-only nodes."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)  # built on first use: DAG files import it when parsed
     mode: Literal["combined", "dedicated"] = "combined"
     count: int = Field(1, ge=1, le=7)
 
@@ -24,7 +24,7 @@ class Controllers(BaseModel):
 class Topology(BaseModel):
     """A Kafka cluster and the defaults of the topics acklab creates on it."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
     name: str = Field(pattern=r"^[a-z0-9][a-z0-9-]*$")
     kafka_version: str = Field(DEFAULT_KAFKA_VERSION, pattern=KAFKA_VERSION_PATTERN, description="Apache Kafka version (jars fetched by `acklab setup`)")
     brokers: int = Field(ge=1, le=9)

@@ -69,7 +69,7 @@ class TransactionSpec(BaseModel):
     Which transactions abort is deterministic and evenly spread: transaction `i` aborts when
     floor((i + 1) * abort_ratio) > floor(i * abort_ratio)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)  # built on first use: DAG files import it when parsed
     records_per_txn: int = Field(1000, ge=1)
     abort_ratio: float = Field(0.0, ge=0, le=1)
     timeout_ms: int = Field(60000, ge=1000, description="transaction.timeout.ms")
@@ -81,7 +81,7 @@ class TransactionSpec(BaseModel):
 class ProducerProfile(BaseModel):
     """The producer side of a scenario."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
     name: str
     description: str = ""
     acks: Literal["0", "1", "all"]

@@ -26,7 +26,7 @@ def min_value_bytes(messages: int) -> int:
 class LoadSpec(BaseModel):
     """How much to send, how fast, and by how many producer processes."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)  # built on first use: DAG files import it when parsed
     messages: int = Field(ge=1, le=MAX_MESSAGES, description="messages to send; an upper bound when duration_s is set")
     duration_s: float | None = Field(None, gt=0, description="stop after this many seconds")
     rate: float | None = Field(None, gt=0, description="messages per second over all producers; None = as fast as possible")
