@@ -7,6 +7,11 @@ BIN := $(VENV)/bin
 KAFKA_VERSIONS ?= 4.3.1 3.9.2 3.6.2 3.5.2
 # Producer client versions besides the locked one (each its own virtualenv under .cache/clients).
 CLIENT_VERSIONS ?= 2.0.2 2.2.0 2.3.0
+# Java producer clients (kafka-clients): the newest 4.x the default Kafka ships and one 3.x; the Java
+# producer driver (plugins/acklab/workload/java) is compiled against each. More by this variable, or
+# `acklab setup --java-client-version X` on demand.
+JAVA_CLIENT_VERSIONS ?= 4.3.1 3.9.1
+JAVA_DRIVER := plugins/acklab/workload/java/AcklabProducer.java
 RUN_CONF ?= {}
 # The producer processes' compiled hot path (the record format and the delivery callback), built in
 # place: the producer processes of every client version import acklab from plugins/.
@@ -22,13 +27,13 @@ export AIRFLOW_CONN_SPARK_DEFAULT := {"conn_type":"spark","host":"local[*]"}
 
 .PHONY: setup system-deps run test test-unit reap clean bench-proxy bench-load
 
-setup: system-deps $(VENV)/.installed $(RECORDS_EXT) .cache/.jars-$(subst $() ,_,$(KAFKA_VERSIONS) $(CLIENT_VERSIONS)) $(AIRFLOW_HOME)/.migrated
+setup: system-deps $(VENV)/.installed $(RECORDS_EXT) .cache/.jars-$(subst $() ,_,$(KAFKA_VERSIONS) $(CLIENT_VERSIONS) java $(JAVA_CLIENT_VERSIONS)) $(AIRFLOW_HOME)/.migrated
 
-# Java 17 (Kafka, Spark), Maven (jar downloads), ps (Spark's launcher), a C compiler and Python's headers
+# Java 17 with its compiler (Kafka, Spark, the Java producer driver), Maven (jar downloads), ps (Spark's launcher), a C compiler and Python's headers
 # (RECORDS_EXT), from Debian's packages if missing; as root also iptables (node-to-node link faults need
 # root; without it those faults fail at plan time).
 system-deps:
-	@missing=""; command -v java >/dev/null || missing="$$missing openjdk-17-jre-headless"; \
+	@missing=""; command -v javac >/dev/null || missing="$$missing openjdk-17-jdk-headless"; \
 	command -v cc >/dev/null || missing="$$missing gcc"; \
 	$(PYTHON) -c 'import os, sys, sysconfig; sys.exit(not os.path.exists(sysconfig.get_path("include") + "/Python.h"))' \
 	  || missing="$$missing python3.11-dev"; \
@@ -48,8 +53,9 @@ $(RECORDS_EXT): plugins/acklab/workload/records.pyx $(VENV)/.installed
 	rm -f $@  # a new file, not one rewritten under the processes that have the old one loaded
 	cd plugins && $(BIN)/cythonize -i -q acklab/workload/records.pyx && rm -rf build
 
-.cache/.jars-%: $(VENV)/.installed $(RECORDS_EXT) plugins/acklab/base/maven.py plugins/acklab/workload/librdkafka.py
-	$(BIN)/acklab setup $(addprefix --kafka-version ,$(KAFKA_VERSIONS)) $(addprefix --client-version ,$(CLIENT_VERSIONS))
+.cache/.jars-%: $(VENV)/.installed $(RECORDS_EXT) plugins/acklab/base/maven.py plugins/acklab/workload/librdkafka.py $(JAVA_DRIVER)
+	$(BIN)/acklab setup $(addprefix --kafka-version ,$(KAFKA_VERSIONS)) $(addprefix --client-version ,$(CLIENT_VERSIONS)) \
+	  $(addprefix --java-client-version ,$(JAVA_CLIENT_VERSIONS))
 	mkdir -p .cache && touch $@
 
 $(AIRFLOW_HOME)/.migrated: $(VENV)/.installed
@@ -71,7 +77,7 @@ run: setup
 # the Airflow stack on PostgreSQL and in Chromium, the audit on a Spark standalone master.
 test: setup postgres-deps browser-deps docker-deps
 	$(BIN)/ruff check .
-	$(BIN)/python -m pytest tests -q || { status=$$?; head -n 80 $${ACKLAB_TEST_ARTIFACTS:-test-artifacts}/pytest-crash.txt 2>/dev/null; exit $$status; }
+	$(BIN)/python -m pytest tests -q --durations=40 || { status=$$?; head -n 80 $${ACKLAB_TEST_ARTIFACTS:-test-artifacts}/pytest-crash.txt 2>/dev/null; exit $$status; }
 
 # The `slow` family: repeated real-cluster experiments (README "Tests and benchmarks").
 .PHONY: test-slow
@@ -85,6 +91,12 @@ test-unit: setup
 # same 3-broker cluster and profile; the last two lines are the ratios. BENCH_ARGS='--profile idempotent --rounds 5'.
 bench-load: setup
 	$(BIN)/python -m acklab.tools.bench_load $(BENCH_ARGS)
+
+# The Java producer driver (full evidence) vs Kafka's ProducerPerformance on the same kafka-clients and
+# properties, one cluster; the last line is `ratio java/kafka-perf: X`. BENCH_ARGS='--client 3.9.1 --rounds 7'.
+.PHONY: bench-java
+bench-java: setup
+	$(BIN)/python -m acklab.tools.bench_java $(BENCH_ARGS)
 
 # Throughput through the fault proxy (no active fault) vs direct, median of alternating rounds.
 bench-proxy: setup

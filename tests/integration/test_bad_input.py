@@ -49,7 +49,7 @@ CLI_CASES: list[tuple[list[str], str]] = [
     (["run", "--topology", "single-broker", "--fault", "replicas-down"], "replicas-down stops followers; topology single-broker has replication_factor 1"),
     (["run", "--kafka-version", "4.0.0"], "kafka_version 4.0.0: jars missing"),
     (["run", "--kafka-version", "2.8.0"], "String should match pattern"),
-    (["run", "--client-version", "1.9.0"], "String should match pattern"),
+    (["run", "--client-version", "1.9.0"], "client_version '1.9.0': confluent-kafka releases from 2.0.2 on"),
     (["run", "--client-version", "2.1.1"], "client 2.1.1 is not set up: run `acklab setup --client-version 2.1.1`"),
     (["run", "--messages", "0"], "messages: Input should be greater than or equal to 1"),
     (["run", "--producers", "0"], "producers: Input should be greater than or equal to 1"),
@@ -73,6 +73,18 @@ CLI_CASES: list[tuple[list[str], str]] = [
     (["run", "--librdkafka", "enable.idempotence=maybe"], "enable.idempotence: expected true or false, got 'maybe'"),
     (["run", "--preset", "nothing-like-it"], "unknown preset 'nothing-like-it'"),
     (["run", "--duration-s", "-1"], "duration_s: Input should be greater than 0"),
+    (["run", "--client", "python:1.0"], "client: String should match pattern"),
+    (["run", "--client", "java:2.8.0"], "java client version '2.8.0': kafka-clients 3.x.y or 4.x.y"),
+    (["run", "--client", "java:3.8.0"], "java client 3.8.0 is not set up (or its driver changed): run `acklab setup --java-client-version 3.8.0`"),
+    (["run", "--producer-config", "{tmp}/unknown.properties"], "profile custom: kafka-clients 4.3.1 rejects ackss: unknown producer property ackss"),
+    (["run", "--producer-config", "{tmp}/invalid.properties"], "rejects acks: Invalid value 2 for configuration acks"),
+    (["run", "--producer-config", "{tmp}/conflict.properties"], "rejects acks: Must set acks to all in order to use the idempotent producer"),
+    (["run", "--producer-config", "{tmp}/timeouts.properties"], "rejects delivery.timeout.ms"),
+    (["run", "--producer-config", "{tmp}/absent.properties"], "producer config {tmp}/absent.properties: no such file"),
+    (["run", "--producer-config", "{tmp}/partitioner.properties"], "a custom partitioner is not supported"),
+    (["run", "--client", "librdkafka", "--producer-config", "{tmp}/conflict.properties"], "profile custom is Java producer properties: it runs on the java client"),
+    (["run", "--producer-config", "{tmp}/small-requests.properties", "--message-bytes", "20000"], "(kafka-clients 4.3.1: RecordTooLargeException"),
+    (["setup", "--java-client-version", "2.8.0"], "java client version '2.8.0': kafka-clients 3.x.y or 4.x.y"),
     (["setup", "--kafka-version", "9.9.9"], "kafka_version '9.9.9': supported versions are 3.3.x to 3.9.x, or 4.x"),
     (["setup", "--client-version", "1.0.0"], "client_version '1.0.0': confluent-kafka releases from 2.0.2 on"),
     (["check-topology", "{tmp}/rf.yaml"], "replication_factor (2) > brokers (1)"),
@@ -94,7 +106,10 @@ DAG_CASES: list[tuple[str, dict, str]] = [
     ("kafka_delivery_smoke", {"client_version": "2.1.1"}, "client 2.1.1 is not set up"),
     ("kafka_delivery_smoke", {"custom_profiles": {"mine": {"acks": "2"}}, "profiles": ["mine"]}, "profile mine: acks"),
     ("kafka_delivery_smoke", {"nonsense": 1}, "params: unknown param 'nonsense'"),
-    ("kafka_version_regression", {"kafka_versions": ["4.3.1"], "client_versions": []}, "params.client_versions"),
+    ("kafka_delivery_smoke", {"client": "java:2.8.0"}, "kafka-clients 3.x.y or 4.x.y"),
+    ("kafka_delivery_smoke", {"client": "java", "custom_profiles": {"mine": {"java": {"ackss": "all"}}}, "profiles": ["mine"]},
+     "profile mine: kafka-clients 4.3.1 rejects ackss: unknown producer property ackss"),
+    ("kafka_version_regression", {"kafka_versions": ["4.3.1"], "client_versions": []}, "params: a version comparison needs 2 or more"),
     ("kafka_version_regression", {"kafka_versions": ["4.3.1", "4.3.1"]}, "params.kafka_versions"),
 ]
 
@@ -105,6 +120,12 @@ def files(tmp_path_factory: pytest.TempPathFactory) -> Path:
     (folder / "syntax.yaml").write_text(YAML_SYNTAX_ERROR)
     (folder / "rf.yaml").write_text(TOPOLOGY_RF_TOO_HIGH)
     (folder / "contradiction.yaml").write_text("mine: {acks: '1', enable_idempotence: true}\n")
+    (folder / "unknown.properties").write_text("# a Spring Boot team's file\nbootstrap.servers=prod:9092\nackss=all\n")
+    (folder / "invalid.properties").write_text("acks=2\n")
+    (folder / "small-requests.properties").write_text("max.request.size=10000\n")
+    (folder / "conflict.properties").write_text("acks=1\nenable.idempotence=true\n")
+    (folder / "timeouts.properties").write_text("delivery.timeout.ms=1000\nrequest.timeout.ms=30000\n")
+    (folder / "partitioner.properties").write_text("partitioner.class=org.apache.kafka.clients.producer.RoundRobinPartitioner\n")
     for name, text in SCHEDULES.items():
         (folder / name).write_text(text)
     return folder

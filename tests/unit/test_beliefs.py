@@ -29,7 +29,7 @@ def test_acks_all_no_loss_is_tested_by_acks_all_profiles_only() -> None:
 
 def row(scenario: str, **counts: int) -> dict:
     return {"scenario": scenario, "fault": "leader-pause", "acked": 40_000, "client_version": "2.16.1",
-            "librdkafka_version": "2.16.0", "reordered": 0, "lost": 0, "misrouted": 0, **counts}
+            "client_family": "librdkafka", "librdkafka_version": "2.16.0", "reordered": 0, "lost": 0, "misrouted": 0, **counts}
 
 
 def test_reordering_refutes_and_an_incomplete_scenario_tests_nothing() -> None:

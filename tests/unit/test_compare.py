@@ -31,9 +31,9 @@ def test_differing_verdicts_are_called_out(isolated_run_store: Path) -> None:
     comparison = build_comparison([new, old])
     assert [r.kafka_version for r in comparison.runs] == ["3.9.2", "4.3.1"]
     assert comparison.differing == ["idempotent__leader-kill"] and comparison.status == "fail"
-    assert "DIFFERS idempotent__leader-kill: 3.9.2-2.16.1 pass, 4.3.1-2.16.1 fail" in comparison.summary_lines()
+    assert "DIFFERS idempotent__leader-kill: 3.9.2-librdkafka-2.16.1 pass, 4.3.1-librdkafka-2.16.1 fail" in comparison.summary_lines()
     html = comparison.html.read_text()
-    assert "heatmap-3.9.2-2.16.1.png" in html and "heatmap-4.3.1-2.16.1.png" in html and "idempotent__leader-kill" in html
+    assert "heatmap-3.9.2-librdkafka-2.16.1.png" in html and "heatmap-4.3.1-librdkafka-2.16.1.png" in html and "idempotent__leader-kill" in html
 
 
 def test_pairs_of_kafka_and_client_versions_are_compared(isolated_run_store: Path) -> None:
@@ -43,11 +43,11 @@ def test_pairs_of_kafka_and_client_versions_are_compared(isolated_run_store: Pat
     ]
     comparison = build_comparison(runs)
     assert [r.label for r in comparison.runs] == [
-        "Kafka 3.5.2 / client 2.2.0", "Kafka 3.5.2 / client 2.3.0", "Kafka 4.3.1 / client 2.2.0", "Kafka 4.3.1 / client 2.3.0",
+        "Kafka 3.5.2 / librdkafka 2.2.0", "Kafka 3.5.2 / librdkafka 2.3.0", "Kafka 4.3.1 / librdkafka 2.2.0", "Kafka 4.3.1 / librdkafka 2.3.0",
     ]
     assert comparison.differing == ["idempotent__ack-loss"]
-    assert comparison.summary_lines()[-1] == (
-        "DIFFERS idempotent__ack-loss: 3.5.2-2.2.0 fail, 3.5.2-2.3.0 pass, 4.3.1-2.2.0 fail, 4.3.1-2.3.0 pass"
+    assert comparison.summary_lines()[0] == (
+        "DIFFERS idempotent__ack-loss: 3.5.2-librdkafka-2.2.0 fail, 3.5.2-librdkafka-2.3.0 pass, 4.3.1-librdkafka-2.2.0 fail, 4.3.1-librdkafka-2.3.0 pass"
     )
 
 

@@ -43,7 +43,7 @@ def _run(lost: int) -> RunDir:
         ))
         rows.append({
             "scenario": name, "profile": profile_name, "fault": "leader-kill", "guarantee": str(expected.guarantee),
-            "guarantee_reason": expected.reason, "client_version": "2.16.1", "librdkafka_version": "2.16.0",
+            "guarantee_reason": expected.reason, "client_version": "2.16.1", "client_family": "librdkafka", "librdkafka_version": "2.16.0",
             "partitioner": "consistent_random", "producers": 1, "transactional": False, "fault_effective": True,
             "evidence_complete": True, "incomplete_reason": None, "fatal_error": None, "hanging_partitions": None,
             "planned": 1000, "sent": 1000, "acked": 1000, "records_read": 1000 - missing, "delivered": 1000 - missing,

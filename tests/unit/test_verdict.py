@@ -113,7 +113,7 @@ class Run:
                 "guarantee": str(expected.guarantee),
                 "guarantee_reason": expected.reason,
                 "client_version": "2.16.1",
-                "librdkafka_version": "2.16.0",
+                "client_family": "librdkafka", "librdkafka_version": "2.16.0",
                 "partitioner": profile.partitioner,
                 "producers": 1,
                 "transactional": profile.transaction is not None,

@@ -243,14 +243,16 @@ def test_combine_joins_parts_in_order_atomically(tmp_path: Path) -> None:
 def test_statistics_rows_and_summary() -> None:
     def sample(txmsgs: int, retries: int, waitresp: int) -> str:
         broker = {"txretries": retries, "txerrs": 0, "req_timeouts": 1, "disconnects": 0, "outbuf_cnt": 0,
-                  "outbuf_msg_cnt": 5, "waitresp_cnt": 2, "waitresp_msg_cnt": waitresp}
-        return json.dumps({"txmsgs": txmsgs, "msg_cnt": 7, "brokers": {"a": broker, "b": {**broker, "txretries": 0}}})
+                  "outbuf_msg_cnt": 5, "waitresp_cnt": 2, "waitresp_msg_cnt": waitresp, "rtt": {"avg": 2_500, "max": 9_000}}
+        slow = {**broker, "txretries": 0, "rtt": {"avg": 40_000, "max": 31_000_000}}
+        return json.dumps({"txmsgs": txmsgs, "msg_cnt": 7, "brokers": {"a": broker, "b": slow}})
 
     rows = [stats.stats_row("p0", sample(10, 1, 300)), stats.stats_row("p0", sample(20, 4, 100)), stats.stats_row("p1", sample(5, 2, 50))]
     assert (rows[1]["txretries"], rows[1]["req_timeouts"], rows[1]["waitresp_msg_cnt"]) == (4, 2, 200)
     summary = stats.summarize(pa.Table.from_pylist(rows, schema=PRODUCER_STATS))
     assert summary["samples"] == 3 and summary["txmsgs"] == 25 and summary["txretries"] == 6
     assert summary["max_waitresp_msg_cnt"] == 600 and summary["max_outbuf_msg_cnt"] == 10
+    assert (summary["max_request_latency_avg_ms"], summary["max_request_latency_max_ms"]) == (40, 31_000)  # the slowest broker, in ms
     assert stats.summarize(PRODUCER_STATS.empty_table()) == {"samples": 0}
 
 

@@ -68,6 +68,16 @@ def spark_kafka_artifacts(spark_version: str) -> list[Artifact]:
     ]
 
 
+def java_client_artifacts(version: str) -> list[Artifact]:
+    """Apache Kafka's Java client (its runtime dependencies resolved) and an slf4j backend for its log."""
+    return [Artifact("org.apache.kafka", "kafka-clients", version), Artifact("org.slf4j", "slf4j-simple", "1.7.36")]
+
+
+def fetch_java_client(version: str, dest: Path) -> Path:
+    """Fetch the Java client's jars (transitively) for `version` into `dest`."""
+    return _fetch(java_client_artifacts(version), dest, transitive=True)
+
+
 def kafka_libs(version: str) -> Path:
     """The folder of jars for a Kafka version; a clear error if setup has not fetched it."""
     return _require(cache_dir() / "kafka" / version, f"acklab setup --kafka-version {version}")

@@ -19,6 +19,7 @@ from typing import Any, Literal
 
 from acklab.model.claims import BELIEFS
 from acklab.model.setting import Setting
+from acklab.workload import families
 
 
 def applying(setting: Setting) -> tuple[str, ...]:
@@ -47,7 +48,7 @@ def findings(rows: Iterable[Mapping[str, Any]], beliefs: Mapping[str, Iterable[s
     found = []
     for row in rows:
         scenario = row["scenario"]
-        client = f"confluent-kafka {row.get('client_version') or '?'} (librdkafka {row.get('librdkafka_version') or '?'})"
+        client = families.row_label(row)
         for name in beliefs.get(scenario, ()):
             belief = by_name[name]
             ((column, _, _),) = belief.bounds

@@ -85,20 +85,23 @@ def _writable_runs() -> None:
 def setup(
     kafka_version: Annotated[list[str], typer.Option(help="Kafka versions to fetch (3.3.x to 3.9.x, 4.x)")] = [maven.DEFAULT_KAFKA_VERSION],  # noqa: B006
     client_version: Annotated[list[str] | None, typer.Option(help="confluent-kafka versions to set up (2.0.2 or later), each in its own virtualenv")] = None,
+    java_client_version: Annotated[list[str] | None, typer.Option(help="kafka-clients versions (3.x, 4.x) to fetch and build the Java producer driver against")] = None,
 ) -> None:
     """Fetch Kafka broker jars and the Spark Kafka connector from Maven Central, and set up producer
-    client versions (idempotent)."""
+    client versions of both families (idempotent)."""
     from importlib.metadata import version
 
     from acklab.workload import families
 
-    librdkafka = families.default()
+    librdkafka, java = families.FAMILIES["librdkafka"], families.FAMILIES["java"]
 
     def fetch() -> None:
         for kafka in kafka_version:
             maven.kafka_artifacts(kafka)  # a bad version fails before any download
         for client in client_version or []:
             librdkafka.check_version(client)
+        for client in java_client_version or []:
+            java.check_version(client)
         for kafka in kafka_version:
             console.print(f"kafka {kafka}: {maven.fetch_kafka(kafka)}")
         spark = version("pyspark")
@@ -106,6 +109,8 @@ def setup(
         for client in client_version or []:
             ready = librdkafka.fetch(client)
             console.print(f"{librdkafka.label(ready)}: {ready.python}")
+        for client in java_client_version or []:
+            console.print(f"{java.label(java.fetch(client))}: built")
 
     user_errors(fetch)
 
@@ -113,7 +118,7 @@ def setup(
 @app.command()
 def run(
     ctx: typer.Context,
-    preset: Annotated[str | None, typer.Option(help="run a named preset (see `acklab presets`); only --kafka-version, --client-version, --backend and --json combine with it")] = None,
+    preset: Annotated[str | None, typer.Option(help="run a named preset (see `acklab presets`); only --kafka-version, --client, --client-version, --backend and --json combine with it")] = None,
     topology: Annotated[str, typer.Option(help="topology name in clusters/ or a YAML path")] = DEFAULTS.topology,
     profile: Annotated[list[str] | None, typer.Option(help=f"producer profile (repeatable; default: {', '.join(DEFAULTS.profiles)})")] = None,
     fault: Annotated[list[str] | None, typer.Option(help=f"fault name (repeatable; default: {', '.join(DEFAULTS.faults)}): {', '.join(FAULT_NAMES)}")] = None,
@@ -126,7 +131,9 @@ def run(
     producers: Annotated[int, typer.Option(help="producer processes per scenario")] = DEFAULTS.producers,
     partitioner: Annotated[str | None, typer.Option(help="consistent_random or murmur2_random (default: the profile's)")] = None,
     kafka_version: Annotated[list[str] | None, typer.Option(help="override the topology's Kafka version (repeatable: a version comparison)")] = None,
+    client: Annotated[list[str] | None, typer.Option(help="producer client FAMILY:VERSION, e.g. java:3.9.1 or librdkafka:2.16.1 (repeatable: a comparison)")] = None,
     client_version: Annotated[list[str] | None, typer.Option(help="confluent-kafka version of the producers, default the locked one (repeatable: a version comparison)")] = None,
+    producer_config: Annotated[Path | None, typer.Option(help="your Java producer.properties, run as profile `custom` on the Java client")] = None,
     profiles_file: Annotated[Path | None, typer.Option(help="YAML of your own profiles (the catalog's schema; a profile may be {librdkafka: {property: value}}); --profile may name them, default: all of them")] = None,
     librdkafka: Annotated[list[str] | None, typer.Option(help="PROPERTY=VALUE of one raw librdkafka producer, profile `custom` (repeatable)")] = None,
     backend: Annotated[str, typer.Option(help="local (JVMs) or docker (containers)")] = DEFAULTS.backend,
@@ -139,9 +146,9 @@ def run(
     """Run scenarios (profiles x faults) end to end and print the delivery matrix; exit 1 unless all pass.
 
     Without --profile and --fault: leader-ack and idempotent under leader-kill. Several
-    --kafka-version and/or --client-version values run the same scenarios on every (Kafka, client)
-    pair and print the comparison, scenarios whose verdict differs first."""
-    from acklab.plan.planner import version_grid
+    --kafka-version and/or --client (--client-version) values run the same scenarios on every (Kafka,
+    client) pair and print the comparison, scenarios whose verdict differs first."""
+    from acklab.plan.planner import librdkafka_clients, version_grid
 
     _log_to_console()
     base = standard_matrix() if standard else DEFAULTS
@@ -172,35 +179,40 @@ def run(
             if given := [name for name in ctx.params if name not in combined and ctx.get_parameter_source(name).name != "DEFAULT"]:
                 raise UserError(
                     f"--preset {preset} fixes the experiment: --{given[0].replace('_', '-')} cannot be combined with it "
-                    "(only --kafka-version, --client-version, --backend and --json)"
+                    "(only --kafka-version, --client, --client-version, --backend and --json)"
                 )
             params = with_preset(preset, {"backend": backend})
         if schedule is not None:
             params["schedule"] = load_yaml(schedule, "schedule")
+        clients = [*(client or []), *librdkafka_clients(client_version)]
         custom = _custom_profiles(profiles_file, librdkafka)
+        if producer_config is not None:
+            custom["custom"] = {"java": _java_properties(producer_config, clients)}
+            clients = clients or ["java"]
         if custom:
             params["custom_profiles"] = custom
             params["profiles"] = profile or list(custom)
         _writable_runs()
-        return version_grid(params, kafka_version or [None], client_version or [None], minimum=1)
+        return version_grid(params, kafka_version or [None], clients or [None], minimum=1)
 
     plans = user_errors(plan)
-    results = [_run_one(plan, as_json and len(plans) == 1) for plan in plans]
+    results = [_run_one(plan, as_json and len(plans) == 1, err=as_json) for plan in plans]
     if len(plans) == 1:
         raise typer.Exit(0 if results[0].verdict.status == "pass" else 1)
     from acklab.report.compare import build_comparison
 
     comparison = build_comparison([result.run.root for result in results])
     for line in comparison.summary_lines():
-        typer.echo(line)
-    typer.echo(f"comparison: {comparison.html}")
+        typer.echo(line, err=as_json)
+    typer.echo(f"comparison: {comparison.html}", err=as_json)
     if as_json:
         typer.echo(json.dumps({run.label: list(run.rows.values()) for run in comparison.runs}, indent=2))
     raise typer.Exit(0 if comparison.status == "pass" else 1)
 
 
-def _run_one(plan: Any, as_json: bool) -> Any:
-    """Run one plan end to end with progress bars; print its verdicts and matrix."""
+def _run_one(plan: Any, as_json: bool, err: bool = False) -> Any:
+    """Run one plan end to end with progress bars; print its verdicts and matrix (its JSON on stdout
+    if `as_json`; everything on stderr if `err`)."""
     from acklab.orchestration.pipeline import run_pipeline, write_result
     from acklab.orchestration.progress_bars import LoadBars
     from acklab.workload import families
@@ -217,8 +229,21 @@ def _run_one(plan: Any, as_json: bool) -> Any:
         typer.echo(json.dumps(result.run.read_matrix(), indent=2))
         console.print(f"matrix: {summary['matrix']}\nreport: {summary['report']}")
     else:
-        _print_result(result.run, summary)
+        _print_result(result.run, summary, err=err)
     return result
+
+
+def _java_properties(path: Path, clients: list[str]) -> dict[str, str]:
+    """The user's producer.properties as the Java client reads it (the first Java client named, else
+    the Java family's default)."""
+    from acklab.workload import families, java_client
+
+    java = next((spec for spec in clients if spec.partition(":")[0] == java_client.NAME), java_client.NAME)
+    try:
+        target = java_client.client(families.parse(java)[1])
+    except maven.SetupError as exc:
+        raise UserError(f"--producer-config: {exc}") from None
+    return java_client.read_properties(target, path)
 
 
 def _custom_profiles(profiles_file: Path | None, librdkafka: list[str] | None) -> dict[str, Any]:
@@ -439,26 +464,30 @@ def airflow_down() -> None:
         typer.echo(f"stopped: {', '.join(f'{p.name} ({p.pid})' for p in state.all_processes)}")
 
 
-def _print_result(run: RunDir, result: dict[str, Any]) -> None:
-    """The matrix as a table with each scenario's verdict, then the status and the two paths."""
+def _print_result(run: RunDir, result: dict[str, Any], err: bool = False) -> None:
+    """The matrix as a table with each scenario's verdict, then the status and the two paths (on
+    stderr if `err`: stdout is then kept for one JSON document)."""
+    from functools import partial
+
     from rich.table import Table
 
+    echo = partial(typer.echo, err=err)
     table = Table(*MATRIX_COLUMNS, "verdict", title="delivery matrix")
     for row in run.read_matrix():
         table.add_row(*(str(row.get(c)) for c in MATRIX_COLUMNS), result["scenarios"][row["scenario"]])
-    Console(width=160).print(table)
+    Console(width=160, stderr=err).print(table)
     for regression in result.get("regressions", []):
-        typer.echo(f"REGRESSION {regression['scenario']}: {regression['status']} now, passed in green run {regression['last_green_run']}")
+        echo(f"REGRESSION {regression['scenario']}: {regression['status']} now, passed in green run {regression['last_green_run']}")
     for lost in result.get("unverified", []):
-        typer.echo(f"NO LONGER VERIFIED {lost['scenario']}: incomplete now, passed in green run {lost['last_green_run']}")
+        echo(f"NO LONGER VERIFIED {lost['scenario']}: incomplete now, passed in green run {lost['last_green_run']}")
     for item in result.get("beliefs", []):
-        typer.echo(beliefs.describe(item))
+        echo(beliefs.describe(item))
     for seen in result.get("observations", []):
-        typer.echo(describe_claim(seen))
-    typer.echo(f"status: {result['status']}")
-    typer.echo(f"html report: {result['html']}")
-    typer.echo(f"matrix: {result['matrix']}")
-    typer.echo(f"report: {result['report']}")
+        echo(describe_claim(seen))
+    echo(f"status: {result['status']}")
+    echo(f"html report: {result['html']}")
+    echo(f"matrix: {result['matrix']}")
+    echo(f"report: {result['report']}")
 
 
 def _log_to_console() -> None:

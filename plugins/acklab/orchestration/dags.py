@@ -21,7 +21,7 @@ from airflow.sdk import DAG, TriggerRule, dag, get_current_context, setup, task,
 
 from acklab.base.paths import spark_job
 from acklab.checker.spark_job import APPLICATION, SPARK_CONF
-from acklab.orchestration.params import client_versions_param, dag_params, kafka_versions_param, preset_param, version_params
+from acklab.orchestration.params import client_versions_param, clients_param, dag_params, kafka_versions_param, preset_param, version_params
 from acklab.plan.params import RunParams
 from acklab.services import airflow_pool
 
@@ -143,9 +143,10 @@ def version_regression_dag(
     dag_id: str, schedule: str | None, defaults: RunParams, kafka_versions: list[str], client_versions: list[str], doc: str
 ) -> DAG:
     params = dag_params(
-        defaults, drop=["kafka_version", "client_version"],
+        defaults, drop=["kafka_version", "client", "client_version"],
         extra={
-            "kafka_versions": kafka_versions_param(kafka_versions), "client_versions": client_versions_param(client_versions),
+            "kafka_versions": kafka_versions_param(kafka_versions), "clients": clients_param([]),
+            "client_versions": client_versions_param(client_versions),
             "preset": preset_param(),
         },
     )

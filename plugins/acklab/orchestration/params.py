@@ -84,7 +84,7 @@ def dag_params(defaults: RunParams, drop: Iterable[str] = (), extra: Mapping[str
 def version_params() -> dict[str, Param]:
     """Only the run's Kafka and client version params, as `RunParams` states them (default: null)."""
     fields = run_params_schema()
-    return {name: Param(None, **fields[name]) for name in ("kafka_version", "client_version")}
+    return {name: Param(None, **fields[name]) for name in ("kafka_version", "client", "client_version")}
 
 
 def preset_param() -> Param:
@@ -103,9 +103,17 @@ def kafka_versions_param(versions: list[str]) -> Param:
     )
 
 
+def clients_param(clients: list[str]) -> Param:
+    """The version-regression DAG's list of producer clients of any family."""
+    return Param(
+        clients, type="array", uniqueItems=True, items={"type": "string", "pattern": families.CLIENT_PATTERN},
+        description="Producer clients FAMILY:VERSION (java:3.9.1, librdkafka:2.16.1), with each Kafka version, beside client_versions",
+    )
+
+
 def client_versions_param(versions: list[str]) -> Param:
     """The version-regression DAG's list of producer client versions."""
     return Param(
-        versions, type="array", minItems=1, uniqueItems=True, items={"type": "string", "pattern": families.default().version_pattern},
+        versions, type="array", uniqueItems=True, items={"type": "string", "pattern": families.default().version_pattern},
         description=f"confluent-kafka versions of the producers, with each Kafka version (each set up by `acklab setup --client-version`; the locked one is {families.default().locked})",
     )

@@ -18,7 +18,7 @@ from acklab.orchestration import execution
 from acklab.orchestration.pipeline import provision, run_pipeline, verdict, write_result
 from acklab.plan import presets
 from acklab.plan.params import RunParams
-from acklab.plan.planner import RunPlan, make_plan, version_grid
+from acklab.plan.planner import RunPlan, librdkafka_clients, make_plan, version_grid
 from acklab.report.compare import build_comparison
 from acklab.report.field_notes import build_field_notes
 from acklab.store.runs import RunDir
@@ -60,14 +60,15 @@ def scenario_groups(run: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def plan_versions(params: dict[str, Any], create: bool = True) -> list[dict[str, Any]]:
-    """One run per (Kafka version, client version) pair of `params["kafka_versions"]` x
-    `params["client_versions"]`, each validated before anything starts (and given a folder holding
-    its plan if `create`)."""
-    plans = version_grid(_run_params(params), params.get("kafka_versions") or [], params.get("client_versions") or [None])
+    """One run per (Kafka version, client) pair of `params["kafka_versions"]` x the clients
+    (`params["clients"]`, FAMILY:VERSION, and the confluent-kafka `params["client_versions"]`), each
+    validated before anything starts (and given a folder holding its plan if `create`)."""
+    clients = [*(params.get("clients") or []), *librdkafka_clients(params.get("client_versions"))]
+    plans = version_grid(_run_params(params), params.get("kafka_versions") or [], clients or [None])
     if not create:
         return [{"params": plan.params.model_dump(mode="json")} for plan in plans]
     log.info("%d version pair(s): %d scenario(s) each", len(plans), len(plans[0].scenarios))
-    return [_new_run(plan, label=f"{plan.topology.kafka_version} / {plan.client.version}") for plan in plans]
+    return [_new_run(plan, label=f"{plan.topology.kafka_version} / {plan.client.family} {plan.client.version}") for plan in plans]
 
 
 def _run_params(params: dict[str, Any]) -> dict[str, Any]:
@@ -168,9 +169,9 @@ def compare_versions(summaries: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def plan_presets(params: dict[str, Any], create: bool = True) -> list[dict[str, Any]]:
-    """One run per field-notes preset (on `params`' Kafka and client version, if set), each validated
+    """One run per field-notes preset (on `params`' Kafka version and client, if set), each validated
     before anything starts (and given a folder holding its plan if `create`)."""
-    versions = {key: params.get(key) for key in ("kafka_version", "client_version")}
+    versions = {key: params.get(key) for key in ("kafka_version", "client", "client_version")}
     plans = [make_plan(presets.with_preset(name, versions)) for name in presets.FIELD_NOTES]
     log.info("%d preset(s)", len(plans))
     if not create:

@@ -31,6 +31,11 @@ class RunParams(BaseModel):
         None, pattern=KAFKA_VERSION_PATTERN, description="Apache Kafka version (fetched by `acklab setup`); null = the topology's"
     )
     backend: Literal["local", "docker"] = Field("local", description="Local JVMs or Docker containers")
+    client: str | None = Field(
+        None, pattern=families.CLIENT_PATTERN,
+        description="The producer client, FAMILY:VERSION (java:3.9.1, librdkafka:2.16.1) or FAMILY for its default version; "
+        "null = confluent-kafka of client_version",
+    )
     client_version: str | None = Field(
         None, pattern=families.default().version_pattern,
         description=f"confluent-kafka version of the producers (2.0.2 or later, set up by `acklab setup --client-version`); null = the locked {families.default().locked}",
@@ -62,6 +67,8 @@ class RunParams(BaseModel):
 
     @model_validator(mode="after")
     def _distinct(self) -> RunParams:
+        if self.client is not None and self.client_version is not None:
+            raise ValueError(f"client ({self.client}) and client_version ({self.client_version}) both name the client: give one")
         for name, values in (("profiles", self.profiles), ("faults", self.faults)):
             if len(set(values)) != len(values):
                 raise ValueError(f"{name} must be distinct: {values}")

@@ -100,14 +100,16 @@ def make_plan(params: RunParams | dict[str, object]) -> RunPlan:
         if params.partitioner is not None:
             profile = parse_model(ProducerProfile, {**profile.model_dump(), "partitioner": params.partitioner}, "params.partitioner")
         profiles.append(profile)
+    client = _client(params)
+    family = families.of(client)
+    profiles = [family.resolve(profile, client) for profile in profiles]
     before_load = sorted({step.fault for steps in schedules.values() for step in steps if step.before_load})
     if before_load and (transactional := [p.name for p in profiles if p.transaction is not None]):
         raise SpecError(
             f"params.profiles: {transactional[0]} is transactional and its producers initialise transactions before the "
             f"load, which {before_load[0]} in effect before the load may prevent; give it faults that start during the load"
         )
-    client = _client(params)
-    families.of(client).validate(client, profiles, load)
+    family.validate(client, profiles, load)
     scenarios = []
     for profile in profiles:
         name = profile.name
@@ -126,26 +128,38 @@ def make_plan(params: RunParams | dict[str, object]) -> RunPlan:
 
 
 def version_grid(
-    params: dict[str, Any], kafka_versions: list[str | None], client_versions: list[str | None], minimum: int = 2
+    params: dict[str, Any], kafka_versions: list[str | None], clients: list[str | None], minimum: int = 2
 ) -> list[RunPlan]:
-    """One plan per (Kafka version, client version) pair of the same params (None: the default), all
-    validated before anything starts; at least `minimum` pairs (a comparison needs two)."""
-    for name, versions in (("kafka_versions", kafka_versions), ("client_versions", client_versions)):
-        if not versions or len(set(versions)) != len(versions):
-            raise SpecError(f"params.{name}: one or more distinct versions, got {versions}")
-    if len(kafka_versions) * len(client_versions) < minimum:
-        raise SpecError(f"params: a version comparison needs {minimum} or more (kafka_versions x client_versions) pairs")
+    """One plan per (Kafka version, client) pair of the same params (None: the params' own), all
+    validated before anything starts; at least `minimum` pairs (a comparison needs two). A client is
+    `FAMILY:VERSION` (`acklab.workload.families.parse`)."""
+    for name, values in (("kafka_versions", kafka_versions), ("clients", clients)):
+        if not values or len(set(values)) != len(values):
+            raise SpecError(f"params.{name}: one or more distinct values, got {values}")
+    if len(kafka_versions) * len(clients) < minimum:
+        raise SpecError(f"params: a version comparison needs {minimum} or more (kafka_versions x clients) pairs")
     base = {k: v for k, v in params.items() if k in RunParams.model_fields}
     return [
-        make_plan({**base, "kafka_version": kafka, "client_version": client}) for kafka in kafka_versions for client in client_versions
+        make_plan({**base, "kafka_version": kafka, **({} if client is None else {"client": client, "client_version": None})})
+        for kafka in kafka_versions
+        for client in clients
     ]
 
 
+def librdkafka_clients(client_versions: list[str] | None) -> list[str]:
+    """confluent-kafka versions (the `client_version` shorthand) as client specs."""
+    return [f"{families.DEFAULT}:{version}" for version in client_versions or []]
+
+
 def _client(params: RunParams) -> Client:
+    field = "client" if params.client is not None else "client_version"
     try:
+        if params.client is not None:
+            family, version = families.parse(params.client)
+            return family.client(version)
         return families.default().client(params.client_version)
     except SetupError as exc:
-        raise SpecError(f"params.client_version: {exc}") from None
+        raise SpecError(f"params.{field}: {exc}") from None
 
 
 def _fault_schedules(params: RunParams, topology: Topology) -> dict[str, list[FaultStep]]:

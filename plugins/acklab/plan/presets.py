@@ -417,7 +417,22 @@ PRESETS: dict[str, Preset] = _by_name(
 )
 
 
+def affected(component: Literal["kafka", "client"], versions: tuple[str, ...], present: Check, absent: Check) -> Check:
+    """`present` on the `component` versions a bug is documented in, `absent` on every other."""
+
+    def check(e: Evidence) -> tuple[bool, str]:
+        ran = e.kafka_version if component == "kafka" else e.entry.client_version
+        if not ran:
+            return False, f"{component} version not recorded"
+        ok, measured = (present if ran in versions else absent)(e)
+        return ok, f"{component} {ran}: {measured}"
+
+    return check
+
+
 BUG_4438 = "idem-single__lose-then-reject"
+BUG_13598 = "java-defaults__ack-loss"
+BUG_13598_AFFECTED = ("3.0.0", "3.1.0")
 BUG_14402 = "txn-rto3s__request-hold"
 BUGS: dict[str, Preset] = _by_name(
         Preset(
@@ -473,9 +488,33 @@ BUGS: dict[str, Preset] = _by_name(
                 ),
             ),
         ),
+        Preset(
+            "kafka-13598",
+            "KAFKA-13598 (kafka-clients 3.0.0 and 3.1.0; fixed in 3.0.1, 3.1.1 and 3.2.0)",
+            "the Java producer with its default configuration (no property set: documented since 3.0 as acks=all with "
+            "enable.idempotence=true) while the leader's proxy drops produce responses after the broker appended: "
+            "in kafka-clients 3.0.0 and 3.1.0 the default idempotence did not take effect unless set explicitly, so "
+            "the retries of the lost acknowledgements are appended twice; the model expects what the documentation "
+            "promises, so those rows are red",
+            {
+                "topology": "three-brokers",
+                "client": "java",
+                "profiles": ["java-defaults"],
+                "custom_profiles": {"java-defaults": {"java": {}, "description": "an empty producer.properties: every default"}},
+                "faults": ["ack-loss"],
+                "messages": 20_000, "rate": 2000.0,
+            },
+            (
+                Observation(
+                    "on 3.0.0 and 3.1.0 the default producer duplicates the records whose acknowledgement was lost; "
+                    "on the fixed versions it is idempotent and writes each record once", BUG_13598,
+                    affected("client", BUG_13598_AFFECTED, count("duplicates", ">", 0), count("duplicates", "==", 0)),
+                ),
+            ),
+        ),
 )
 """Documented client and broker bugs, each rediscovered (or not) per version: run them across versions
-(`acklab run --preset NAME --client-version ... --kafka-version ...`, or the version-regression DAG)."""
+(`acklab run --preset NAME --client FAMILY:VERSION ... --kafka-version ...`, or the version-regression DAG)."""
 PRESETS.update(BUGS)
 FIELD_NOTES = tuple(name for name, p in PRESETS.items() if p.source.startswith("field-notes"))
 
@@ -487,13 +526,20 @@ def preset(name: str) -> Preset:
     return PRESETS[name]
 
 
-VERSIONED = ("kafka_version", "client_version", "backend")  # what may be chosen beside a preset
+VERSIONED = ("kafka_version", "client", "client_version", "backend")  # what may be chosen beside a preset
+CLIENT_KEYS = ("client", "client_version")
 
 
 def with_preset(name: str, params: Mapping[str, Any]) -> dict[str, Any]:
-    """The preset `name`'s run params (naming the preset), with the kafka_version, client_version and
-    backend of `params` where they are set: a preset fixes its experiment, not the versions it runs on."""
-    return {**preset(name).params, "preset": name, **{key: params[key] for key in VERSIONED if params.get(key) is not None}}
+    """The preset `name`'s run params (naming the preset), with the kafka_version, client (or
+    client_version) and backend of `params` where they are set: a preset fixes its experiment, not the
+    versions it runs on."""
+    chosen = {key: params[key] for key in VERSIONED if params.get(key) is not None}
+    own = dict(preset(name).params)
+    if any(key in chosen for key in CLIENT_KEYS):
+        for key in CLIENT_KEYS:
+            own.pop(key, None)
+    return {**own, "preset": name, **chosen}
 
 
 def observe(run: RunDir, manifest: Manifest, matrix: Iterable[Mapping[str, Any]], statuses: Mapping[str, str]) -> list[dict[str, Any]]:

@@ -12,6 +12,7 @@ import numpy as np
 import pyarrow.parquet as pq
 
 from acklab.store.runs import FaultRecord
+from acklab.workload import families
 
 COLOURS = {"pass": "#2e7d32", "fail": "#c62828", "incomplete": "#f9a825", None: "#e0e0e0"}
 
@@ -34,7 +35,8 @@ def heatmap(rows: list[dict], statuses: dict[str, str], path: Path) -> Path:
     ax.set_ylim(len(profiles), 0)
     ax.set_xticks(np.arange(len(faults)) + 0.5, faults, rotation=30, ha="right")
     ax.set_yticks(np.arange(len(profiles)) + 0.5, profiles)
-    ax.set_title("delivery matrix: verdict per profile x fault")
+    clients = ", ".join(sorted({families.row_label(r) for r in rows}))
+    ax.set_title(f"delivery matrix: verdict per profile x fault ({clients})" if clients else "delivery matrix: verdict per profile x fault")
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)

@@ -1,4 +1,4 @@
-"""Side-by-side report of the same matrix on several (Kafka version, client version) pairs (the
+"""Side-by-side report of the same matrix on several (Kafka version, client family and version) pairs (the
 version-regression DAG and `acklab versions`)."""
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ COUNTS = ("lost", "duplicates", "failed", "reordered")
 @dataclass(frozen=True)
 class VersionRun:
     kafka_version: str
+    client_family: str
     client_version: str
     run_dir: Path
     status: str
@@ -26,11 +27,11 @@ class VersionRun:
 
     @property
     def label(self) -> str:
-        return f"Kafka {self.kafka_version} / client {self.client_version}"
+        return f"Kafka {self.kafka_version} / {self.client_family} {self.client_version}"
 
     @property
     def slug(self) -> str:
-        return f"{self.kafka_version}-{self.client_version}"
+        return f"{self.kafka_version}-{self.client_family}-{self.client_version}"
 
 
 @dataclass(frozen=True)
@@ -45,11 +46,12 @@ class Comparison:
         return "fail" if "fail" in statuses else "incomplete" if statuses != {"pass"} else "pass"
 
     def summary_lines(self) -> list[str]:
-        lines = [f"{run.label}: {run.status} ({run.run_dir.name})" for run in self.runs]
-        for scenario in self.differing:
-            verdicts = ", ".join(f"{run.slug} {run.statuses.get(scenario, 'absent')}" for run in self.runs)
-            lines.append(f"DIFFERS {scenario}: {verdicts}")
-        return lines
+        """The scenarios whose verdict differs between runs first, then each run's status."""
+        lines = [
+            f"DIFFERS {scenario}: " + ", ".join(f"{run.slug} {run.statuses.get(scenario, 'absent')}" for run in self.runs)
+            for scenario in self.differing
+        ]
+        return lines + [f"{run.label}: {run.status} ({run.run_dir.name})" for run in self.runs]
 
 
 def _version_key(version: str) -> tuple[int, ...]:
@@ -62,13 +64,13 @@ def load_run(run_dir: Path) -> VersionRun:
     result = run.read_result()
     rows = {row["scenario"]: row for row in run.read_matrix()}
     manifest = run.read_manifest()
-    return VersionRun(manifest.topology["kafka_version"], manifest.client_version, run_dir, result["status"], result["scenarios"], rows)
+    return VersionRun(manifest.topology["kafka_version"], manifest.client_family, manifest.client_version, run_dir, result["status"], result["scenarios"], rows)
 
 
 def build_comparison(run_dirs: list[Path]) -> Comparison:
     """Write `runs/comparisons/<first run>/index.html`: each version's heatmap side by side, and one
     table of every scenario's verdict and counts per version, differing verdicts first."""
-    runs = sorted((load_run(d) for d in run_dirs), key=lambda r: (_version_key(r.kafka_version), _version_key(r.client_version)))
+    runs = sorted((load_run(d) for d in run_dirs), key=lambda r: (_version_key(r.kafka_version), r.client_family, _version_key(r.client_version)))
     scenarios = sorted({s for run in runs for s in run.statuses})
     differing = [s for s in scenarios if len({run.statuses.get(s) for run in runs}) > 1]
     out = ComparisonDir.named(min(d.name for d in run_dirs))

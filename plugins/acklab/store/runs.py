@@ -136,6 +136,11 @@ class Manifest(BaseModel):
     params: list[dict[str, Any]] = Field(default_factory=list, description="the run params of each plan run in this folder")
 
     @property
+    def client_family(self) -> str:
+        """The producers' client family ('' if no scenario, or mixed: ', '-joined)."""
+        return ", ".join(sorted({s.client_family for s in self.scenarios}))
+
+    @property
     def client_version(self) -> str:
         """The producers' confluent-kafka version ('' if unrecorded, or mixed: ', '-joined)."""
         return ", ".join(sorted({s.client_version for s in self.scenarios if s.client_version}))

@@ -58,14 +58,32 @@ SEND_LOG_DEFAULTS: Mapping[str, Any] = {
     "fatal": False,
 }
 
+# Each statistic: librdkafka's statistic it is (summed over broker connections), then the Java
+# client's producer metric (null where that client has none).
+STATS_DOCS: Mapping[str, tuple[str, str]] = {
+    "txmsgs": ("`txmsgs`", "`record-send-total`"),
+    "txretries": ("`txretries`", "`record-retry-total`"),
+    "txerrs": ("`txerrs`", "`record-error-total`"),
+    "req_timeouts": ("`req_timeouts`", "NetworkClient's request-timeout disconnects, counted from its log"),
+    "disconnects": ("`disconnects`", "`connection-close-total`"),
+    "msg_cnt": ("`msg_cnt`", "records handed to send() and not yet reported"),
+    "outbuf_cnt": ("`outbuf_cnt`", "none"),
+    "outbuf_msg_cnt": ("`outbuf_msg_cnt`", "none"),
+    "waitresp_cnt": ("`waitresp_cnt`", "`requests-in-flight`"),
+    "waitresp_msg_cnt": ("`waitresp_msg_cnt`", "none"),
+    "request_latency_avg_ms": ("the largest `rtt.avg` of a broker connection, in ms", "`request-latency-avg`"),
+    "request_latency_max_ms": ("the largest `rtt.max` of a broker connection, in ms", "`request-latency-max`"),
+}
 STATS_COUNTERS = ("txmsgs", "txretries", "txerrs", "req_timeouts", "disconnects")  # cumulative
-STATS_GAUGES = ("msg_cnt", "outbuf_cnt", "outbuf_msg_cnt", "waitresp_cnt", "waitresp_msg_cnt")  # at the sample
+STATS_GAUGES = ("msg_cnt", "outbuf_cnt", "outbuf_msg_cnt", "waitresp_cnt", "waitresp_msg_cnt", "request_latency_avg_ms", "request_latency_max_ms")  # at the sample
 PRODUCER_STATS = pa.schema(
     [
         column("ts", pa.float64(), "epoch seconds of the sample"),
         column("producer", pa.string(), "producer process (`p0`, ...)"),
-        *(column(name, pa.int64(), f"the client's `{name}` (librdkafka's statistic of that name), cumulative (summed over broker connections)") for name in STATS_COUNTERS),
-        *(column(name, pa.int64(), f"the client's `{name}` (librdkafka's statistic of that name) at the sample (summed over broker connections)") for name in STATS_GAUGES),
+        *(
+            column(name, pa.int64(), f"{'cumulative' if name in STATS_COUNTERS else 'at the sample'}: librdkafka {STATS_DOCS[name][0]}; Java {STATS_DOCS[name][1]}")
+            for name in (*STATS_COUNTERS, *STATS_GAUGES)
+        ),
     ]
 )
 
@@ -105,7 +123,8 @@ MATRIX_DESCRIPTIVE = pa.schema(
         column("fault", pa.string(), "fault (label of the schedule)"),
         column("guarantee", pa.string(), "the guarantee class the model expects"),
         column("guarantee_reason", pa.string(), "why: the class rule that matched and the settings that decided it"),
-        column("client_version", pa.string(), "the producer client's version (librdkafka family: confluent-kafka's)"),
+        column("client_family", pa.string(), "the producer client family: `librdkafka` (confluent-kafka) or `java` (kafka-clients)"),
+        column("client_version", pa.string(), "the producer client's version (librdkafka family: confluent-kafka's; java: kafka-clients')"),
         column("librdkafka_version", pa.string(), "the librdkafka it bundles (null for a client without one)"),
         column("partitioner", pa.string(), "the profile's partitioner"),
         column("producers", pa.int64(), "producer processes"),

@@ -79,10 +79,9 @@ def instrumented(bootstrap: str, topic: str, profile: ProducerProfile, messages:
     return result.acked / (result.ended - result.started)
 
 
-def kafka_perf(bootstrap: str, topic: str, profile: ProducerProfile, messages: int, size: int, libs: Path) -> float:
-    """Messages per second reported by Kafka's ProducerPerformance with the profile's settings."""
-    props = {
-        "bootstrap.servers": bootstrap,
+def perf_properties(profile: ProducerProfile) -> dict[str, object]:
+    """ProducerPerformance's producer settings for `profile`, with librdkafka's batch size."""
+    return {
         "acks": profile.acks,
         "enable.idempotence": str(profile.enable_idempotence).lower(),
         "max.in.flight.requests.per.connection": profile.max_in_flight,
@@ -92,10 +91,14 @@ def kafka_perf(bootstrap: str, topic: str, profile: ProducerProfile, messages: i
         "retries": profile.retries,
         "batch.size": 1_000_000,  # librdkafka's default batch.size (the Java default is 16384)
     }
+
+
+def kafka_perf(bootstrap: str, topic: str, properties: dict[str, object], messages: int, size: int, classpath: str) -> float:
+    """Messages per second reported by Kafka's ProducerPerformance with `properties`."""
     command = [
-        os.environ.get("ACKLAB_JAVA", "java"), "-Xmx512m", "-cp", f"{libs}/*", PERF_TOOL,
+        os.environ.get("ACKLAB_JAVA", "java"), "-Xmx512m", "-cp", classpath, PERF_TOOL,
         "--topic", topic, "--num-records", str(messages), "--record-size", str(size), "--throughput", "-1",
-        "--producer-props", *(f"{k}={v}" for k, v in props.items()),
+        "--producer-props", f"bootstrap.servers={bootstrap}", *(f"{k}={v}" for k, v in properties.items()),
     ]
     output = subprocess.run(command, capture_output=True, text=True, timeout=900, check=True).stdout
     totals = PERF_TOTAL.findall(output)
@@ -128,7 +131,7 @@ def main() -> None:
                 "bare": lambda topic: bare(bs, topic, profile, n, size),
                 "bare-callback": lambda topic: bare(bs, topic, profile, n, size, callback=True),
                 "instrumented": lambda topic: instrumented(bs, topic, profile, n, size, args.producers, Path(work)),
-                "kafka-perf": lambda topic: kafka_perf(bs, topic, profile, n, size, libs),
+                "kafka-perf": lambda topic: kafka_perf(bs, topic, perf_properties(profile), n, size, f"{libs}/*"),
             }
             rates: dict[str, list[float]] = {name: [] for name in contenders}
             names = list(contenders)

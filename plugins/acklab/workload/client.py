@@ -24,7 +24,7 @@ from acklab.workload.spec import LoadSpec
 @dataclass(frozen=True)
 class Client:
     """A set-up producer client: `version` of its family's package, with the `librdkafka` it bundles
-    (its native core), run by `python`."""
+    (its native core; "" for the Java client), run by `python` (the producer processes' interpreter)."""
 
     version: str
     librdkafka: str
@@ -86,6 +86,12 @@ class ClientFamily(Protocol):
 
     def config(self, profile: ProducerProfile) -> dict[str, Any]:
         """The client's configuration of `profile` (without the cluster's address or a transactional id)."""
+        ...
+
+    def resolve(self, profile: ProducerProfile, client: Client) -> ProducerProfile:
+        """`profile` as `client` runs it: its typed fields what the client documents for the
+        configuration at that version (defaults, automatic adjustments); SpecError (one line) if the
+        client cannot run it."""
         ...
 
     def validate(self, client: Client, profiles: Sequence[ProducerProfile], load: LoadSpec) -> None:

@@ -172,6 +172,11 @@ class Librdkafka:
     def config(self, profile: ProducerProfile) -> dict[str, Any]:
         return config(profile)
 
+    def resolve(self, profile: ProducerProfile, client: Client) -> ProducerProfile:
+        if profile.java is not None:
+            raise SpecError(f"profile {profile.name} is Java producer properties: it runs on the java client (--client java:VERSION)")
+        return profile
+
     def validate(self, client: Client, profiles: Sequence[ProducerProfile], load: LoadSpec) -> None:
         validate(client, profiles, load)
 

@@ -1,10 +1,14 @@
-"""Producer profiles: named librdkafka settings that define a delivery guarantee.
+"""Producer profiles: named producer settings that define a delivery guarantee.
 
-A profile is either typed fields (the catalog's form, `catalog/profiles.yaml`) or raw librdkafka
-properties (`{librdkafka: {property: value}}`), read as exactly the producer those properties
-configure: librdkafka's defaults for what they leave out. Contradictions are rejected here, in one
-line; the configuration a client makes of a profile, and that client's own validation of it, are its
-family's (`acklab.workload.client.ClientFamily`). Nothing here imports librdkafka."""
+A profile is typed fields (the catalog's form, `catalog/profiles.yaml`: one meaning, which each client
+family translates), raw librdkafka properties (`{librdkafka: {property: value}}`, read as exactly the
+producer those properties configure: librdkafka's defaults for what they leave out), or the user's own
+Java producer properties (`{java: {property: value}}`, run verbatim on the Java client; their typed
+fields are stated when the plan resolves the profile for its client: what the Java client documents
+for them at its version, `acklab.workload.java_client`).
+Contradictions are rejected here, in one line; the configuration a client makes of a profile, and that
+client's own validation of it, are its family's (`acklab.workload.client.ClientFamily`). Nothing here
+imports librdkafka."""
 
 from __future__ import annotations
 
@@ -22,6 +26,7 @@ from acklab.base.spec import SpecError, load_yaml, parse_model
 
 CATALOG = "catalog/profiles.yaml"
 RAW = "librdkafka"  # a profile spec's key for raw librdkafka properties
+JAVA = "java"  # a profile spec's key for the user's own Java producer properties
 
 Partitioner = Literal["consistent_random", "murmur2_random"]
 """librdkafka partitioners for keyed messages: CRC32 of the key, or Java-compatible murmur2."""
@@ -95,6 +100,10 @@ class ProducerProfile(BaseModel):
     partitioner: Partitioner = "consistent_random"
     transaction: TransactionSpec | None = None
     overrides: dict[str, str | int | float | bool] = {}
+    java: dict[str, str] | None = Field(
+        None, description="the user's own Java producer properties, run verbatim on the Java client; once resolved for a client "
+        "(`ClientFamily.resolve`), the typed fields are their documented effect"
+    )
 
     @field_validator("overrides")
     @classmethod
@@ -106,6 +115,8 @@ class ProducerProfile(BaseModel):
 
     @model_validator(mode="after")
     def _consistent(self) -> ProducerProfile:
+        if self.java is not None:
+            return self  # the Java client itself judges its properties (`ClientFamily.validate`)
         if self.enable_idempotence:
             if self.acks != "all":
                 raise ValueError(f"enable_idempotence requires acks=all, got acks={self.acks}")
@@ -175,7 +186,15 @@ def _field_value(field: str, key: str, value: Any) -> Any:
 def profile_from_spec(name: str, spec: Mapping[str, Any], source: str) -> ProducerProfile:
     """A profile from its spec: typed fields, or `{librdkafka: {...}, description: ...}`; SpecError in one line."""
     if not isinstance(spec, Mapping):
-        raise SpecError(f"{source}: profile {name}: expected a mapping of fields (or librdkafka: {{property: value}})")
+        raise SpecError(f"{source}: profile {name}: expected a mapping of fields (or librdkafka: {{property: value}}, or java: {{property: value}})")
+    if JAVA in spec:
+        extra = set(spec) - {JAVA, "description"}
+        properties = spec[JAVA]
+        if extra or not isinstance(properties, Mapping) or not all(isinstance(v, str | int | float | bool) for v in properties.values()):
+            raise SpecError(f"{source}: profile {name}: expected {JAVA}: {{property: value}} and at most a description beside it")
+        text = {str(k): str(v).lower() if isinstance(v, bool) else str(v) for k, v in properties.items()}
+        # The typed fields are the Java client's to state, at its version (`ClientFamily.resolve`).
+        return ProducerProfile(name=name, description=str(spec.get("description") or "the user's Java producer properties"), acks="all", java=text)
     if RAW in spec:
         extra = set(spec) - {RAW, "description"}
         if extra or not isinstance(spec[RAW], Mapping):

@@ -63,8 +63,10 @@ class ProducerLog:
         key_partitions: Sequence[int],
         transactional: bool = False,
         metadata: dict[str, str] | None = None,
+        retriable_codes: np.ndarray = RETRIABLE_CODES,
     ) -> None:
-        """`metadata`: key-value pairs for the file (e.g. the client versions), as `acklab.<key>`."""
+        """`metadata`: key-value pairs for the file (e.g. the client versions), as `acklab.<key>`;
+        `retriable_codes`: the error codes whose errors are retriable (default: librdkafka's)."""
         self.path, self.producer, self.first_id, self.keys = path, producer, first_id, keys
         self.schema = SEND_LOG.with_metadata({f"acklab.{k}": v for k, v in (metadata or {}).items()})
         self.capacity = capacity
@@ -76,6 +78,7 @@ class ProducerLog:
         self.offset = np.full(capacity, -1, dtype=np.int64)
         self.error = np.full(capacity, UNREPORTED, dtype=np.int32)
         self.refused = np.zeros(capacity, dtype=bool)
+        self.retriable_codes = retriable_codes
         self._txn_starts: list[int] = []  # local index of each transaction's first message
         self._txn_outcomes: list[int] = []  # TXN_OUTCOMES index, one per finished transaction
         self.error_names: dict[int, str] = {}
@@ -129,6 +132,33 @@ class ProducerLog:
         self.offset[local] = offsets
         self.failed += len(errors)
         self.acked += len(local) - len(errors)
+
+    def adopt(
+        self,
+        sent: int,
+        reports: dict[str, np.ndarray],
+        error_names: dict[int, str],
+        transactions: tuple[list[int], list[int]] = ([], []),
+        fatal: tuple[int, float] | None = None,
+    ) -> None:
+        """Take a whole load's record from another process (the Java driver): `sent` messages, the
+        per-message `reports` (send_ts, ack_ts, partition, offset, error codes with NO_ERROR and
+        UNREPORTED as here, refused), the names of its error codes, each transaction's first local
+        index and outcome (its TXN_OUTCOMES index), and the fatal error's code and time."""
+        if self.sent or not 0 <= sent <= self.capacity:
+            raise EvidenceError(f"p{self.producer}: cannot adopt {sent} sent messages into this log")
+        for name in ("send_ts", "ack_ts", "partition", "offset", "error", "refused"):
+            column = getattr(self, name)
+            column[:] = reports[name].astype(column.dtype)
+        if (self.error[sent:] != UNREPORTED).any():
+            raise EvidenceError(f"p{self.producer}: delivery reports for messages never sent")
+        self.sent = sent
+        self.error_names = dict(error_names)
+        self._txn_starts, self._txn_outcomes = list(transactions[0]), list(transactions[1])
+        if fatal is not None:
+            self.fatal_code, self.fatal_ts = fatal
+        self.acked = int((self.error[:sent] == NO_ERROR).sum())
+        self.failed = int(((self.error[:sent] != NO_ERROR) & (self.error[:sent] != UNREPORTED)).sum())
 
     def write(self, planned: int) -> None:
         """Write the first `planned` messages (every sent one at least) in row groups, then rename into place."""
@@ -197,7 +227,7 @@ class ProducerLog:
             "expected_partition": pa.array(self.key_partitions[key_index]),
             "txn": pa.array(txn, mask=txn < 0) if txn is not None else pa.nulls(hi - lo, pa.int64()),
             "aborted": pa.array(aborted),
-            "retriable": pa.array(np.isin(error, RETRIABLE_CODES), mask=~failed),
+            "retriable": pa.array(np.isin(error, self.retriable_codes), mask=~failed),
             "send_ts": pa.array(self.send_ts[lo:hi], mask=~sent),
             "ack_ts": pa.array(self.ack_ts[lo:hi], mask=np.isnan(self.ack_ts[lo:hi])),
             "partition": pa.array(self.partition[lo:hi], mask=self.partition[lo:hi] < 0),

@@ -1,4 +1,5 @@
-"""librdkafka statistics (`statistics.interval.ms` + `stats_cb`) sampled during the load.
+"""librdkafka statistics (`statistics.interval.ms` + `stats_cb`) sampled during the load (the Java
+client's producer metrics fill the same columns: `acklab.workload.java_worker`).
 
 Each sample of each producer becomes one row of the scenario's statistics file
 (`acklab.store.schemas.PRODUCER_STATS`); broker-level counters are summed over the producer's
@@ -25,6 +26,8 @@ def stats_row(producer: str, raw: str) -> dict[str, object]:
     row: dict[str, object] = {"ts": time.time(), "producer": producer, "txmsgs": stats["txmsgs"], "msg_cnt": stats["msg_cnt"]}
     for name in BROKER_FIELDS:
         row[name] = sum(broker[name] for broker in brokers)
+    row["request_latency_avg_ms"] = max((broker["rtt"]["avg"] for broker in brokers), default=0) // 1000
+    row["request_latency_max_ms"] = max((broker["rtt"]["max"] for broker in brokers), default=0) // 1000
     return row
 
 
@@ -37,7 +40,9 @@ def summarize(table: pa.Table) -> dict[str, int]:
         return summary
     last = table.group_by("producer").aggregate([(name, "max") for name in STATS_COUNTERS])
     for name in STATS_COUNTERS:
-        summary[name] = int(pc.sum(last[f"{name}_max"]).as_py())
+        if (total := pc.sum(last[f"{name}_max"]).as_py()) is not None:
+            summary[name] = int(total)
     for name in STATS_GAUGES:
-        summary[f"max_{name}"] = int(pc.max(table[name]).as_py())
+        if (largest := pc.max(table[name]).as_py()) is not None:  # null: the client has no such statistic
+            summary[f"max_{name}"] = int(largest)
     return summary

@@ -1,0 +1,356 @@
+"""The Java client family (`acklab.workload.client.ClientFamily`): Apache Kafka's `kafka-clients`,
+driven by acklab's Java producer driver (`workload/java/AcklabProducer.java`).
+
+`acklab setup --java-client-version X` fetches kafka-clients X and its runtime dependencies (plus an
+slf4j backend, so the client's own log lines reach the producer's log) from Maven Central into
+`<cache>/java-clients/X/lib`, and compiles the driver against them into `<cache>/java-clients/X/driver`.
+The driver's source digest is stamped: a changed driver is recompiled by the next setup.
+
+A profile reaches the Java client in one of two forms: the catalog's typed fields, translated here to
+Java properties (the same meaning librdkafka's translation gives them), or the user's own properties
+(`{java: {...}}`, a `producer.properties`), run verbatim. Either way the model reads the *documented*
+effective configuration at the client's version (`effective`): Java's defaults changed in 3.0 (acks=all,
+idempotence on), 3.2 silently turns an unset idempotence off when acks, retries or in-flight conflict
+with it (KAFKA-13673), and 4.0 made linger.ms 5."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections.abc import Mapping, Sequence
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from acklab.base.maven import SetupError, fetch_java_client
+from acklab.base.paths import cache_dir
+from acklab.base.spec import SpecError
+from acklab.workload.client import Client, Launcher
+from acklab.workload.profiles import IDEMPOTENT_MAX_IN_FLIGHT, ProducerProfile
+from acklab.workload.spec import LoadSpec
+
+NAME = "java"
+LOCKED = "4.3.1"  # the newest kafka-clients whose jars this project's Kafka default ships with
+VERSION_PATTERN = r"^[34]\.\d+\.\d+$"
+VERSIONS_TEXT = "kafka-clients 3.x.y or 4.x.y"
+SOURCE = Path(__file__).parent / "java" / "AcklabProducer.java"
+MAIN_CLASS = "dev.acklab.AcklabProducer"
+# The client's log: warnings, plus NetworkClient's disconnects and request timeouts (field note #8).
+LOG_PROPERTIES = (
+    "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn",
+    "-Dorg.slf4j.simpleLogger.log.org.apache.kafka.clients.NetworkClient=info",
+    "-Dorg.slf4j.simpleLogger.showDateTime=true",
+    "-Dorg.slf4j.simpleLogger.dateTimeFormat=yyyy-MM-dd'T'HH:mm:ss.SSSZ",
+)
+JVM_OPTIONS = ("-Xms64m", "-Xmx512m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", *LOG_PROPERTIES)
+# Java's documented defaults the model reads (ProducerConfig): retry backoff, and its cap (KIP-580, 3.7).
+DEFAULTS: Mapping[str, float] = {"retry.backoff.ms": 100, "retry.backoff.max.ms": 1000}
+# librdkafka overrides with the same name and meaning in Java; a typed profile's other overrides have no translation.
+SHARED_OVERRIDES = frozenset({"retry.backoff.ms", "retry.backoff.max.ms", "compression.type", "batch.size"})
+RECORD_OVERHEAD = 61 + 21  # a v2 batch header and one record's varint framing, upper bound (bytes)
+
+
+def check_version(client_version: str) -> str:
+    """The version if acklab can run it; SetupError naming what is allowed otherwise."""
+    if not re.match(VERSION_PATTERN, client_version):
+        raise SetupError(f"java client version {client_version!r}: {VERSIONS_TEXT} (the default is {LOCKED})")
+    return client_version
+
+
+def client_dir(client_version: str) -> Path:
+    return cache_dir() / "java-clients" / client_version
+
+
+@cache
+def source_digest() -> str:
+    return hashlib.sha256(SOURCE.read_bytes()).hexdigest()[:16]
+
+
+def classpath(client_version: str) -> str:
+    """The driver's classes and the client's jars, once set up."""
+    folder = client_dir(client_version)
+    return ":".join([str(folder / "driver"), *map(str, sorted((folder / "lib").glob("*.jar")))])
+
+
+def client(client_version: str | None) -> Client:
+    """The set-up Java client of `client_version` (None: LOCKED); SetupError if it is not set up."""
+    client_version = check_version(client_version or LOCKED)
+    stamp = client_dir(client_version) / ".complete"
+    if not stamp.exists() or json.loads(stamp.read_text()).get("driver") != source_digest():
+        raise SetupError(
+            f"java client {client_version} is not set up (or its driver changed): run `acklab setup --java-client-version {client_version}` (or make setup)"
+        )
+    return Client(client_version, "", sys.executable, family=NAME)
+
+
+def fetch_client(client_version: str) -> Client:
+    """Fetch kafka-clients `client_version` with its dependencies and compile the driver against it (idempotent)."""
+    folder = client_dir(check_version(client_version))
+    try:
+        return client(client_version)
+    except SetupError:
+        pass
+    if shutil.which("javac") is None:
+        raise SetupError("a JDK (`javac`) is required to build the Java producer driver: apt-get install openjdk-17-jdk-headless")
+    folder.mkdir(parents=True, exist_ok=True)
+    fetch_java_client(client_version, folder / "lib")
+    driver = folder / "driver"
+    shutil.rmtree(driver, ignore_errors=True)
+    lib = ":".join(map(str, sorted((folder / "lib").glob("*.jar"))))
+    done = subprocess.run(["javac", "-nowarn", "-d", str(driver), "-cp", lib, str(SOURCE)], capture_output=True, text=True)
+    if done.returncode != 0:
+        raise SetupError(f"compiling the Java producer driver against kafka-clients {client_version} failed: {done.stderr.strip()[-500:]}")
+    reported = subprocess.run(java_command(client_version, "version"), capture_output=True, text=True, check=False).stdout.strip()
+    if reported != client_version:
+        raise SetupError(f"java client {client_version}: the driver reports kafka-clients {reported!r}")
+    (folder / ".complete").write_text(json.dumps({"version": client_version, "driver": source_digest()}))
+    return client(client_version)
+
+
+def java_command(client_version: str, *args: str) -> list[str]:
+    """The command that runs the driver on kafka-clients `client_version`."""
+    return ["java", *JVM_OPTIONS, "-cp", classpath(client_version), MAIN_CLASS, *args]
+
+
+# ---- profiles: one meaning, the Java translation -------------------------------------------------
+
+
+def config(profile: ProducerProfile) -> dict[str, str]:
+    """The Java properties of `profile`: the user's own verbatim, or the typed fields translated
+    (librdkafka's translation is `acklab.workload.librdkafka.config`)."""
+    if profile.java is not None:
+        return {key: value for key, value in profile.java.items() if not is_cluster_property(key)}
+    if untranslatable := sorted(set(profile.overrides) - SHARED_OVERRIDES):
+        raise SpecError(
+            f"profile {profile.name}: librdkafka overrides {', '.join(untranslatable)} have no Java translation; "
+            "give the Java client its own properties ({java: {property: value}} or --producer-config FILE.properties)"
+        )
+    properties = {
+        "acks": profile.acks,
+        "enable.idempotence": profile.enable_idempotence,
+        "retries": profile.retries,
+        "max.in.flight.requests.per.connection": profile.max_in_flight,
+        "linger.ms": profile.linger_ms,
+        "request.timeout.ms": profile.request_timeout_ms,  # client-side in Java
+        "delivery.timeout.ms": profile.delivery_timeout_ms,
+        **profile.overrides,
+    }
+    if profile.transaction is not None:
+        properties["transaction.timeout.ms"] = profile.transaction.timeout_ms
+    return {name: str(value).lower() if isinstance(value, bool) else str(value) for name, value in properties.items()}
+
+
+def _version(client_version: str) -> tuple[int, int]:
+    major, minor, _ = client_version.split(".", 2)
+    return int(major), int(minor)
+
+
+def defaults(client_version: str) -> dict[str, Any]:
+    """kafka-clients' documented defaults of the typed fields at `client_version` (ProducerConfig)."""
+    at = _version(client_version)
+    return {
+        "acks": "all" if at >= (3, 0) else "1",
+        "enable_idempotence": at >= (3, 0),
+        "retries": 2147483647,
+        "max_in_flight": 5,
+        "linger_ms": 5 if at >= (4, 0) else 0,
+        "request_timeout_ms": 30000,
+        "delivery_timeout_ms": 120000,
+        "partitioner": "murmur2_random",
+    }
+
+
+# Java property -> typed field (the ones the model reads); the rest stay in `overrides`.
+TYPED = {
+    "acks": "acks",
+    "enable.idempotence": "enable_idempotence",
+    "retries": "retries",
+    "max.in.flight.requests.per.connection": "max_in_flight",
+    "linger.ms": "linger_ms",
+    "request.timeout.ms": "request_timeout_ms",
+    "delivery.timeout.ms": "delivery_timeout_ms",
+}
+
+
+def effective(name: str, properties: Mapping[str, str], client_version: str, description: str = "") -> ProducerProfile:
+    """The profile the Java client documents for `properties` at `client_version`: its defaults for
+    what they leave out, and its documented adjustment (from 3.2, KAFKA-13673: an unset
+    enable.idempotence is off when acks is not all, retries is 0 or more than 5 requests may be in
+    flight). SpecError (one line) if the model cannot represent it."""
+    fields: dict[str, Any] = {}
+    overrides: dict[str, str] = {}
+    for key, value in properties.items():
+        if key in TYPED:
+            if (typed_value := _typed(key, value)) is not None:  # else the client's validation names it
+                fields[TYPED[key]] = typed_value
+        elif key in UNSUPPORTED and str(value).strip().lower() not in ("", "false"):
+            raise SpecError(f"profile {name}: {key}={value}: {UNSUPPORTED[key]} is not supported (acklab checks that a keyed record lands on murmur2's partition)")
+        elif key not in ("transactional.id", "transaction.timeout.ms"):
+            overrides[key] = value
+    typed = {**defaults(client_version), **fields}
+    if "enable_idempotence" not in fields and typed["enable_idempotence"]:
+        conflicts = typed["acks"] != "all" or typed["retries"] == 0 or typed["max_in_flight"] > IDEMPOTENT_MAX_IN_FLIGHT
+        if conflicts:
+            typed["enable_idempotence"] = False
+    if "transactional.id" in properties:
+        timeout = _typed("transaction.timeout.ms", properties.get("transaction.timeout.ms", "60000"))
+        typed["transaction"] = {"timeout_ms": timeout or 60000}
+        typed["enable_idempotence"] = True
+    from pydantic import ValidationError
+
+    try:
+        return ProducerProfile.model_validate(
+            {
+                "name": name,
+                "description": description or "the user's Java producer properties",
+                **typed,
+                "java": dict(properties),
+                "overrides": overrides,
+            }
+        )
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        raise SpecError(f"profile {name}: {first['msg'].removeprefix('Value error, ')}") from None
+
+
+def _typed(key: str, value: str) -> Any:
+    """The typed field's value of a Java property, or None when the client will refuse it."""
+    text = str(value).strip().lower()
+    if key == "acks":
+        return {"-1": "all", "all": "all", "0": "0", "1": "1"}.get(text)
+    if key == "enable.idempotence":
+        return {"true": True, "false": False}.get(text)
+    try:
+        return int(text)
+    except ValueError:
+        return None
+
+
+def resolve(profile: ProducerProfile, target: Client) -> ProducerProfile:
+    """`profile` as the Java client at `target`'s version runs it: the user's properties read at
+    that version (`effective`), or the typed fields with Java's only keyed partitioner (murmur2)."""
+    if profile.java is not None:
+        return effective(profile.name, config(profile), target.version, profile.description)
+    config(profile)  # SpecError for overrides without a translation
+    return profile.model_copy(update={"partitioner": "murmur2_random", "socket_timeout_ms": None})
+
+
+def validate(target: Client, profiles: Sequence[ProducerProfile], load: LoadSpec) -> None:
+    """kafka-clients itself (its ProducerConfig and KafkaProducer constructor, in the driver's validate
+    mode) must accept each profile's properties, and the load's largest record must fit max.request.size."""
+    with tempfile.TemporaryDirectory(prefix="acklab-java-validate-") as work:
+        files = []
+        for n, profile in enumerate(profiles):
+            path = Path(work) / f"{n}.properties"
+            write_properties(path, config(profile))
+            files.append(str(path))
+        done = subprocess.run(java_command(target.version, "validate", *files), capture_output=True, text=True, timeout=120)
+    if done.returncode != 0:
+        raise SetupError(f"java client {target.version} could not check the profiles: {done.stderr.strip().splitlines()[-1:]}")
+    answers = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
+    for profile, answer in zip(profiles, answers, strict=True):
+        if answer["error"]:
+            named = answer["property"] or next((k for k in config(profile) if re.search(rf"(?<![\w.]){re.escape(k)}(?![\w.])", answer["error"])), None)
+            where = f" {named}" if named else ""
+            raise SpecError(f"profile {profile.name}: kafka-clients {target.version} rejects{where}: {answer['error']}")
+        limit = int(config(profile).get("max.request.size", 1048576))
+        if (size := load.message_bytes + len(load.longest_key) + RECORD_OVERHEAD) > limit:
+            raise SpecError(
+                f"params.message_bytes: {load.message_bytes}-byte messages are refused by the producer of profile {profile.name} "
+                f"(kafka-clients {target.version}: RecordTooLargeException, a record of about {size} bytes is above max.request.size {limit})"
+            )
+
+
+def write_properties(path: Path, properties: Mapping[str, str]) -> None:
+    """A Java properties file (keys and values escaped as java.util.Properties reads them)."""
+
+    def escape(text: str, key: bool) -> str:
+        out = text.replace("\\", "\\\\").replace("\n", "\\n").replace("\r", "\\r").replace("\t", "\\t")
+        out = out.replace("=", "\\=").replace(":", "\\:").replace("#", "\\#").replace("!", "\\!")
+        if key:
+            out = out.replace(" ", "\\ ")
+        return ("\\" + out) if out.startswith(" ") else out
+
+    path.write_text("".join(f"{escape(k, True)}={escape(str(v), False)}\n" for k, v in properties.items()), encoding="utf-8")
+
+
+def read_properties(target: Client, path: Path) -> dict[str, str]:
+    """A user's producer.properties as the Java client reads it (java.util.Properties, in the driver's
+    `read` mode), without the cluster's connection settings (CLUSTER_PROPERTIES: acklab's cluster
+    replaces them). SpecError (one line) for a file that cannot be read or holds nothing."""
+    if not path.is_file():
+        raise SpecError(f"producer config {path}: no such file")
+    done = subprocess.run(java_command(target.version, "read", str(path)), capture_output=True, text=True, timeout=60)
+    if done.returncode != 0:
+        raise SpecError(f"producer config {path}: cannot read it: {(done.stderr.strip().splitlines() or ['?'])[-1]}")
+    properties = json.loads(done.stdout)
+    if not properties:
+        raise SpecError(f"producer config {path}: no properties in it")
+    return {key: value for key, value in properties.items() if not is_cluster_property(key)}
+
+
+# A user's file names its own cluster and how to reach it; acklab's cluster under test replaces these.
+CLUSTER_PROPERTIES = frozenset({"bootstrap.servers", "key.serializer", "value.serializer", "security.protocol", "client.dns.lookup"})
+# Settings the checker cannot follow: it expects a keyed record on the default partitioner's partition (murmur2).
+UNSUPPORTED = {"partitioner.class": "a custom partitioner", "partitioner.ignore.keys": "keys ignored by the partitioner"}
+
+
+def is_cluster_property(key: str) -> bool:
+    """A connection setting of the user's own cluster (left out: acklab's cluster replaces it)."""
+    return key in CLUSTER_PROPERTIES or key.startswith(("ssl.", "sasl."))
+
+
+CLIENT_ENV = "ACKLAB_JAVA_CLIENT"  # the kafka-clients version a Java producer process runs
+
+
+class JavaLauncher:
+    """Starts Java producer processes (`acklab.workload.java_worker`) of a client (`acklab.workload.client.Launcher`)."""
+
+    def __init__(self, client: Client) -> None:
+        self.client = client
+
+    def spawn(self, log: Path) -> subprocess.Popen[str]:
+        with log.open("ab") as stderr:
+            return subprocess.Popen(
+                [self.client.python, "-m", "acklab.workload.java_worker"],
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr, text=True,
+                env={**self.client.env, CLIENT_ENV: self.client.version},
+            )
+
+
+class Java:
+    """The family object (`acklab.workload.client.ClientFamily`) over this module's functions."""
+
+    name = NAME
+    locked = LOCKED
+    version_pattern = VERSION_PATTERN
+    defaults = DEFAULTS
+
+    def check_version(self, version: str) -> str:
+        return check_version(version)
+
+    def client(self, version: str | None) -> Client:
+        return client(version)
+
+    def fetch(self, version: str) -> Client:
+        return fetch_client(version)
+
+    def config(self, profile: ProducerProfile) -> dict[str, Any]:
+        return config(profile)
+
+    def resolve(self, profile: ProducerProfile, client: Client) -> ProducerProfile:
+        return resolve(profile, client)
+
+    def validate(self, client: Client, profiles: Sequence[ProducerProfile], load: LoadSpec) -> None:
+        validate(client, profiles, load)
+
+    def label(self, client: Client) -> str:
+        return f"kafka-clients {client.version} (Java)"
+
+    def launcher(self, client: Client) -> Launcher:
+        return JavaLauncher(client)

@@ -1,0 +1,188 @@
+"""One producer process of a load on the Java client: the worker protocol of
+`acklab.workload.worker` (a `WorkerJob` line on stdin, `ready`, then `go`) around a JVM running the Java
+producer driver (`workload/java/AcklabProducer.java`), whose record of every message becomes this
+producer's send-log part, statistics part and counts, exactly as the librdkafka worker writes them
+(`acklab.workload.sendlog.ProducerLog`).
+
+The JVM runs in its own session (a Ctrl-C reaching the load's process group is for the parent to
+decide, as in the librdkafka worker) and gets SIGTERM when this process dies (PR_SET_PDEATHSIG): it is
+never left behind. SIGTERM here, or the parent going away, is passed on as `stop <reason>`: the driver
+stops producing and still writes its record."""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from datetime import datetime
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from acklab.store.schemas import PRODUCER_STATS, STATS_COUNTERS, STATS_GAUGES
+from acklab.workload.java_client import CLIENT_ENV, java_command, write_properties
+from acklab.workload.partitioners import partition_for
+from acklab.workload.sendlog import ProducerLog
+from acklab.workload.spec import key
+from acklab.workload.stats import STATS_INTERVAL_MS
+from acklab.workload.worker import PARENT_GONE, PROGRESS_FILE, SIGTERM_STOP, WorkerJob
+
+# The driver's statistics line (AcklabProducer.sampleOnce), after ts.
+STATS_FIELDS = (*STATS_COUNTERS, *STATS_GAUGES)
+# The driver's arrays in its .java.bin, in order.
+COLUMNS = (("send_ts", "<f8"), ("ack_ts", "<f8"), ("partition", "<i4"), ("offset", "<i8"), ("error", "<i4"), ("refused", "u1"))
+PR_SET_PDEATHSIG = 1
+TIMEOUT_LINE = "due to request timeout"  # NetworkClient, at INFO (java_client.LOG_PROPERTIES)
+
+
+def _die_with_parent() -> None:
+    ctypes.CDLL("libc.so.6", use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+
+
+def _java_properties(values: dict[str, object]) -> str:
+    return "".join(f"{name}={value}\n" for name, value in values.items() if value is not None)
+
+
+def start_driver(job: WorkerJob, version: str) -> subprocess.Popen[str]:
+    """The JVM of `job`, its configuration and job written beside the producer's other files."""
+    config = job.file(".java.properties")
+    write_properties(config, {name: str(value).lower() if isinstance(value, bool) else str(value) for name, value in job.config.items()})
+    transaction = job.transaction
+    job_file = job.file(".java.job")
+    job_file.write_text(_java_properties({
+        "producer": job.producer,
+        "producers": job.producers,
+        "bootstrap.servers": job.bootstrap_servers,
+        "topic": job.topic,
+        "first.id": job.first_id,
+        "count": job.count,
+        "max.id": job.max_id,
+        "message.bytes": job.message_bytes,
+        "keys": job.keys,
+        "rate": job.rate,
+        "duration.s": job.duration_s,
+        "flush.timeout.s": job.flush_timeout_s,
+        "partitions": job.partitions,
+        "transactional": transaction is not None,
+        "records.per.txn": transaction.records_per_txn if transaction else None,
+        "abort.ratio": transaction.abort_ratio if transaction else None,
+        "stats.interval.ms": STATS_INTERVAL_MS,
+        "progress.file": job.file("").parent / PROGRESS_FILE,
+        "config.file": config,
+        "out.prefix": job.file(""),
+    }))
+    return subprocess.Popen(
+        java_command(version, "run", str(job_file)),
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=sys.stderr, text=True,
+        start_new_session=True, preexec_fn=_die_with_parent,
+    )
+
+
+def collect(job: WorkerJob, version: str) -> dict[str, object]:
+    """The driver's record as this producer's send-log part, statistics part and counts."""
+    result = json.loads(job.file(".java.json").read_text())
+    raw = np.fromfile(job.file(".java.bin"), dtype=np.uint8)
+    reports, at = {}, 0
+    for name, dtype in COLUMNS:
+        size = np.dtype(dtype).itemsize * job.count
+        reports[name] = raw[at : at + size].view(dtype)
+        at += size
+    keys = [key(job.producer, k).encode() for k in range(job.keys)]
+    log = ProducerLog(
+        job.file(".parquet"), job.producer, job.first_id, job.count, job.keys,
+        [partition_for(k, result["partitions"], job.partitioner) for k in keys],
+        transactional=job.transaction is not None,
+        metadata={"client_version": result["client_version"], "librdkafka_version": ""},
+        retriable_codes=np.asarray(result["retriable_codes"], dtype=np.int32),
+    )
+    fatal = (result["fatal_code"], result["fatal_ts"]) if result["fatal_code"] is not None else None
+    log.adopt(
+        result["sent"], reports, {int(code): name for code, name in result["error_names"].items()},
+        (result["txn_starts"], result["txn_outcomes"]), fatal,
+    )
+    log.write(result["planned"])
+    timeouts = request_timeouts(job.file(".log"))
+    rows = []
+    for line in job.file(".java.stats").read_text().splitlines():
+        ts, *values = line.split(",")
+        row: dict[str, object] = {"ts": float(ts), "producer": job.name, **{f: int(v) if v else None for f, v in zip(STATS_FIELDS, values, strict=True)}}
+        row["req_timeouts"] = int(np.searchsorted(timeouts, float(ts), side="right"))
+        rows.append(row)
+    pq.write_table(pa.Table.from_pylist(rows, schema=PRODUCER_STATS), job.file(".stats.parquet"))
+    for suffix in (".java.bin", ".java.stats", ".java.json"):
+        job.file(suffix).unlink()
+    return {
+        "producer": job.name,
+        "started": result["started"],
+        "ended": result["ended"],
+        "partitions": result["partitions"],
+        "stop_reason": result["stop_reason"],
+        "fatal_error": result["fatal_error"],
+        "client_version": result["client_version"],
+        "librdkafka_version": "",
+        **log.summary(result["planned"]),
+    }
+
+
+def request_timeouts(log: Path) -> np.ndarray:
+    """Epoch seconds of each request the client timed out, from NetworkClient's log lines
+    ("Disconnecting from node N due to request timeout"), in order."""
+    stamps = []
+    for line in log.read_text(errors="replace").splitlines() if log.exists() else []:
+        if TIMEOUT_LINE in line:
+            try:
+                stamps.append(datetime.strptime(line.split(" ", 1)[0], "%Y-%m-%dT%H:%M:%S.%f%z").timestamp())
+            except ValueError:
+                continue
+    return np.sort(np.asarray(stamps, dtype=np.float64))
+
+
+def main() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the whole group: the parent decides
+    stop_reason: list[str] = []
+    signal.signal(signal.SIGTERM, lambda *_: stop_reason.append(SIGTERM_STOP))
+    job = WorkerJob.model_validate_json(sys.stdin.readline())
+    version = os.environ[CLIENT_ENV]
+    parent = os.getppid()
+    driver = start_driver(job, version)
+    assert driver.stdin is not None and driver.stdout is not None
+    ready = driver.stdout.readline().split()
+    if not ready or ready[0] != "ready":
+        driver.stdin.close()
+        sys.exit(f"{job.name}: the Java driver did not start (exit {driver.wait()}); its log is above")
+    print("ready", flush=True)
+    if sys.stdin.readline().strip() != "go":
+        driver.stdin.close()  # not started: the driver exits at EOF, nothing was sent
+        driver.wait()
+        return
+    driver.stdin.write("go\n")
+    driver.stdin.flush()
+    told = False
+    while driver.poll() is None:
+        time.sleep(0.1)
+        if os.getppid() != parent and not stop_reason:
+            stop_reason.append(PARENT_GONE)
+        if stop_reason and not told:
+            told = True
+            try:
+                driver.stdin.write(f"stop {stop_reason[0]}\n")
+                driver.stdin.flush()
+            except BrokenPipeError:
+                pass
+    if driver.returncode != 0 or not job.file(".java.json").exists():
+        sys.exit(f"{job.name}: the Java driver exited with {driver.returncode} without its record; its log is above")
+    result = collect(job, version)
+    out = job.file(".json")
+    tmp = out.with_suffix(".tmp")
+    tmp.write_text(json.dumps(result))
+    os.replace(tmp, out)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,114 @@
+"""The Java client family's pure logic: a profile's translation to Java properties, the effective
+configuration the Java client documents at each version (defaults, KAFKA-13673's adjustment), and
+the model's expectations that follow. The driver itself runs in tests/integration/test_java_producer.py."""
+
+from __future__ import annotations
+
+import pytest
+
+from acklab.base.spec import SpecError
+from acklab.cluster.topology import load_topology
+from acklab.model.classes import Guarantee
+from acklab.model.guarantees import expect
+from acklab.nemesis.schedule import schedule_for
+from acklab.plan.params import RunParams
+from acklab.workload import families, java_client
+from acklab.workload.client import Client
+from acklab.workload.profiles import get_profile, profile_from_spec
+
+
+def _java(version: str) -> Client:
+    return Client(version, "", "python", family="java")
+
+
+def test_the_catalog_profiles_mean_the_same_in_java_properties() -> None:
+    assert java_client.config(get_profile("idempotent")) == {
+        "acks": "all", "enable.idempotence": "true", "retries": "2147483647", "max.in.flight.requests.per.connection": "5",
+        "linger.ms": "5", "request.timeout.ms": "10000", "delivery.timeout.ms": "60000",
+    }
+    assert java_client.config(get_profile("at-least-once"))["enable.idempotence"] == "false"
+    assert java_client.config(get_profile("transactional"))["transaction.timeout.ms"] == "60000"
+    resolved = java_client.resolve(get_profile("leader-ack"), _java("4.3.1"))
+    assert resolved.partitioner == "murmur2_random" and resolved.acks == "1"  # Java keys records with murmur2 only
+
+
+def test_librdkafka_overrides_without_a_java_meaning_are_refused() -> None:
+    profile = profile_from_spec("mine", {"acks": "all", "overrides": {"queue.buffering.max.messages": 10}}, "test")
+    with pytest.raises(SpecError, match=r"profile mine: librdkafka overrides queue.buffering.max.messages have no Java translation"):
+        java_client.resolve(profile, _java("4.3.1"))
+    shared = profile_from_spec("mine", {"acks": "all", "overrides": {"compression.type": "lz4"}}, "test")
+    assert java_client.config(shared)["compression.type"] == "lz4"
+
+
+@pytest.mark.parametrize(
+    ("version", "properties", "acks", "idempotent", "linger_ms"),
+    [
+        ("3.1.0", {}, "all", True, 0),  # documented default since 3.0 (KAFKA-13598 broke it in 3.0.0 and 3.1.0)
+        ("3.9.1", {}, "all", True, 0),
+        ("4.3.1", {}, "all", True, 5),  # KIP-1030: linger.ms 5 from 4.0
+        ("3.2.3", {"acks": "1"}, "1", False, 0),  # KAFKA-13673: an unset idempotence yields to acks != all
+        ("3.2.3", {"max.in.flight.requests.per.connection": "6"}, "all", False, 0),
+        ("3.2.3", {"retries": "0"}, "all", False, 0),
+        ("4.3.1", {"acks": "-1", "enable.idempotence": "false"}, "all", False, 5),
+        ("3.9.1", {"transactional.id": "app"}, "all", True, 0),
+    ],
+)
+def test_the_effective_configuration_is_what_the_java_client_documents(
+    version: str, properties: dict[str, str], acks: str, idempotent: bool, linger_ms: int
+) -> None:
+    profile = java_client.effective("custom", properties, version)
+    assert (profile.acks, profile.enable_idempotence, profile.linger_ms) == (acks, idempotent, linger_ms)
+    assert (profile.delivery_timeout_ms, profile.request_timeout_ms, profile.max_in_flight) == (
+        120_000, 30_000, int(properties.get("max.in.flight.requests.per.connection", 5))
+    )
+    assert (profile.transaction is not None) == ("transactional.id" in properties)
+    assert java_client.config(profile) == properties  # the user's own properties run verbatim
+
+
+def test_a_users_properties_file_leaves_its_cluster_out_and_is_resolved_per_version() -> None:
+    spec = {"java": {"bootstrap.servers": "prod:9092", "security.protocol": "SASL_SSL", "sasl.mechanism": "PLAIN",
+                     "key.serializer": "org.example.Avro", "acks": "1", "linger.ms": 20}}
+    profile = profile_from_spec("custom", spec, "params.custom_profiles")
+    assert java_client.config(profile) == {"acks": "1", "linger.ms": "20"}
+    resolved = java_client.resolve(profile, _java("3.2.3"))
+    assert (resolved.acks, resolved.enable_idempotence, resolved.linger_ms) == ("1", False, 20)
+    with pytest.raises(SpecError, match="profile custom is Java producer properties: it runs on the java client"):
+        families.default().resolve(profile, families.default().client(None))
+
+
+def test_a_custom_partitioner_cannot_be_checked_and_is_refused() -> None:
+    with pytest.raises(SpecError, match=r"partitioner.class=.*a custom partitioner is not supported"):
+        java_client.effective("custom", {"partitioner.class": "org.apache.kafka.clients.producer.RoundRobinPartitioner"}, "4.3.1")
+
+
+def test_the_model_expects_what_the_documentation_promises_not_what_a_buggy_client_does() -> None:
+    """KAFKA-13598: kafka-clients 3.1.0 documents idempotence on by default; the model expects it, so a
+    3.1.0 producer that duplicates under lost acks is red."""
+    topology, schedule = load_topology("three-brokers"), schedule_for("ack-loss", 2.0, 10.0)
+    for version in ("3.1.0", "3.2.3"):
+        profile = java_client.effective("java-defaults", {}, version)
+        expected = expect(profile, topology, schedule, _java(version))
+        assert expected.guarantee is Guarantee.EXACTLY_ONCE, expected.reason
+        assert any(e.column == "duplicates" and e.max == 0 for e in expected.expectations)
+    legacy = expect(java_client.effective("acks1", {"acks": "1"}, "3.2.3"), topology, schedule, _java("3.2.3"))
+    assert legacy.guarantee is not Guarantee.EXACTLY_ONCE
+
+
+@pytest.mark.parametrize(
+    ("spec", "message"),
+    [
+        ("python:1.0", "String should match pattern"),
+        ("java:2.8.0", "kafka-clients 3.x.y or 4.x.y"),
+        ("java:3.8.0", "java client 3.8.0 is not set up (or its driver changed): run `acklab setup --java-client-version 3.8.0`"),
+    ],
+)
+def test_a_client_is_named_family_colon_version(spec: str, message: str) -> None:
+    from acklab.plan.planner import make_plan
+
+    with pytest.raises(SpecError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        make_plan({"client": spec})
+
+
+def test_client_and_client_version_cannot_both_name_the_client() -> None:
+    with pytest.raises(ValueError, match="both name the client"):
+        RunParams(client="java:4.3.1", client_version="2.3.0")
