@@ -49,6 +49,7 @@ def test_invalid_param_fails_before_any_cluster_starts(acklab_env: dict[str, str
     assert not any((run / "cluster").exists() for run in set(isolated_run_store.iterdir()) - before)
 
 
+@pytest.mark.versions  # 205 s: two Kafka versions through the version DAG
 def test_version_regression_dag_compares_two_versions(acklab_env: dict[str, str], isolated_run_store: Path) -> None:
     conf = {"kafka_versions": ["4.3.1", "3.9.2"], "profiles": ["idempotent"], "faults": ["leader-kill"], "messages": 48000, "rate": 4000}
     result = dags_test(acklab_env, conf, "kafka_version_regression")
@@ -64,5 +65,5 @@ def test_version_regression_dag_compares_two_versions(acklab_env: dict[str, str]
         assert_nothing_left(run / "cluster")
     html = (comparison.parent / "index.html").read_text()
     client = json.loads((Path(summary["runs"][0]) / "manifest.json").read_text())["scenarios"][0]["client_version"]
-    assert f"heatmap-3.9.2-{client}.png" in html and f"heatmap-4.3.1-{client}.png" in html
-    assert f"Kafka 3.9.2 / client {client}: pass" in output and f"Kafka 4.3.1 / client {client}: pass" in output
+    assert f"heatmap-3.9.2-librdkafka-{client}.png" in html and f"heatmap-4.3.1-librdkafka-{client}.png" in html
+    assert f"Kafka 3.9.2 / librdkafka {client}: pass" in output and f"Kafka 4.3.1 / librdkafka {client}: pass" in output

@@ -50,6 +50,7 @@ def docker_env(docker_engine: None, tmp_path_factory: pytest.TempPathFactory) ->
         yield image
 
 
+@pytest.mark.slow  # 166 s; the Docker backend's own faults and reaper stay in `make test`
 def test_same_verdicts_as_local_backend(docker_env: str) -> None:
     runs = {backend: run_pipeline({**SCENARIO, "backend": backend}) for backend in ("docker", "local")}
     verdicts = {backend: {s.scenario: s.status for s in run.verdict.scenarios} for backend, run in runs.items()}

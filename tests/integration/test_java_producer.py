@@ -2,8 +2,8 @@
 producer's evidence contract (the send log's schema and one final state per planned message, the
 statistics, the counts), its transactions are recorded and aborted records stay invisible to
 read_committed readers, a load stopped by SIGTERM still writes its evidence and leaves no JVM, and the
-smoke scenarios pass under a leader SIGKILL through the Spark audit and the GX verdict with every row
-naming the Java client. KAFKA-13598 (the `versions` family) is red on 3.1.0 and green on 3.2.3."""
+smoke scenarios pass under a leader SIGKILL side by side with librdkafka's, in one fault group, through
+the Spark audit and the GX verdict with every row naming its client. KAFKA-13598 (the `versions` family) is red on 3.1.0 and green on 3.2.3."""
 
 from __future__ import annotations
 
@@ -124,18 +124,24 @@ def test_a_killed_java_worker_takes_its_jvm_with_it(cluster: Cluster, tmp_path: 
     assert set(_drivers()) - before == set()
 
 
-def test_the_java_smoke_passes_under_a_leader_kill_and_names_its_client() -> None:
-    plan = make_plan({"client": f"java:{JAVA.version}", "profiles": ["leader-ack", "idempotent"], "faults": ["leader-kill"],
-                      "messages": 30000, "rate": 3000, "fault_at_s": 1.0})
+def test_the_java_smoke_passes_side_by_side_with_librdkafka_under_a_leader_kill_and_names_its_client() -> None:
+    plan = make_plan({"clients": ["librdkafka", f"java:{JAVA.version}"], "profiles": ["leader-ack", "idempotent"],
+                      "faults": ["leader-kill"], "messages": 30000, "rate": 3000, "fault_at_s": 1.0})
+    assert [len(group) for group in plan.groups()] == [4]  # both families in one fault group, under one fault
     run = run_audited([plan])
     verdict = validate_matrix(run, expectations_dir(), run.run_id)
     assert {s.status for s in verdict.scenarios} == {"pass"}, verdict.summary_lines()
-    for row in run.read_matrix():
-        assert (row["client_family"], row["client_version"], row["librdkafka_version"]) == ("java", JAVA.version, ""), row
+    rows = {row["scenario"]: row for row in run.read_matrix()}
+    assert set(rows) == {"leader-ack__leader-kill", "idempotent__leader-kill", "leader-ack.java__leader-kill", "idempotent.java__leader-kill"}
+    for name, row in rows.items():
+        java = ".java__" in name
+        assert row["client_family"] == ("java" if java else "librdkafka"), row
+        assert (row["client_version"] == JAVA.version and row["librdkafka_version"] == "") if java else row["librdkafka_version"], row
         assert row["sent"] == row["planned"] == 30000 and row["fault_effective"]
-        assert row["partitioner"] == "murmur2_random"
-    entry = run.read_manifest().scenarios[0]
-    assert entry.client_family == "java" and entry.producer_config["acks"] in ("1", "all")
+        assert row["partitioner"] == ("murmur2_random" if java else "consistent_random")
+    entries = {entry.scenario: entry for entry in run.read_manifest().scenarios}
+    assert entries["idempotent.java__leader-kill"].producer_config["enable.idempotence"] == "true"
+    assert "enable.idempotence" in entries["idempotent__leader-kill"].producer_config
 
 
 @pytest.mark.versions

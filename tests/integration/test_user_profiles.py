@@ -39,6 +39,7 @@ def test_a_profiles_file_runs_through_the_cli(acklab_env: dict[str, str], tmp_pa
     }
 
 
+@pytest.mark.slow  # 110 s; the CLI path of user profiles stays in `make test`
 def test_raw_custom_profiles_run_through_the_dag(acklab_env: dict[str, str], isolated_run_store: Path) -> None:
     before = set(isolated_run_store.iterdir())
     conf = {

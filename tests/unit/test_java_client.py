@@ -112,3 +112,23 @@ def test_a_client_is_named_family_colon_version(spec: str, message: str) -> None
 def test_client_and_client_version_cannot_both_name_the_client() -> None:
     with pytest.raises(ValueError, match="both name the client"):
         RunParams(client="java:4.3.1", client_version="2.3.0")
+
+
+def test_clients_side_by_side_share_each_fault_group() -> None:
+    from acklab.plan.planner import make_plan
+
+    plan = make_plan({"clients": ["librdkafka", "java"], "profiles": ["leader-ack", "idempotent"], "faults": ["none", "leader-kill"]})
+    assert [s.name for s in plan.scenarios] == [
+        "leader-ack__none", "leader-ack__leader-kill", "idempotent__none", "idempotent__leader-kill",
+        "leader-ack.java__none", "leader-ack.java__leader-kill", "idempotent.java__none", "idempotent.java__leader-kill",
+    ]
+    assert [[s.name for s in group] for group in plan.groups()][1] == [
+        "leader-ack__leader-kill", "idempotent__leader-kill", "leader-ack.java__leader-kill", "idempotent.java__leader-kill",
+    ]
+    java = [s for s in plan.scenarios if s.client.family == "java"]
+    assert len(java) == 4 and all(s.profile.partitioner == "murmur2_random" for s in java)
+    assert plan.client.family == "librdkafka"
+    with pytest.raises(ValueError, match="clients names every client of the run"):
+        RunParams(clients=["java"], client="java:4.3.1")
+    with pytest.raises(SpecError, match="params.clients: each client once"):
+        make_plan({"clients": ["java", "java:4.3.1"]})

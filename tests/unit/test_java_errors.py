@@ -11,8 +11,8 @@ from confluent_kafka import KafkaError
 from acklab.plan.presets import PRESETS
 from acklab.proxy.codes import ERRORS
 from acklab.report.field_notes import build_field_notes
-from acklab.report.java_errors import JAVA_ERRORS, with_java
 from acklab.store.runs import Manifest, RunDir, ScenarioEntry
+from acklab.workload.java_errors import JAVA_ERRORS, with_java
 
 
 def test_every_mapped_name_is_a_librdkafka_error() -> None:

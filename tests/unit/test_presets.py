@@ -100,3 +100,19 @@ def test_faults_cover_load_needs_the_fault_in_effect_before_the_load_and_until_i
     assert faults_cover_load()(timeline(101.0, 114.0))[0] is False  # took effect after the first send
     assert faults_cover_load()(timeline(99.0, 105.0))[0] is False  # back before the load ended
     assert faults_cover_load()(evidence({}))[0] is False
+
+
+def test_an_error_check_names_the_java_exception_on_the_java_client() -> None:
+    java = evidence({}, client_family="java", delivery_errors={"TimeoutException": 200})
+    assert errors("_MSG_TIMED_OUT")(java) == (True, "delivery errors: TimeoutException x200")
+    assert errors("NOT_ENOUGH_REPLICAS")(java)[0] is False
+    assert errors("NOT_ENOUGH_REPLICAS")(evidence({}, client_family="java", delivery_errors={"NotEnoughReplicasException": 3}))[0]
+
+
+def test_kafka_13598_expects_duplicates_only_on_the_affected_versions() -> None:
+    from acklab.plan.presets import BUG_13598_AFFECTED, affected
+
+    check = affected("client", BUG_13598_AFFECTED, count("duplicates", ">", 0), count("duplicates", "==", 0))
+    assert check(evidence({"duplicates": 4177}, client_version="3.1.0")) == (True, "client 3.1.0: duplicates = 4,177 of 1,000 planned")
+    assert check(evidence({"duplicates": 0}, client_version="3.1.1"))[0] is True  # fixed in 3.0.1, 3.1.1 and 3.2.0
+    assert check(evidence({"duplicates": 3}, client_version="3.2.3"))[0] is False

@@ -166,7 +166,7 @@ def _attempt(
         try:
             return run_load(
                 cluster.bootstrap_servers, topics[n], group[n].profile, plan.load, run.scenario(group[n].name), totals.of(n), ready.wait,
-                plan.client, partitions,
+                group[n].client, partitions,
             )
         except BaseException:
             ready.abort()  # the other loads stop waiting for this one
@@ -293,8 +293,8 @@ def _entry(
     return ScenarioEntry(
         scenario=scenario.name,
         profile=scenario.profile.name,
-        producer_config=families.of(plan.client).config(scenario.profile),
-        client_family=plan.client.family,
+        producer_config=families.of(scenario.client).config(scenario.profile),
+        client_family=scenario.client.family,
         fault=scenario.fault,
         guarantee=str(scenario.expected.guarantee),
         guarantee_reason=scenario.expected.reason,

@@ -64,7 +64,8 @@ def plan_versions(params: dict[str, Any], create: bool = True) -> list[dict[str,
     (`params["clients"]`, FAMILY:VERSION, and the confluent-kafka `params["client_versions"]`), each
     validated before anything starts (and given a folder holding its plan if `create`)."""
     clients = [*(params.get("clients") or []), *librdkafka_clients(params.get("client_versions"))]
-    plans = version_grid(_run_params(params), params.get("kafka_versions") or [], clients or [None])
+    base = {**_run_params(params), "clients": []}  # here `clients` is the comparison's axis, not clients side by side
+    plans = version_grid(base, params.get("kafka_versions") or [], clients or [None])
     if not create:
         return [{"params": plan.params.model_dump(mode="json")} for plan in plans]
     log.info("%d version pair(s): %d scenario(s) each", len(plans), len(plans[0].scenarios))

@@ -4,6 +4,7 @@ Planning a run from them is `acklab.plan.planner`'s."""
 
 from __future__ import annotations
 
+import re
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -35,6 +36,11 @@ class RunParams(BaseModel):
         None, pattern=families.CLIENT_PATTERN,
         description="The producer client, FAMILY:VERSION (java:3.9.1, librdkafka:2.16.1) or FAMILY for its default version; "
         "null = confluent-kafka of client_version",
+    )
+    clients: list[str] = Field(
+        default_factory=list,
+        description="Producer clients side by side (FAMILY:VERSION each): every profile x fault once per client, in the same "
+        "fault groups; the first keeps the plain scenario names, the others are <profile>.<family>__<fault>. Replaces client",
     )
     client_version: str | None = Field(
         None, pattern=families.default().version_pattern,
@@ -69,6 +75,10 @@ class RunParams(BaseModel):
     def _distinct(self) -> RunParams:
         if self.client is not None and self.client_version is not None:
             raise ValueError(f"client ({self.client}) and client_version ({self.client_version}) both name the client: give one")
+        if self.clients and (self.client is not None or self.client_version is not None):
+            raise ValueError("clients names every client of the run: give it without client or client_version")
+        if any(not re.match(families.CLIENT_PATTERN, spec) for spec in self.clients):
+            raise ValueError(f"clients: each FAMILY:VERSION (java:3.9.1, librdkafka:2.16.1), got {self.clients}")
         for name, values in (("profiles", self.profiles), ("faults", self.faults)):
             if len(set(values)) != len(values):
                 raise ValueError(f"{name} must be distinct: {values}")

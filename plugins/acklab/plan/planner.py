@@ -27,8 +27,9 @@ from acklab.workload.spec import LoadSpec
 
 
 class ScenarioPlan(BaseModel):
-    name: str
-    profile: ProducerProfile
+    name: str  # `<profile>__<fault>`; `<profile>.<client tag>__<fault>` for the run's other clients (`client_tag`)
+    profile: ProducerProfile  # as its client runs it (`ClientFamily.resolve`)
+    client: Client
     fault: str
     schedule: list[FaultStep]
     expected: Expected
@@ -36,11 +37,11 @@ class ScenarioPlan(BaseModel):
 
 
 class RunPlan(BaseModel):
-    """A validated run: topology, producer client, load and scenarios (profile x fault schedule)."""
+    """A validated run: topology, producer clients, load and scenarios (client x profile x fault schedule)."""
 
     params: RunParams
     topology: Topology
-    client: Client
+    client: Client  # the first (or only) client; its scenarios keep the plain `<profile>__<fault>` names
     load: LoadSpec
     scenarios: list[ScenarioPlan]
 
@@ -100,30 +101,36 @@ def make_plan(params: RunParams | dict[str, object]) -> RunPlan:
         if params.partitioner is not None:
             profile = parse_model(ProducerProfile, {**profile.model_dump(), "partitioner": params.partitioner}, "params.partitioner")
         profiles.append(profile)
-    client = _client(params)
-    family = families.of(client)
-    profiles = [family.resolve(profile, client) for profile in profiles]
+    clients = _clients(params)
+    resolved = {}
+    for client in clients:  # every client accepts every profile before anything starts
+        family = families.of(client)
+        resolved[client] = [family.resolve(profile, client) for profile in profiles]
+        family.validate(client, resolved[client], load)
     before_load = sorted({step.fault for steps in schedules.values() for step in steps if step.before_load})
-    if before_load and (transactional := [p.name for p in profiles if p.transaction is not None]):
+    transactional = [p.name for own in resolved.values() for p in own if p.transaction is not None]
+    if before_load and transactional:
         raise SpecError(
             f"params.profiles: {transactional[0]} is transactional and its producers initialise transactions before the "
             f"load, which {before_load[0]} in effect before the load may prevent; give it faults that start during the load"
         )
-    family.validate(client, profiles, load)
     scenarios = []
-    for profile in profiles:
-        name = profile.name
-        for fault, steps in schedules.items():
-            scenarios.append(
-                ScenarioPlan(
-                    name=f"{name}__{fault}",
-                    profile=profile,
-                    fault=fault,
-                    schedule=steps,
-                    expected=expect(profile, topology, steps, client),
-                    beliefs=applying(Setting.of(profile, topology, steps, client)),
+    for n, client in enumerate(clients):
+        tag = "" if n == 0 else "." + client_tag(client, clients)
+        for profile in resolved[client]:
+            for fault, steps in schedules.items():
+                scenarios.append(
+                    ScenarioPlan(
+                        name=f"{profile.name}{tag}__{fault}",
+                        profile=profile,
+                        client=client,
+                        fault=fault,
+                        schedule=steps,
+                        expected=expect(profile, topology, steps, client),
+                        beliefs=applying(Setting.of(profile, topology, steps, client)),
+                    )
                 )
-            )
+    client = clients[0]
     return RunPlan(params=params, topology=topology, client=client, load=load, scenarios=scenarios)
 
 
@@ -140,7 +147,7 @@ def version_grid(
         raise SpecError(f"params: a version comparison needs {minimum} or more (kafka_versions x clients) pairs")
     base = {k: v for k, v in params.items() if k in RunParams.model_fields}
     return [
-        make_plan({**base, "kafka_version": kafka, **({} if client is None else {"client": client, "client_version": None})})
+        make_plan({**base, "kafka_version": kafka, **({} if client is None else {"client": client, "client_version": None, "clients": []})})
         for kafka in kafka_versions
         for client in clients
     ]
@@ -151,15 +158,30 @@ def librdkafka_clients(client_versions: list[str] | None) -> list[str]:
     return [f"{families.DEFAULT}:{version}" for version in client_versions or []]
 
 
-def _client(params: RunParams) -> Client:
-    field = "client" if params.client is not None else "client_version"
+def client_tag(client: Client, clients: list[Client]) -> str:
+    """How a scenario name tells `client` from the run's other clients: its family, with its version
+    when another client of the run is of the same family (`java`, `java-3.9.1`)."""
+    same_family = [c for c in clients if c.family == client.family]
+    return client.family if len(same_family) == 1 else f"{client.family}-{client.version}"
+
+
+def _clients(params: RunParams) -> list[Client]:
+    """The run's clients: `clients` side by side, else `client` (or confluent-kafka's `client_version`)."""
+    specs = params.clients or ([params.client] if params.client is not None else [None])
+    field = "clients" if params.clients else "client" if params.client is not None else "client_version"
+    found = []
     try:
-        if params.client is not None:
-            family, version = families.parse(params.client)
-            return family.client(version)
-        return families.default().client(params.client_version)
+        for spec in specs:
+            if spec is None:
+                found.append(families.default().client(params.client_version))
+            else:
+                family, version = families.parse(spec)
+                found.append(family.client(version))
     except SetupError as exc:
         raise SpecError(f"params.{field}: {exc}") from None
+    if len(set(found)) != len(found):
+        raise SpecError(f"params.clients: each client once, got {', '.join(specs)}")
+    return found
 
 
 def _fault_schedules(params: RunParams, topology: Topology) -> dict[str, list[FaultStep]]:

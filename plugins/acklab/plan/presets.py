@@ -15,6 +15,7 @@ from statistics import median
 from typing import TYPE_CHECKING, Any, Literal
 
 from acklab.base.spec import SpecError
+from acklab.workload.java_errors import java_names
 
 if TYPE_CHECKING:
     from acklab.model.claims import Expectation
@@ -100,12 +101,14 @@ def count(column: str, test: str, value: int) -> Check:
 
 
 def errors(*names: str) -> Check:
-    """Some delivery failed with one of the librdkafka errors `names`; every error is listed."""
+    """Some delivery failed with one of the librdkafka errors `names` (on the Java client: the exception
+    it raises for them, `acklab.workload.java_errors`); every error is listed."""
 
     def check(e: Evidence) -> tuple[bool, str]:
         seen = e.entry.delivery_errors
+        wanted = java_names(names) if e.entry.client_family == "java" else set(names)
         listed = ", ".join(f"{name} x{n:,}" for name, n in sorted(seen.items(), key=lambda kv: -kv[1])) or "no delivery error"
-        return any(seen.get(name) for name in names), f"delivery errors: {listed}"
+        return any(seen.get(name) for name in wanted), f"delivery errors: {listed}"
 
     return check
 

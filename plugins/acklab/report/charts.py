@@ -18,10 +18,15 @@ COLOURS = {"pass": "#2e7d32", "fail": "#c62828", "incomplete": "#f9a825", None: 
 
 
 def heatmap(rows: list[dict], statuses: dict[str, str], path: Path) -> Path:
-    """Profiles x faults, each cell coloured by verdict with its key counts."""
-    profiles = sorted({r["profile"] for r in rows})
+    """Profiles (one line per profile and client: the scenario name before its fault) x faults, each cell
+    coloured by verdict with its key counts."""
+
+    def line(row: dict) -> str:
+        return str(row["scenario"]).rsplit("__", 1)[0]
+
+    profiles = sorted({line(r) for r in rows})
     faults = sorted({r["fault"] for r in rows})
-    cells = {(r["profile"], r["fault"]): r for r in rows}
+    cells = {(line(r), r["fault"]): r for r in rows}
     fig, ax = plt.subplots(figsize=(1.6 + 1.9 * len(faults), 0.9 + 0.85 * len(profiles)))
     for y, profile in enumerate(profiles):
         for x, fault in enumerate(faults):

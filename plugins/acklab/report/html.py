@@ -10,8 +10,8 @@ from jinja2 import Environment, PackageLoader, select_autoescape
 
 from acklab.report.charts import heatmap, timeline
 from acklab.report.history import Regression
-from acklab.report.java_errors import with_java
 from acklab.store.runs import Manifest, RunDir
+from acklab.workload.java_errors import with_java
 
 COLUMNS = (
     "scenario", "guarantee", "planned", "sent", "acked", "failed", "unknown", "lost", "duplicates", "reordered",

@@ -1,10 +1,10 @@
-"""The Java client's name for each librdkafka delivery error acklab can observe: the exception and
-the message users quote (Kafka's `Errors` descriptions and the producer's own texts, `<...>` for
+"""The Java client's name for each librdkafka delivery error acklab can observe (a fact of the two
+client families, used by the reports and by checks that name errors): the exception and the message users quote (Kafka's `Errors` descriptions and the producer's own texts, `<...>` for
 the values), so a report shows an error the way users of either client meet it."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -82,16 +82,23 @@ JAVA_ERRORS: Mapping[str, JavaError] = {
 }
 
 
+def java_names(librdkafka_names: Iterable[str]) -> set[str]:
+    """The Java exception classes (simple names) the Java client raises for these librdkafka errors."""
+    return {JAVA_ERRORS[name].exception.rsplit(".", 1)[-1] for name in librdkafka_names if name in JAVA_ERRORS}
+
+
 def with_java(errors: Mapping[str, int]) -> list[dict[str, Any]]:
-    """Each librdkafka error of `errors` (name -> count), most frequent first, with its librdkafka
-    text and the Java client's `java` text and `note` ("" for an error without a known counterpart)."""
+    """Each error of `errors` (name -> count: a librdkafka error name, or a Java exception class the
+    Java client reported), most frequent first, with its librdkafka text and the Java client's `java`
+    text and `note` ("" for an error without a known counterpart)."""
     from confluent_kafka import KafkaError
 
     rows = []
     for name, n in sorted(errors.items(), key=lambda kv: (-kv[1], kv[0])):
         java, code = JAVA_ERRORS.get(name), getattr(KafkaError, name, None)
+        reported_by_java = java is None and code is None and name.endswith("Exception")
         rows.append({
             "name": name, "count": n, "librdkafka": KafkaError(code).str() if isinstance(code, int) else "",
-            "java": java.text() if java else "", "note": java.note if java else "",
+            "java": java.text() if java else name if reported_by_java else "", "note": java.note if java else "",
         })
     return rows
