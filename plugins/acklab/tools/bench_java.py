@@ -49,7 +49,7 @@ def main() -> None:
     profile = java_client.resolve(get_profile(args.profile), client)
     properties = java_client.config(profile)
     topology = load_topology(args.topology)
-    classpath = f"{java_client.client_dir(client.version)}/lib/*:{kafka_libs(topology.kafka_version)}/*"
+    classpath = f"{java_client.classpath(client.version)}:{kafka_libs(topology.kafka_version)}/*"  # the client's jars first
     root = runs_dir() / f"bench-java-{time.strftime('%Y%m%dT%H%M%S', time.gmtime())}"
     cluster = Cluster.provision(topology, root / "cluster", owner_pid=os.getpid())
     rates: dict[str, list[float]] = {"java": [], "kafka-perf": []}

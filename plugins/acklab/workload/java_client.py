@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import re
 import shutil
 import subprocess
@@ -27,7 +28,9 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from acklab.base.maven import SetupError, fetch_java_client
+from pydantic import ValidationError
+
+from acklab.base.maven import DEFAULT_KAFKA_VERSION, SetupError, fetch_java_client
 from acklab.base.paths import cache_dir
 from acklab.base.spec import SpecError
 from acklab.workload.client import Client, Launcher
@@ -35,7 +38,8 @@ from acklab.workload.profiles import IDEMPOTENT_MAX_IN_FLIGHT, ProducerProfile
 from acklab.workload.spec import LoadSpec
 
 NAME = "java"
-LOCKED = "4.3.1"  # the newest kafka-clients whose jars this project's Kafka default ships with
+log = logging.getLogger(__name__)
+LOCKED = DEFAULT_KAFKA_VERSION  # the kafka-clients of the project's default Kafka
 VERSION_PATTERN = r"^[34]\.\d+\.\d+$"
 VERSIONS_TEXT = "kafka-clients 3.x.y or 4.x.y"
 SOURCE = Path(__file__).parent / "java" / "AcklabProducer.java"
@@ -142,7 +146,7 @@ def config(profile: ProducerProfile) -> dict[str, str]:
     }
     if profile.transaction is not None:
         properties["transaction.timeout.ms"] = profile.transaction.timeout_ms
-    return {name: str(value).lower() if isinstance(value, bool) else str(value) for name, value in properties.items()}
+    return {name: str(value).lower() if isinstance(value, bool) else str(value) for name, value in properties.items()}  # as the file holds them
 
 
 def _version(client_version: str) -> tuple[int, int]:
@@ -201,8 +205,6 @@ def effective(name: str, properties: Mapping[str, str], client_version: str, des
         timeout = _typed("transaction.timeout.ms", properties.get("transaction.timeout.ms", "60000"))
         typed["transaction"] = {"timeout_ms": timeout or 60000}
         typed["enable_idempotence"] = True
-    from pydantic import ValidationError
-
     try:
         return ProducerProfile.model_validate(
             {
@@ -243,22 +245,28 @@ def resolve(profile: ProducerProfile, target: Client) -> ProducerProfile:
 def validate(target: Client, profiles: Sequence[ProducerProfile], load: LoadSpec) -> None:
     """kafka-clients itself (its ProducerConfig and KafkaProducer constructor, in the driver's validate
     mode) must accept each profile's properties, and the load's largest record must fit max.request.size."""
+    configs = [config(profile) for profile in profiles]
     with tempfile.TemporaryDirectory(prefix="acklab-java-validate-") as work:
         files = []
-        for n, profile in enumerate(profiles):
+        for n, properties in enumerate(configs):
             path = Path(work) / f"{n}.properties"
-            write_properties(path, config(profile))
+            write_properties(path, properties)
             files.append(str(path))
         done = subprocess.run(java_command(target.version, "validate", *files), capture_output=True, text=True, timeout=120)
     if done.returncode != 0:
         raise SetupError(f"java client {target.version} could not check the profiles: {done.stderr.strip().splitlines()[-1:]}")
     answers = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
-    for profile, answer in zip(profiles, answers, strict=True):
+    for profile, properties, answer in zip(profiles, configs, answers, strict=True):
         if answer["error"]:
-            named = answer["property"] or next((k for k in config(profile) if re.search(rf"(?<![\w.]){re.escape(k)}(?![\w.])", answer["error"])), None)
+            named = answer["property"] or next((k for k in properties if re.search(rf"(?<![\w.]){re.escape(k)}(?![\w.])", answer["error"])), None)
             where = f" {named}" if named else ""
             raise SpecError(f"profile {profile.name}: kafka-clients {target.version} rejects{where}: {answer['error']}")
-        limit = int(config(profile).get("max.request.size", 1048576))
+        if answer["idempotence"] is not None and answer["idempotence"] != profile.enable_idempotence:
+            log.warning(
+                "profile %s: kafka-clients %s itself enables idempotence: %s; its documentation: %s (the model expects the documented)",
+                profile.name, target.version, answer["idempotence"], profile.enable_idempotence,
+            )
+        limit = int(properties.get("max.request.size", 1048576))
         if (size := load.message_bytes + len(load.longest_key) + RECORD_OVERHEAD) > limit:
             raise SpecError(
                 f"params.message_bytes: {load.message_bytes}-byte messages are refused by the producer of profile {profile.name} "
@@ -266,8 +274,9 @@ def validate(target: Client, profiles: Sequence[ProducerProfile], load: LoadSpec
             )
 
 
-def write_properties(path: Path, properties: Mapping[str, str]) -> None:
-    """A Java properties file (keys and values escaped as java.util.Properties reads them)."""
+def write_properties(path: Path, properties: Mapping[str, object]) -> None:
+    """A Java properties file (keys and values escaped as java.util.Properties reads them; booleans
+    lower-case, None left out)."""
 
     def escape(text: str, key: bool) -> str:
         out = text.replace("\\", "\\\\").replace("\n", "\\n").replace("\r", "\\r").replace("\t", "\\t")
@@ -276,7 +285,8 @@ def write_properties(path: Path, properties: Mapping[str, str]) -> None:
             out = out.replace(" ", "\\ ")
         return ("\\" + out) if out.startswith(" ") else out
 
-    path.write_text("".join(f"{escape(k, True)}={escape(str(v), False)}\n" for k, v in properties.items()), encoding="utf-8")
+    text = {k: str(v).lower() if isinstance(v, bool) else str(v) for k, v in properties.items() if v is not None}
+    path.write_text("".join(f"{escape(k, True)}={escape(v, False)}\n" for k, v in text.items()), encoding="utf-8")
 
 
 def read_properties(target: Client, path: Path) -> dict[str, str]:

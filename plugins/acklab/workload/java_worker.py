@@ -45,17 +45,13 @@ def _die_with_parent() -> None:
     ctypes.CDLL("libc.so.6", use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
 
 
-def _java_properties(values: dict[str, object]) -> str:
-    return "".join(f"{name}={value}\n" for name, value in values.items() if value is not None)
-
-
 def start_driver(job: WorkerJob, version: str) -> subprocess.Popen[str]:
     """The JVM of `job`, its configuration and job written beside the producer's other files."""
     config = job.file(".java.properties")
-    write_properties(config, {name: str(value).lower() if isinstance(value, bool) else str(value) for name, value in job.config.items()})
+    write_properties(config, job.config)
     transaction = job.transaction
     job_file = job.file(".java.job")
-    job_file.write_text(_java_properties({
+    write_properties(job_file, {
         "producer": job.producer,
         "producers": job.producers,
         "bootstrap.servers": job.bootstrap_servers,
@@ -76,7 +72,7 @@ def start_driver(job: WorkerJob, version: str) -> subprocess.Popen[str]:
         "progress.file": job.file("").parent / PROGRESS_FILE,
         "config.file": config,
         "out.prefix": job.file(""),
-    }))
+    })
     return subprocess.Popen(
         java_command(version, "run", str(job_file)),
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=sys.stderr, text=True,
