@@ -1,6 +1,8 @@
 """Field note #1 on a real single-broker cluster: the topic exists, the broker is stopped before the
-producer starts (a schedule step `before_load`), so no metadata ever arrives. Every record expires
-in the client, nothing is sent or retried, nothing stored; the guarantee model passes the row."""
+producer starts (a schedule step `before_load`), so no metadata ever arrives. The write-up's Java
+client waits max.block.ms in each send() and fails the record with a TimeoutException; librdkafka,
+beside it, lets each record expire after message.timeout.ms. Nothing is sent or retried, nothing
+stored; the guarantee model passes both rows."""
 
 from __future__ import annotations
 
@@ -19,18 +21,23 @@ PRESET = "field-notes-1-broker-down-before-first-send"
 def test_a_broker_down_before_the_first_send_fails_every_record_unsent() -> None:
     plan = make_plan(presets.with_preset(PRESET, {}))
     run = run_audited([plan])
-    manifest, (row,) = run.read_manifest(), run.read_matrix()
-    (entry,) = manifest.scenarios
-    (event,) = entry.fault_timeline
-    assert event.action == "stop" and event.effective and entry.fault_effective, event
-    assert event.effective_at is not None and event.effective_at <= entry.load_started  # down before any producer existed
-    assert event.ended is not None and event.ended >= entry.load_ended  # and until the load was over
-    assert entry.evidence_complete, entry.incomplete_reason
-    assert entry.delivery_errors == {"_MSG_TIMED_OUT": presets.FN1_MESSAGES}
-    assert (entry.producer_stats["txmsgs"], entry.producer_stats["txretries"]) == (0, 0)
-    assert (row["failed_clean"], row["acked"], row["records_read"], row["lost"]) == (presets.FN1_MESSAGES, 0, 0, 0)
-    (scenario,) = plan.scenarios
-    broken = [e.text() for e in scenario.expected.expectations if not e.holds(row[e.column])]
-    assert broken == [], broken  # the model's verdict: leader-durable, failed cleanly is allowed under a fault
-    observed = presets.observe(run, manifest, [row], {})
-    assert [o["status"] for o in observed] == ["reproduced"] * len(presets.PRESETS[PRESET].observations), observed
+    manifest, rows = run.read_manifest(), {row["scenario"]: row for row in run.read_matrix()}
+    errors = {"java": {"TimeoutException": presets.FN1_MESSAGES}, "librdkafka": {"_MSG_TIMED_OUT": presets.FN1_MESSAGES}}
+    assert sorted(entry.client_family for entry in manifest.scenarios) == ["java", "librdkafka"]
+    for scenario, entry in zip(plan.scenarios, manifest.scenarios, strict=True):
+        row = rows[entry.scenario]
+        (event,) = entry.fault_timeline
+        assert event.action == "stop" and event.effective and entry.fault_effective, event
+        assert event.effective_at is not None and event.effective_at <= entry.load_started  # down before any producer existed
+        assert event.ended is not None and event.ended >= entry.load_ended  # and until the load was over
+        assert entry.evidence_complete, entry.incomplete_reason  # Java's TimeoutException in send() is a failure, not a refusal
+        assert entry.delivery_errors == errors[entry.client_family]
+        assert (entry.producer_stats["txmsgs"], entry.producer_stats["txretries"]) == (0, 0)
+        assert (row["failed_clean"], row["refused"], row["acked"], row["records_read"], row["lost"]) == (presets.FN1_MESSAGES, 0, 0, 0, 0)
+        broken = [e.text() for e in scenario.expected.expectations if not e.holds(row[e.column])]
+        assert broken == [], broken  # the model's verdict: leader-durable, failed cleanly is allowed under a fault
+    observed = presets.observe(run, manifest, list(rows.values()), {})
+    assert {o["client"].split()[0] for o in observed} == {"kafka-clients", "confluent-kafka"}
+    assert [o for o in observed if o["status"] != "reproduced"] == []
+    java = [o["measured"] for o in observed if "max.block.ms for metadata" in o["claim"]]
+    assert len(java) == 1 and f"not present in metadata after {presets.FN1_BLOCK_MS} ms" in java[0]

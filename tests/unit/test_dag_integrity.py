@@ -52,8 +52,13 @@ def test_daily_dag_runs_the_standard_matrix(dagbag) -> None:
     plan = make_plan({name: dag.params[name] for name in dag.params if name != "preset"})
     assert (plan.topology.brokers, plan.topology.replication_factor, plan.topology.min_insync_replicas) == (3, 3, 2)
     faults = [name for name in FAULT_NAMES if FAULTS[name].standard and (not FAULTS[name].cuts_links or links.unavailable() is None)]
-    assert len(plan.scenarios) == len(catalog()) * len(faults) >= 36
+    # both client families side by side in every fault group: librdkafka keeps the plain names
+    assert len(plan.scenarios) == 2 * len(catalog()) * len(faults) >= 72
     assert len(plan.groups()) == len(faults)
+    for group in plan.groups():
+        assert sorted(s.client.family for s in group) == ["java"] * len(catalog()) + ["librdkafka"] * len(catalog())
+    assert {s.name for s in plan.scenarios if s.client.family == "librdkafka"} == {f"{p}__{f}" for p in catalog() for f in faults}
+    assert {s.name for s in plan.scenarios if s.client.family == "java"} == {f"{p}.java__{f}" for p in catalog() for f in faults}
 
 
 def test_smoke_dag_is_small(dagbag) -> None:
@@ -106,4 +111,4 @@ def test_field_notes_dag_runs_every_field_note_preset(dagbag) -> None:
     assert by_id["run_preset"].is_mapped and by_id["run_preset"].pool == airflow_pool.NAME
     assert {t.task_id for t in by_id["publish"].upstream_list} == {"run_preset"}
     planned = tasks.plan_presets({name: dag.params[name] for name in dag.params}, create=False)
-    assert [run["params"]["preset"] for run in planned] == list(FIELD_NOTES) and len(FIELD_NOTES) == 9
+    assert [run["params"]["preset"] for run in planned] == list(FIELD_NOTES) and len(FIELD_NOTES) == 10

@@ -132,3 +132,35 @@ def test_clients_side_by_side_share_each_fault_group() -> None:
         RunParams(clients=["java"], client="java:4.3.1")
     with pytest.raises(SpecError, match="params.clients: each client once"):
         make_plan({"clients": ["java", "java:4.3.1"]})
+
+
+def test_a_profile_written_for_each_client_runs_each_clients_own_properties() -> None:
+    spec = {"librdkafka": {"acks": "1", "message.timeout.ms": 50000}, "java": {"acks": "1", "max.block.ms": 2000}}
+    profile = profile_from_spec("both", spec, "params.custom_profiles")
+    rdkafka = families.default().resolve(profile, families.default().client(None))
+    assert rdkafka.java is None and families.default().config(rdkafka)["delivery.timeout.ms"] == 50000
+    java = java_client.resolve(profile, _java("4.3.1"))
+    assert java_client.config(java) == {"acks": "1", "max.block.ms": "2000"}  # the Java properties verbatim
+    assert (java.acks, java.enable_idempotence, java.delivery_timeout_ms) == ("1", False, 120_000)  # what Java documents for them
+    with pytest.raises(SpecError, match="at most librdkafka"):
+        profile_from_spec("both", {**spec, "acks": "all"}, "params.custom_profiles")
+
+
+def test_in_flight_1_keeps_order_is_a_java_guarantee_and_a_librdkafka_belief() -> None:
+    """The Java client documents that one request in flight keeps order under retries; librdkafka
+    documents that retries may reorder without idempotence: there it is a belief, never a red row."""
+    from acklab.model.beliefs import applying
+    from acklab.model.setting import Setting
+
+    topology, schedule = load_topology("three-brokers"), schedule_for("leader-kill", 2.0, 10.0)
+    ordered = get_profile("at-least-once-ordered")
+    java = java_client.resolve(ordered, _java("4.3.1"))
+    on_java = expect(java, topology, schedule, _java("4.3.1"))
+    assert [e.suite for e in on_java.expectations if e.column == "reordered"] == ["guarantee_in-flight-1-keeps-order"]
+    assert "in-flight-1-keeps-order" not in applying(Setting.of(java, topology, schedule, _java("4.3.1")))
+    rdkafka = families.default().client(None)
+    on_librdkafka = expect(ordered, topology, schedule, rdkafka)
+    assert not [e for e in on_librdkafka.expectations if e.column == "reordered"]
+    assert "in-flight-1-keeps-order" in applying(Setting.of(ordered, topology, schedule, rdkafka))
+    at_least_once = expect(java_client.resolve(get_profile("at-least-once"), _java("4.3.1")), topology, schedule, _java("4.3.1"))
+    assert not [e for e in at_least_once.expectations if e.column == "reordered"]  # 5 in flight without idempotence may reorder

@@ -11,6 +11,7 @@ from acklab.plan.planner import make_plan
 from acklab.plan.presets import (
     BUGS,
     FIELD_NOTES,
+    FN1_BLOCK_MS,
     FN1_SCENARIO,
     PRESETS,
     Evidence,
@@ -21,10 +22,13 @@ from acklab.plan.presets import (
     fatal,
     faults_cover_load,
     fixed_in,
+    observe,
+    producer_log_lines,
+    send_paused,
     with_preset,
 )
-from acklab.store.runs import FaultRecord, RunDir, ScenarioEntry
-from acklab.workload import librdkafka
+from acklab.store.runs import FaultRecord, Manifest, RunDir, ScenarioEntry
+from acklab.workload import java_client, librdkafka
 
 
 @pytest.mark.parametrize("name", sorted(PRESETS))
@@ -77,16 +81,23 @@ def test_checks_compare_measurements_with_the_claim() -> None:
 
 def test_field_note_1_stops_the_broker_before_the_producer_and_keeps_it_down_past_the_load() -> None:
     plan = make_plan(with_preset("field-notes-1-broker-down-before-first-send", {}))
-    (scenario,) = plan.scenarios
-    assert scenario.name == FN1_SCENARIO and plan.topology.broker_ids == [1]
-    (step,) = scenario.schedule
+    java, rdkafka = plan.scenarios  # the write-up's Java client first, librdkafka beside it
+    assert (java.name, java.client.family, rdkafka.client.family) == (FN1_SCENARIO, "java", "librdkafka")
+    assert plan.topology.broker_ids == [1] and java.schedule == rdkafka.schedule
+    (step,) = java.schedule
     assert (step.fault, step.before_load, step.at_s) == ("leader-restart", True, 0.0)
     sending_s = plan.params.messages / (plan.params.rate or 1)
-    assert step.duration_s >= sending_s + scenario.profile.delivery_timeout_ms / 1000 + 3  # down for the whole load
-    assert librdkafka.config(scenario.profile)["acks"] == "1" and scenario.profile.retries == 10
-    # The model lets a leader-ack write fail cleanly under a fault: no bound on failed_clean.
-    assert str(scenario.expected.guarantee) == "leader-durable"
-    assert not [e for e in scenario.expected.expectations if e.column in ("failed", "failed_clean")]
+    # down for the whole load: librdkafka's last record expires a delivery timeout after it was produced,
+    # each of Java's send() calls blocks max.block.ms
+    assert step.duration_s >= sending_s + rdkafka.profile.delivery_timeout_ms / 1000 + 3
+    assert step.duration_s >= plan.params.messages * FN1_BLOCK_MS / 1000 + 3
+    assert librdkafka.config(rdkafka.profile)["acks"] == "1" and rdkafka.profile.retries == 10
+    assert java_client.config(java.profile) == {"acks": "1", "request.timeout.ms": "1000", "retries": "10", "max.block.ms": str(FN1_BLOCK_MS)}
+    # Java's documented adjustment (3.2+): acks=1 with idempotence unset turns it off
+    assert (java.profile.acks, java.profile.enable_idempotence, java.profile.retries) == ("1", False, 10)
+    for scenario in plan.scenarios:  # the model lets a leader-ack write fail cleanly under a fault: no bound on failed_clean
+        assert str(scenario.expected.guarantee) == "leader-durable"
+        assert not [e for e in scenario.expected.expectations if e.column in ("failed", "failed_clean")]
 
 
 def test_faults_cover_load_needs_the_fault_in_effect_before_the_load_and_until_it_ended() -> None:
@@ -116,3 +127,67 @@ def test_kafka_13598_expects_duplicates_only_on_the_affected_versions() -> None:
     assert check(evidence({"duplicates": 4177}, client_version="3.1.0")) == (True, "client 3.1.0: duplicates = 4,177 of 1,000 planned")
     assert check(evidence({"duplicates": 0}, client_version="3.1.1"))[0] is True  # fixed in 3.0.1, 3.1.1 and 3.2.0
     assert check(evidence({"duplicates": 3}, client_version="3.2.3"))[0] is False
+
+
+def _manifest(preset: str, *entries: ScenarioEntry) -> Manifest:
+    return Manifest(run_id="r", params=[{"preset": preset}], scenarios=list(entries))
+
+
+def test_an_observation_is_checked_on_each_client_or_only_on_its_family(tmp_path: Path) -> None:
+    """field note #2 side by side: the family-free claims once per client, the Java and librdkafka ones on their own."""
+    name = "field-notes-2-broker-down-after-metadata"
+    java = ScenarioEntry(scenario="fn2-acks1__leader-kill", profile="fn2-acks1", fault="leader-kill", client_family="java",
+                         client_version="4.3.1", delivery_errors={"TimeoutException": 5})
+    rdkafka = ScenarioEntry(scenario="fn2-acks1.librdkafka__leader-kill", profile="fn2-acks1", fault="leader-kill",
+                            client_version="2.16.1", librdkafka_version="2.16.0", delivery_errors={"_MSG_TIMED_OUT": 5})
+    rows = [{"scenario": e.scenario, "planned": 10, "lost": 0, "client_family": e.client_family, "client_version": e.client_version,
+             "librdkafka_version": e.librdkafka_version} for e in (java, rdkafka)]
+    seen = observe(RunDir(tmp_path), _manifest(name, java, rdkafka), rows, {})
+    by_claim: dict[str, list[tuple[str, str]]] = {}
+    for item in seen:
+        by_claim.setdefault(item["claim"], []).append((item["scenario"], item["client"]))
+    assert by_claim["queued records expire with a timeout error"] == [
+        ("fn2-acks1__leader-kill", "kafka-clients 4.3.1 (Java)"), ("fn2-acks1.librdkafka__leader-kill", "confluent-kafka 2.16.1 (librdkafka 2.16.0)"),
+    ]
+    java_only = [c for c in by_claim if "request.timeout.ms + linger.ms" in c]
+    assert java_only and all(s == [("fn2-acks1__leader-kill", "kafka-clients 4.3.1 (Java)")] for c, s in by_claim.items() if c in java_only)
+    timeouts = [item for item in seen if item["claim"] == "queued records expire with a timeout error"]
+    assert [item["status"] for item in timeouts] == ["reproduced", "reproduced"]  # TimeoutException on Java, _MSG_TIMED_OUT on librdkafka
+    # A run of the Java client alone leaves librdkafka's claims out
+    alone = observe(RunDir(tmp_path), _manifest(name, java.model_copy(update={"scenario": "fn2-acks1__leader-kill"})), rows[:1], {})
+    assert alone and {item["client"] for item in alone} == {"kafka-clients 4.3.1 (Java)"}
+    assert not [item for item in alone if "delivery timeout (5000 ms)" in item["claim"]]
+
+
+def test_the_field_notes_run_the_java_client_first_with_librdkafka_beside_it() -> None:
+    for name in FIELD_NOTES:
+        plan = make_plan(with_preset(name, {}))
+        assert [c.family for c in dict.fromkeys(s.client for s in plan.scenarios)] == ["java", "librdkafka"], name
+        # a chosen client replaces the preset's clients
+        alone = make_plan(with_preset(name, {"client": "librdkafka"}))
+        assert {s.client.family for s in alone.scenarios} == {"librdkafka"}, name
+
+
+def test_producer_log_lines_quote_the_java_error_the_write_ups_quote(tmp_path: Path) -> None:
+    run = RunDir(tmp_path)
+    logs = run.scenario("s__f").producers
+    logs.mkdir(parents=True)
+    (logs / "p0.log").write_text("p0 first TimeoutException: Topic t not present in metadata after 2000 ms.\n")
+    seen = Evidence({}, ScenarioEntry(scenario="s__f"), run, "4.3.1")
+    assert producer_log_lines("not present in metadata after 2000 ms")(seen) == (
+        True, "1 producer log lines with 'not present in metadata after 2000 ms': p0 first TimeoutException: Topic t not present in metadata after 2000 ms."
+    )
+    assert producer_log_lines("has passed since batch creation")(seen)[0] is False
+
+
+def test_send_paused_measures_the_longest_gap_between_a_producers_sends(tmp_path: Path) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    run = RunDir(tmp_path)
+    log = tmp_path / "send_log.parquet"
+    # p0 sends at 0, 1, 13 s (a send() blocked 12 s); p1's sends interleave but do not hide p0's pause
+    pq.write_table(pa.table({"producer": ["p0", "p1", "p0", "p1", "p0"], "send_ts": [100.0, 100.5, 101.0, 106.0, 113.0]}), log)
+    seen = Evidence({}, ScenarioEntry(scenario="s__f", send_log="send_log.parquet"), run, "4.3.1")
+    assert send_paused(10.0)(seen) == (True, "the longest pause between two sends was 12.0 s")
+    assert send_paused(12.5)(seen)[0] is False

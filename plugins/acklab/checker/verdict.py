@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from urllib.parse import unquote, urlparse
 
 from acklab.base.paths import expectations_dir
-from acklab.model.claims import Claim, Expectation, Kind, claim
+from acklab.model.claims import Claim, Expectation, Kind, claim, suite_class
 from acklab.model.classes import Guarantee
 from acklab.model.guarantees import suite_expectations
 from acklab.model.tables import default_tables, to_html
@@ -238,8 +238,7 @@ def build_suites() -> list[ExpectationSuite]:
     for name, expectations in suite_expectations().items():
         first = expectations[0]
         gx_expectations = [bound(e) for e in expectations]
-        if first.kind is Kind.GUARANTEE:
-            guarantee = name.removeprefix("guarantee_")
+        if (guarantee := suite_class(name)) is not None:
             gx_expectations[:0] = [
                 explained(
                     gxe.ExpectColumnValuesToBeInSet,
@@ -269,8 +268,7 @@ def build_suites() -> list[ExpectationSuite]:
 
 def _suite_summary(name: str, first: Expectation) -> str:
     """What a model suite checks, for its Data Docs page."""
-    if first.kind is Kind.GUARANTEE:
-        guarantee = Guarantee(name.removeprefix("guarantee_"))
+    if (guarantee := suite_class(name)) is not None:
         return f"**{guarantee}**: {claim(name).text} Expectations marked 'if fault == none' apply only without a fault."
     rule = claim(name)
     return f"**{rule.kind}** rule, applied when: {rule.scope.when}{_clients(rule)}. {rule.why}"

@@ -137,6 +137,12 @@ def guarantee_suite(guarantee: Guarantee | str) -> str:
     return f"guarantee_{Guarantee(guarantee)}"
 
 
+def suite_class(suite: str) -> Guarantee | None:
+    """The guarantee class whose promise `suite` checks; None for a rule's suite (a guarantee rule
+    such as `guarantee_in-flight-1-keeps-order` applies within classes)."""
+    return next((g for g in Guarantee if guarantee_suite(g) == suite), None)
+
+
 # Why a column must be zero, once per column.
 ZERO_BECAUSE: Mapping[str, str] = {
     "lost": "An acknowledged record must be readable from the topic.",
@@ -175,10 +181,11 @@ PROMISES: Mapping[Guarantee, Promise] = {
         ("lost", "offset_mismatch", "misrouted"),
     ),
     Guarantee.AT_LEAST_ONCE_ORDERED: Promise(
-        "at-least-once with one request in flight per connection: retries may duplicate, and "
-        "librdkafka documents that they may reorder unless enable.idempotence is set (a leader "
-        "change opens another connection); that order holds is the belief `in-flight-1-keeps-order`, "
-        "checked apart (acklab.model.beliefs), not promised.",
+        "at-least-once with one request in flight per connection: retries may duplicate; order is "
+        "the client's: the Java client documents that it holds (`guarantee_in-flight-1-keeps-order`), "
+        "librdkafka documents that retries may reorder unless enable.idempotence is set (a leader "
+        "change opens another connection), so there that order holds is the belief "
+        "`in-flight-1-keeps-order`, checked apart (acklab.model.beliefs), not promised.",
         ("lost", "offset_mismatch", "misrouted"),
     ),
     Guarantee.EXACTLY_ONCE: Promise(
@@ -246,6 +253,17 @@ RULES: tuple[Claim, ...] = (
         "replicated topic with clean election does not do. A fatal error here fails every message it "
         "had not delivered.",
         families=frozenset({"librdkafka"}),
+    ),
+    _rule(
+        "in-flight-1-keeps-order",
+        Kind.GUARANTEE,
+        "acks != 0, max.in.flight.requests.per.connection=1",
+        lambda s: s.acks != "0" and s.max_in_flight == 1,
+        (("reordered", 0, 0),),
+        "The Java client documents that retries reorder records only with more than one request in flight "
+        "without idempotence (ProducerConfig, `max.in.flight.requests.per.connection`: with 1, ordering is "
+        "preserved): it sends one batch of a partition at a time, also across a leader change.",
+        families=frozenset({"java"}),
     ),
     _rule(
         "outage-outlasted",

@@ -206,6 +206,7 @@ def _proxy_fault(action: str, *counters: str) -> Apply:
         before = proxy.stats().get(victim, {})
         rule = ProxyRule(action=action, expires_in_s=step.duration_s + 5, **step.options)  # type: ignore[arg-type]
         proxy.set_rule(victim, rule)
+        ctx.settled.set()  # in effect from here: a step before the load lets the producers start
         try:
             window.wait_out()
         finally:

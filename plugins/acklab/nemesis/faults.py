@@ -232,11 +232,11 @@ def _process(name: str, description: str, target: str, signal: Literal["kill", "
 
 def _proxy(
     name: str, description: str, options: type[BaseModel], mechanism: Proxy, *, bounded: bool = True, silent: bool = False,
-    answers_error: bool = False, effects: tuple[Effect, ...] = (),
+    answers_error: bool = False, precedes_load: bool = False, effects: tuple[Effect, ...] = (),
 ) -> FaultSpec:
     return FaultSpec(
         name, description, "leader:0", ANY_NODE, mechanism, options, bounded=bounded, silent=silent, answers_error=answers_error,
-        effects=effects,
+        precedes_load=precedes_load, effects=effects,
     )
 
 
@@ -309,7 +309,7 @@ FAULTS: Mapping[str, FaultSpec] = {
         # A response sent at the end of the window is still delayed by delay_s: not bounded by the window.
         _proxy(
             "latency", "delay every response of the broker by delay_s (default 30 s)", LatencyOptions,
-            Proxy("delay_response", ("delayed_responses",)), bounded=False,
+            Proxy("delay_response", ("delayed_responses",)), bounded=False, precedes_load=True,
         ),
         _proxy(
             "client-partition", "blackhole the broker for clients (replication continues)", PartitionOptions,

@@ -185,6 +185,8 @@ def run(
         if schedule is not None:
             params["schedule"] = load_yaml(schedule, "schedule")
         clients = [*(client or []), *librdkafka_clients(client_version)]
+        if standard and not clients and preset is None:
+            params["clients"] = base.clients  # both families side by side, as the daily DAG
         custom = _custom_profiles(profiles_file, librdkafka)
         if producer_config is not None:
             custom["custom"] = {"java": _java_properties(producer_config, clients)}

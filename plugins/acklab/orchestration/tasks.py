@@ -73,8 +73,11 @@ def plan_versions(params: dict[str, Any], create: bool = True) -> list[dict[str,
 
 
 def _run_params(params: dict[str, Any]) -> dict[str, Any]:
-    """The RunParams of a DAG run's params: the preset's, if one is named."""
+    """The RunParams of a DAG run's params: the preset's, if one is named; a client (or client_version)
+    named in the trigger replaces the DAG's default clients."""
     own = {k: v for k, v in params.items() if k in RunParams.model_fields}
+    if own.get("client") is not None or own.get("client_version") is not None:
+        own["clients"] = []
     return presets.with_preset(params["preset"], own) if params.get("preset") else own
 
 

@@ -40,7 +40,8 @@ class RunParams(BaseModel):
     clients: list[str] = Field(
         default_factory=list,
         description="Producer clients side by side (FAMILY:VERSION each): every profile x fault once per client, in the same "
-        "fault groups; the first keeps the plain scenario names, the others are <profile>.<family>__<fault>. Replaces client",
+        "fault groups; the first keeps the plain scenario names, the others are <profile>.<family>__<fault>. A DAG trigger that "
+        "names client or client_version runs that one client instead",
     )
     client_version: str | None = Field(
         None, pattern=families.default().version_pattern,
@@ -51,8 +52,8 @@ class RunParams(BaseModel):
     )
     custom_profiles: dict[str, dict[str, Any]] | None = Field(
         None,
-        description="Your own producer profiles: name -> profile (the catalog's fields, or {librdkafka: {property: value}}); "
-        "`profiles` may name them",
+        description="Your own producer profiles: name -> profile (the catalog's fields, {librdkafka: {property: value}}, "
+        "{java: {property: value}}, or both raw forms, one per client family); `profiles` may name them",
     )
     faults: list[str] = Field(default_factory=lambda: ["leader-kill"], min_length=1, description="Faults, one scenario per profile")
     schedule: list[FaultStep] | None = Field(
@@ -85,12 +86,17 @@ class RunParams(BaseModel):
         return self
 
 
+STANDARD_CLIENTS = [families.DEFAULT, "java"]
+"""The standard matrix's clients: librdkafka (keeping the plain scenario names) and the Java client beside it."""
+
+
 def standard_matrix() -> RunParams:
-    """The daily matrix: the 3-broker RF=3 min.insync=2 topology x every profile x every standard fault (`FaultSpec.standard`),
-    20 s of load at 2,000 msg/s per scenario (the fault at 2 s for 10 s). The faults that cut links
-    between nodes are in it where this host can cut them (`acklab.cluster.links.unavailable`:
+    """The daily matrix: the 3-broker RF=3 min.insync=2 topology x every profile x every standard fault (`FaultSpec.standard`)
+    x both client families side by side in each fault group (`STANDARD_CLIENTS`, their locked
+    versions), 20 s of load at 2,000 msg/s per scenario (the fault at 2 s for 10 s). The faults that
+    cut links between nodes are in it where this host can cut them (`acklab.cluster.links.unavailable`:
     root, iptables, cgroup2), and left out elsewhere."""
     from acklab.cluster import links  # asks iptables: only when the standard matrix is made
 
     faults = [name for name in FAULT_NAMES if FAULTS[name].standard and (not FAULTS[name].cuts_links or links.unavailable() is None)]
-    return RunParams(profiles=profile_names(), faults=faults, messages=40_000, rate=2000.0)
+    return RunParams(profiles=profile_names(), faults=faults, messages=40_000, rate=2000.0, clients=STANDARD_CLIENTS)

@@ -10,7 +10,7 @@ verdict stays the guarantee model's.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from statistics import median
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -38,15 +38,29 @@ Check = Callable[[Evidence], tuple[bool, str]]  # reproduced?, what acklab measu
 
 @dataclass(frozen=True)
 class Observation:
-    """What a source says happens in one scenario, and how acklab checks it. `restates`: the id of
-    the registry claim (`acklab.model.claims`) it restates, if any (its check is then that claim's
-    bounds: `restating`)."""
+    """What a source says happens in one scenario, and how acklab checks it: on the scenario of each
+    client of the run, or only on those of `family` (a client family, where the clients differ).
+    `restates`: the id of the registry claim (`acklab.model.claims`) it restates, if any (its check
+    is then that claim's bounds: `restating`)."""
 
     claim: str  # what the source says happens
-    scenario: str  # `<profile>__<fault>` of the preset's run
+    scenario: str  # `<profile>__<fault>` of the preset's run (a run's other clients tag the profile)
     check: Check
     restates: str | None = None
     columns: tuple[str, ...] = ()  # the restated claim's columns it checks (all if empty)
+    family: str | None = None
+
+    def on(self, family: str) -> Observation:
+        """This observation, checked on `family`'s scenarios only."""
+        return replace(self, family=family)
+
+
+def on_java(*observations: Observation) -> tuple[Observation, ...]:
+    return tuple(o.on("java") for o in observations)
+
+
+def on_librdkafka(*observations: Observation) -> tuple[Observation, ...]:
+    return tuple(o.on("librdkafka") for o in observations)
 
 
 def restating(text: str, scenario: str, claim_id: str, *columns: str) -> Observation:
@@ -139,7 +153,24 @@ def failed_after(low_s: float, high_s: float) -> Check:
         if not waits:
             return False, "no message failed"
         middle = median(waits)
-        return low_s <= middle <= high_s, f"{len(waits):,} failed a median {middle:.1f} s after produce()"
+        return low_s <= middle <= high_s, f"{len(waits):,} failed a median {middle:.1f} s after they were sent"
+
+    return check
+
+
+def send_paused(at_least_s: float) -> Check:
+    """Some producer's sends stopped for at least `at_least_s` (the longest gap between two consecutive
+    records it sent): a send() call that blocked, e.g. Java's wait of up to max.block.ms for metadata."""
+
+    def check(e: Evidence) -> tuple[bool, str]:
+        import pyarrow.parquet as pq
+
+        if e.entry.send_log is None:
+            return False, "no send log"
+        log = pq.read_table(e.run.root / e.entry.send_log, columns=["producer", "send_ts"]).to_pandas().dropna()
+        gaps = log.sort_values("send_ts").groupby("producer")["send_ts"].diff()
+        longest = float(gaps.max()) if gaps.notna().any() else 0.0
+        return longest >= at_least_s, f"the longest pause between two sends was {longest:.1f} s"
 
     return check
 
@@ -152,6 +183,19 @@ def broker_log_lines(text: str, at_least: int) -> Check:
             text in line for log in e.run.cluster.rglob("server.log") for line in log.read_text(errors="replace").splitlines()
         )
         return found >= at_least, f"{found:,} broker log lines with {text}"
+
+    return check
+
+
+def producer_log_lines(text: str, at_least: int = 1) -> Check:
+    """Lines of the scenario's producer logs containing `text` (the Java driver logs each error's first
+    message there, as users quote it)."""
+
+    def check(e: Evidence) -> tuple[bool, str]:
+        folder = e.run.scenario(e.entry.scenario).producers
+        lines = [line for log in sorted(folder.glob("*.log")) for line in log.read_text(errors="replace").splitlines() if text in line]
+        quoted = f": {lines[0].strip()[:200]}" if lines else ""
+        return len(lines) >= at_least, f"{len(lines):,} producer log lines with {text!r}{quoted}"
 
     return check
 
@@ -232,17 +276,35 @@ def both(*checks: Check) -> Check:
 
 
 def _raw(**properties: Any) -> dict[str, Any]:
-    return {"librdkafka": {key.replace("_", "."): value for key, value in properties.items()}}
+    return {"librdkafka": _properties(properties)}
 
+
+def _both(librdkafka: Mapping[str, Any], java: Mapping[str, Any]) -> dict[str, Any]:
+    """One producer written for each client: librdkafka's properties and the Java client's
+    (`_properties` names, e.g. request_timeout_ms)."""
+    return {"librdkafka": _properties(librdkafka), "java": _properties(java)}
+
+
+def _properties(properties: Mapping[str, Any]) -> dict[str, Any]:
+    return {key.replace("_", "."): value for key, value in properties.items()}
+
+
+# The field notes' write-ups ran the Java client: their presets run it first, librdkafka beside it.
+WRITE_UPS_CLIENTS = ["java", "librdkafka"]
 
 FN1_TIMEOUT_MS = 5000
-FN1_MESSAGES = 200
-FN1_DOWN_S = 12.0  # outlasts the load: 2 s of sending, then message.timeout.ms
+FN1_BLOCK_MS = 2000  # Java's max.block.ms (default 60000): each send() waits this long for metadata
+FN1_MESSAGES = 6
+FN1_DOWN_S = 25.0  # outlasts the load: Java's sends block FN1_MESSAGES x max.block.ms, librdkafka's expire after message.timeout.ms
 FN1_SCENARIO = "fn1-acks1__leader-restart-before-load"
 FN2_TIMEOUT_MS = 5000
+FN2_JAVA_REQUEST_MS = 1000  # Java: delivery.timeout.ms = request.timeout.ms + linger.ms (0), the write-up's 1018 ms
 FN3_RETRIES = 5
 FN7_TIMEOUT_MS = 5000
 FN7_SCENARIO = "fn7-acks1__leader-kill"
+FN8B_DELAY_S = 10.0  # the write-up's 30 s scaled down: a timeout above it, max.block.ms below two round trips of it
+FN8B_TIMEOUT_MS = 15000
+FN8B_SCENARIO = "{}__latency-before-load"
 
 
 def _two_brokers(rf: int, shows: str, observation: Observation) -> Preset:
@@ -251,11 +313,14 @@ def _two_brokers(rf: int, shows: str, observation: Observation) -> Preset:
     return Preset(
         f"field-notes-7-two-brokers-rf{rf}",
         "field-notes #7",
-        f"2 brokers (broker 1 the KRaft controller), topics of RF={rf}, acks=1, message.timeout.ms={FN7_TIMEOUT_MS}; "
-        f"broker 2 killed for 10 s: {shows}",
+        f"2 brokers (broker 1 the KRaft controller), topics of RF={rf}, acks=1, delivery timeout {FN7_TIMEOUT_MS} ms "
+        f"(librdkafka message.timeout.ms, Java delivery.timeout.ms); broker 2 killed for 10 s: {shows}",
         {
-            "topology": f"two-brokers-rf{rf}", "profiles": ["fn7-acks1"],
-            "custom_profiles": {"fn7-acks1": _raw(acks="1", request_timeout_ms=1000, message_timeout_ms=FN7_TIMEOUT_MS)},
+            "topology": f"two-brokers-rf{rf}", "profiles": ["fn7-acks1"], "clients": WRITE_UPS_CLIENTS,
+            "custom_profiles": {"fn7-acks1": _both(
+                {"acks": "1", "request_timeout_ms": 1000, "message_timeout_ms": FN7_TIMEOUT_MS},
+                {"acks": "1", "request_timeout_ms": 1000, "delivery_timeout_ms": FN7_TIMEOUT_MS},
+            )},
             "schedule": [{"at_s": 2.0, "fault": "leader-kill", "target": "leader:1", "duration_s": 10.0}],
             "messages": 8000, "rate": 400.0,
         },
@@ -272,25 +337,37 @@ PRESETS: dict[str, Preset] = _by_name(
             "field-notes-1-broker-down-before-first-send",
             "field-notes #1",
             "1 broker, acks=1, request.timeout.ms=1000, retries=10; the topic exists, then the broker is stopped (SIGTERM) "
-            f"before the producer starts and stays down {FN1_DOWN_S:g} s: no metadata ever arrives, so nothing is sent and nothing retried; "
-            f"librdkafka's produce() does not block (Java's send() waits max.block.ms for metadata), each record expires "
-            f"after message.timeout.ms ({FN1_TIMEOUT_MS} ms)",
+            f"before the producer starts and stays down {FN1_DOWN_S:g} s: no metadata ever arrives, so nothing is sent and nothing retried. "
+            f"Java's send() waits max.block.ms ({FN1_BLOCK_MS} ms here, 60000 by default) for metadata and fails the record with "
+            f"TimeoutException; librdkafka's produce() does not block, each record expires after message.timeout.ms ({FN1_TIMEOUT_MS} ms)",
             {
                 "topology": "single-broker",
-                "profiles": ["fn1-acks1"],
-                "custom_profiles": {"fn1-acks1": _raw(acks="1", request_timeout_ms=1000, retries=10, message_timeout_ms=FN1_TIMEOUT_MS)},
+                "profiles": ["fn1-acks1"], "clients": WRITE_UPS_CLIENTS,
+                "custom_profiles": {"fn1-acks1": _both(
+                    {"acks": "1", "request_timeout_ms": 1000, "retries": 10, "message_timeout_ms": FN1_TIMEOUT_MS},
+                    {"acks": "1", "request_timeout_ms": 1000, "retries": 10, "max_block_ms": FN1_BLOCK_MS},
+                )},
                 "schedule": [{"fault": "leader-restart", "before_load": True, "duration_s": FN1_DOWN_S}],
-                "messages": FN1_MESSAGES, "rate": 100.0,
+                "messages": FN1_MESSAGES, "rate": 2.0,
             },
             (
                 Observation("the broker is down from before the first send to the end of the load", FN1_SCENARIO, faults_cover_load()),
-                Observation(
-                    "every record fails with a timeout error (Java: TimeoutException, metadata not fetched in max.block.ms)", FN1_SCENARIO,
-                    both(count("failed", "==", FN1_MESSAGES), errors("_MSG_TIMED_OUT")),
+                Observation("every record fails with a timeout error", FN1_SCENARIO, both(count("failed", "==", FN1_MESSAGES), errors("_MSG_TIMED_OUT"))),
+                *on_java(
+                    Observation(
+                        f"send() waits max.block.ms for metadata: TimeoutException: Topic ... not present in metadata after {FN1_BLOCK_MS} ms",
+                        FN1_SCENARIO, producer_log_lines(f"not present in metadata after {FN1_BLOCK_MS} ms"),
+                    ),
+                    Observation(
+                        f"each record fails max.block.ms ({FN1_BLOCK_MS} ms) after its send(), not after any retry", FN1_SCENARIO,
+                        failed_after(0.8 * FN1_BLOCK_MS / 1000, 2.0 * FN1_BLOCK_MS / 1000),
+                    ),
                 ),
-                Observation(
-                    f"they fail after the delivery timeout ({FN1_TIMEOUT_MS} ms), not after any retry", FN1_SCENARIO,
-                    failed_after(0.8 * FN1_TIMEOUT_MS / 1000, 2.0 * FN1_TIMEOUT_MS / 1000),
+                *on_librdkafka(
+                    Observation(
+                        f"produce() does not block: each record fails after the delivery timeout ({FN1_TIMEOUT_MS} ms), not after any retry",
+                        FN1_SCENARIO, failed_after(0.8 * FN1_TIMEOUT_MS / 1000, 2.0 * FN1_TIMEOUT_MS / 1000),
+                    ),
                 ),
                 Observation(
                     "no retries happen because nothing was ever sent", FN1_SCENARIO,
@@ -305,19 +382,39 @@ PRESETS: dict[str, Preset] = _by_name(
         Preset(
             "field-notes-2-broker-down-after-metadata",
             "field-notes #2",
-            "1 broker, acks=1, retries=10; the producer has metadata, then the broker is killed for 20 s: "
-            f"queued messages expire after message.timeout.ms ({FN2_TIMEOUT_MS} ms), never counted lost",
+            "1 broker, acks=1, retries=10; the producer has metadata, then the broker is killed for 20 s: queued records "
+            f"expire, never counted lost: on Java after delivery.timeout.ms = request.timeout.ms + linger.ms ({FN2_JAVA_REQUEST_MS} + 0 ms, "
+            f"the write-up's 'ms has passed since batch creation plus linger time'), on librdkafka after message.timeout.ms ({FN2_TIMEOUT_MS} ms)",
             {
                 "topology": "single-broker",
-                "profiles": ["fn2-acks1"],
-                "custom_profiles": {"fn2-acks1": _raw(acks="1", request_timeout_ms=1000, retries=10, message_timeout_ms=FN2_TIMEOUT_MS)},
+                "profiles": ["fn2-acks1"], "clients": WRITE_UPS_CLIENTS,
+                "custom_profiles": {"fn2-acks1": _both(
+                    {"acks": "1", "request_timeout_ms": 1000, "retries": 10, "message_timeout_ms": FN2_TIMEOUT_MS},
+                    {"acks": "1", "request_timeout_ms": FN2_JAVA_REQUEST_MS, "retries": 10, "linger_ms": 0, "delivery_timeout_ms": FN2_JAVA_REQUEST_MS},
+                )},
                 "faults": ["leader-kill"], "fault_at_s": 2.0, "fault_duration_s": 20.0, "messages": 2000, "rate": 200.0,
             },
             (
                 Observation("queued records expire with a timeout error", "fn2-acks1__leader-kill", errors("_MSG_TIMED_OUT", "_TIMED_OUT")),
-                Observation(
-                    f"they expire after about the delivery timeout ({FN2_TIMEOUT_MS} ms)", "fn2-acks1__leader-kill",
-                    failed_after(0.8 * FN2_TIMEOUT_MS / 1000, 2.0 * FN2_TIMEOUT_MS / 1000),
+                *on_java(
+                    Observation(
+                        "TimeoutException: Expiring N record(s) for <topic>-0: ... ms has passed since batch creation",
+                        "fn2-acks1__leader-kill", producer_log_lines("has passed since batch creation"),
+                    ),
+                    Observation(
+                        f"they expire after about request.timeout.ms + linger.ms ({FN2_JAVA_REQUEST_MS} ms)", "fn2-acks1__leader-kill",
+                        failed_after(0.8 * FN2_JAVA_REQUEST_MS / 1000, 3.0 * FN2_JAVA_REQUEST_MS / 1000),
+                    ),
+                    Observation(
+                        "then send() blocks (up to max.block.ms) until the broker is back: records made during the outage wait instead of expiring",
+                        "fn2-acks1__leader-kill", send_paused(10.0),
+                    ),
+                ),
+                *on_librdkafka(
+                    Observation(
+                        f"they expire after about the delivery timeout ({FN2_TIMEOUT_MS} ms)", "fn2-acks1__leader-kill",
+                        failed_after(0.8 * FN2_TIMEOUT_MS / 1000, 2.0 * FN2_TIMEOUT_MS / 1000),
+                    ),
                 ),
                 Observation("an expired record is a failure the client knows of, not a loss", "fn2-acks1__leader-kill", count("lost", "==", 0)),
             ),
@@ -326,11 +423,15 @@ PRESETS: dict[str, Preset] = _by_name(
             "field-notes-3-not-enough-replicas",
             "field-notes #3",
             f"3 brokers, RF=3, min.insync.replicas=2, acks=all, retries={FN3_RETRIES}; two followers stopped for 10 s: "
-            "the broker rejects each attempt with NOT_ENOUGH_REPLICAS, the producer reports one final error per record",
+            "the broker rejects each attempt with NOT_ENOUGH_REPLICAS, the producer reports one final error per record "
+            "(Java: one callback with NotEnoughReplicasException)",
             {
                 "topology": "three-brokers",
-                "profiles": ["fn3-acks-all"],
-                "custom_profiles": {"fn3-acks-all": _raw(acks="all", retries=FN3_RETRIES, request_timeout_ms=1000)},
+                "profiles": ["fn3-acks-all"], "clients": WRITE_UPS_CLIENTS,
+                "custom_profiles": {"fn3-acks-all": _both(
+                    {"acks": "all", "retries": FN3_RETRIES, "request_timeout_ms": 1000},
+                    {"acks": "all", "retries": FN3_RETRIES, "request_timeout_ms": 1000},
+                )},
                 "faults": ["replicas-down"], "messages": 4000, "rate": 200.0,
             },
             (
@@ -351,7 +452,10 @@ PRESETS: dict[str, Preset] = _by_name(
             "field-notes #4",
             "3 brokers, RF=3, min.insync.replicas=2; 100,000 records with acks=0 and with acks=1, the leader SIGKILLed "
             "mid-stream; every record matched by id (the write-up compared log-end offsets and saw no loss)",
-            {"topology": "three-brokers", "profiles": ["at-most-once", "leader-ack"], "faults": ["leader-kill"], "messages": 100_000, "rate": 10_000.0},
+            {
+                "topology": "three-brokers", "profiles": ["at-most-once", "leader-ack"], "clients": WRITE_UPS_CLIENTS,
+                "faults": ["leader-kill"], "messages": 100_000, "rate": 10_000.0,
+            },
             (
                 Observation("acks=0: no loss (log-end offsets unchanged)", "at-most-once__leader-kill", count("lost", "==", 0)),
                 Observation("acks=1: no loss (log-end offsets unchanged)", "leader-ack__leader-kill", count("lost", "==", 0)),
@@ -363,7 +467,10 @@ PRESETS: dict[str, Preset] = _by_name(
             "field-notes #5",
             "3 brokers; produce responses dropped after the broker appended: at-least-once stores duplicates, "
             "the idempotent producer does not",
-            {"topology": "three-brokers", "profiles": ["at-least-once", "idempotent"], "faults": ["ack-loss"], "messages": 40_000, "rate": 2000.0},
+            {
+                "topology": "three-brokers", "profiles": ["at-least-once", "idempotent"], "clients": WRITE_UPS_CLIENTS,
+                "faults": ["ack-loss"], "messages": 40_000, "rate": 2000.0,
+            },
             (
                 Observation("at-least-once retries store duplicates", "at-least-once__ack-loss", count("duplicates", ">", 0)),
                 restating("the idempotent producer stores each record once", "idempotent__ack-loss", "guarantee_exactly-once", "duplicates"),
@@ -373,16 +480,21 @@ PRESETS: dict[str, Preset] = _by_name(
             "field-notes-6-keyed-retries",
             "field-notes #6",
             "3 brokers, leader SIGKILLed; keyed records under librdkafka's consistent_random (CRC32) and "
-            "murmur2_random (Java's murmur2): retried records land in their key's partition",
+            "murmur2_random (Java's murmur2), and under the Java client's own murmur2: retried records land in their key's partition",
             {
                 "topology": "three-brokers",
-                "profiles": ["at-least-once", "fn6-murmur2"],
+                "profiles": ["at-least-once", "fn6-murmur2"], "clients": WRITE_UPS_CLIENTS,
                 "custom_profiles": {"fn6-murmur2": _raw(acks="all", partitioner="murmur2_random")},
                 "faults": ["leader-kill"], "messages": 40_000, "rate": 2000.0,
             },
             (
-                restating("consistent_random: every record in its key's partition", "at-least-once__leader-kill", "retries-keep-partition"),
-                restating("murmur2_random: every record in its key's partition", "fn6-murmur2__leader-kill", "retries-keep-partition"),
+                *on_librdkafka(
+                    restating("consistent_random: every record in its key's partition", "at-least-once__leader-kill", "retries-keep-partition"),
+                    restating("murmur2_random: every record in its key's partition", "fn6-murmur2__leader-kill", "retries-keep-partition"),
+                ),
+                *on_java(
+                    restating("Java's murmur2: every record in its key's partition", "at-least-once__leader-kill", "retries-keep-partition"),
+                ),
             ),
         ),
         _two_brokers(1, "writes to its partition fail, there is no failover",
@@ -393,28 +505,85 @@ PRESETS: dict[str, Preset] = _by_name(
             "field-notes-8-latency-30s",
             "field-notes #8",
             "3 brokers; every response of the leader delayed 30 s for 10 s (in user space, the proxy: netem is "
-            "missing here); request.timeout.ms=1500 (the write-up's setting), the same with librdkafka's "
-            "client-side socket.timeout.ms=1500, and both at 40000",
+            "missing here); request.timeout.ms=1500 (the write-up's setting: client-side in Java, broker-side only in "
+            "librdkafka), librdkafka's client-side socket.timeout.ms=1500, and both at 40000",
             {
                 "topology": "three-brokers",
-                "profiles": ["fn8-request-1500", "fn8-socket-1500", "fn8-40000"],
+                "profiles": ["fn8-request-1500", "fn8-socket-1500", "fn8-40000"], "clients": WRITE_UPS_CLIENTS,
                 "custom_profiles": {
-                    "fn8-request-1500": _raw(acks="all", request_timeout_ms=1500),
+                    "fn8-request-1500": _both({"acks": "all", "request_timeout_ms": 1500}, {"acks": "all", "request_timeout_ms": 1500}),
                     "fn8-socket-1500": _raw(acks="all", request_timeout_ms=1500, socket_timeout_ms=1500),
-                    "fn8-40000": _raw(acks="all", request_timeout_ms=40000, socket_timeout_ms=40000),
+                    "fn8-40000": _both(
+                        {"acks": "all", "request_timeout_ms": 40000, "socket_timeout_ms": 40000}, {"acks": "all", "request_timeout_ms": 40000}
+                    ),
                 },
                 "faults": ["latency"], "messages": 8000, "rate": 400.0,
             },
             (
-                Observation(
-                    "request.timeout.ms=1500: requests time out and the client reconnects", "fn8-request-1500__latency",
-                    both(client_stat("req_timeouts", ">", 0), client_stat("disconnects", ">", 0)),
+                *on_java(
+                    Observation(
+                        "request.timeout.ms=1500: Disconnecting from node N due to request timeout (client-side timeouts and disconnects)",
+                        "fn8-request-1500__latency", both(client_stat("req_timeouts", ">", 0), client_stat("disconnects", ">", 0)),
+                    ),
                 ),
-                Observation(
-                    "the same with librdkafka's client-side timeout, socket.timeout.ms=1500", "fn8-socket-1500__latency",
-                    both(client_stat("req_timeouts", ">", 0), client_stat("disconnects", ">", 0)),
+                *on_librdkafka(
+                    Observation(
+                        "request.timeout.ms=1500: requests time out and the client reconnects", "fn8-request-1500__latency",
+                        both(client_stat("req_timeouts", ">", 0), client_stat("disconnects", ">", 0)),
+                    ),
+                    Observation(
+                        "the same with librdkafka's client-side timeout, socket.timeout.ms=1500", "fn8-socket-1500__latency",
+                        both(client_stat("req_timeouts", ">", 0), client_stat("disconnects", ">", 0)),
+                    ),
                 ),
                 Observation("timeouts of 40000 ms outlast a 30 s delay: no request times out", "fn8-40000__latency", client_stat("req_timeouts", "==", 0)),
+            ),
+        ),
+        Preset(
+            "field-notes-8-metadata-wait",
+            "field-notes #8",
+            f"1 broker whose every response (ApiVersions and Metadata too) is delayed {FN8B_DELAY_S:g} s from before the producer "
+            f"starts, for 20 s (the write-up's 30 s delay and 60 s max.block.ms scaled down); request.timeout.ms=1500, and raised to "
+            f"{FN8B_TIMEOUT_MS} ms, above the delay: raising it is not enough on Java, whose first send() needs metadata, two delayed round "
+            f"trips (ApiVersions, then Metadata) that outlast max.block.ms ({FN8B_TIMEOUT_MS} ms): Topic ... not present in metadata. "
+            "librdkafka's produce() does not wait for metadata: its records queue until it arrives",
+            {
+                "topology": "single-broker",
+                "profiles": ["fn8m-1500", "fn8m-raised"], "clients": WRITE_UPS_CLIENTS,
+                "custom_profiles": {
+                    "fn8m-1500": _both(
+                        {"acks": "all", "request_timeout_ms": 1500, "socket_timeout_ms": 1500},
+                        {"acks": "all", "request_timeout_ms": 1500, "max_block_ms": FN8B_TIMEOUT_MS},
+                    ),
+                    "fn8m-raised": _both(
+                        {"acks": "all", "request_timeout_ms": FN8B_TIMEOUT_MS, "socket_timeout_ms": FN8B_TIMEOUT_MS},
+                        {"acks": "all", "request_timeout_ms": FN8B_TIMEOUT_MS, "max_block_ms": FN8B_TIMEOUT_MS},
+                    ),
+                },
+                "schedule": [{"fault": "latency", "before_load": True, "duration_s": 20.0, "options": {"delay_s": FN8B_DELAY_S}}],
+                "messages": 4, "rate": 1.0,
+            },
+            (
+                *on_java(
+                    Observation(
+                        "request.timeout.ms=1500: the client times requests out and disconnects", FN8B_SCENARIO.format("fn8m-1500"),
+                        both(client_stat("req_timeouts", ">", 0), client_stat("disconnects", ">", 0)),
+                    ),
+                    Observation(
+                        "raised above the delay, no request times out", FN8B_SCENARIO.format("fn8m-raised"), client_stat("req_timeouts", "==", 0),
+                    ),
+                    Observation(
+                        f"yet the first send() meets max.block.ms: Topic ... not present in metadata after {FN8B_TIMEOUT_MS} ms",
+                        FN8B_SCENARIO.format("fn8m-raised"),
+                        both(count("failed", ">", 0), errors("_UNKNOWN_TOPIC"), producer_log_lines(f"not present in metadata after {FN8B_TIMEOUT_MS} ms")),
+                    ),
+                ),
+                *on_librdkafka(
+                    Observation(
+                        "produce() never waits for metadata: the records queue and are delivered once it arrives",
+                        FN8B_SCENARIO.format("fn8m-raised"), both(count("failed", "==", 0), count("acked", "==", 4)),
+                    ),
+                ),
             ),
         ),
 )
@@ -530,13 +699,13 @@ def preset(name: str) -> Preset:
 
 
 VERSIONED = ("kafka_version", "client", "client_version", "backend")  # what may be chosen beside a preset
-CLIENT_KEYS = ("client", "client_version")
+CLIENT_KEYS = ("client", "client_version", "clients")
 
 
 def with_preset(name: str, params: Mapping[str, Any]) -> dict[str, Any]:
     """The preset `name`'s run params (naming the preset), with the kafka_version, client (or
-    client_version) and backend of `params` where they are set: a preset fixes its experiment, not the
-    versions it runs on."""
+    client_version, either replacing the preset's clients) and backend of `params` where they are
+    set: a preset fixes its experiment and its clients, not the versions it runs on."""
     chosen = {key: params[key] for key in VERSIONED if params.get(key) is not None}
     own = dict(preset(name).params)
     if any(key in chosen for key in CLIENT_KEYS):
@@ -547,32 +716,41 @@ def with_preset(name: str, params: Mapping[str, Any]) -> dict[str, Any]:
 
 def observe(run: RunDir, manifest: Manifest, matrix: Iterable[Mapping[str, Any]], statuses: Mapping[str, str]) -> list[dict[str, Any]]:
     """The run's preset observations (`manifest` and `matrix` are the run's), each claim with what
-    acklab measured: `reproduced`, `not reproduced`, or `untested` (its scenario is missing or
-    incomplete). [] for a run of no preset."""
+    acklab measured on each scenario it applies to (one per client of the run, or of its family):
+    `reproduced`, `not reproduced`, or `untested` (its scenario is missing or incomplete). An
+    observation of a client family the run did not include is left out. [] for a run of no preset."""
+    from acklab.model.claims import claim
+    from acklab.workload.families import row_label
+
     name = manifest.preset
     if not name or name not in PRESETS:
         return []
     rows = {row["scenario"]: row for row in matrix}
-    entries = {entry.scenario: entry for entry in manifest.scenarios}
-    kafka = manifest.kafka_version
+    ran = {entry.client_family for entry in manifest.scenarios}
     found = []
     for observation in PRESETS[name].observations:
-        row, entry = rows.get(observation.scenario), entries.get(observation.scenario)
-        if row is None or entry is None or statuses.get(observation.scenario) == "incomplete":
-            status, measured = "untested", "the scenario's evidence is missing or incomplete"
-        else:
-            ok, measured = observation.check(Evidence(row, entry, run, kafka))
-            status = "reproduced" if ok else "not reproduced"
-        from acklab.model.claims import claim
-
+        if observation.family is not None and observation.family not in ran:
+            continue
+        entries = [
+            entry for entry in manifest.scenarios
+            if f"{entry.profile}__{entry.fault}" == observation.scenario and observation.family in (None, entry.client_family)
+        ]
         restated = claim(observation.restates) if observation.restates else None
-        found.append({
-            "preset": name, "claim": observation.claim, "scenario": observation.scenario, "status": status, "measured": measured,
-            "restates": observation.restates, "documented": None if restated is None else restated.documented,
-        })
+        for entry in entries or [None]:
+            row = None if entry is None else rows.get(entry.scenario)
+            if entry is None or row is None or statuses.get(entry.scenario) == "incomplete":
+                status, measured = "untested", "the scenario's evidence is missing or incomplete"
+            else:
+                ok, measured = observation.check(Evidence(row, entry, run, manifest.kafka_version))
+                status = "reproduced" if ok else "not reproduced"
+            found.append({
+                "preset": name, "claim": observation.claim, "scenario": observation.scenario if entry is None else entry.scenario,
+                "client": "" if row is None else row_label(row), "status": status, "measured": measured,
+                "restates": observation.restates, "documented": None if restated is None else restated.documented,
+            })
     return found
 
 
 def describe(seen: Mapping[str, Any]) -> str:
     """One line for an `observe` item: `OBSERVED reproduced | claim (scenario): measured`."""
-    return f"CLAIM {seen['status'].upper()}: {seen['claim']} ({seen['scenario']}): {seen['measured']}"
+    return f"CLAIM {seen['status'].upper()}: {seen['claim']} ({seen['scenario']}{', ' + seen['client'] if seen.get('client') else ''}): {seen['measured']}"

@@ -173,9 +173,9 @@ class Librdkafka:
         return config(profile)
 
     def resolve(self, profile: ProducerProfile, client: Client) -> ProducerProfile:
-        if profile.java is not None:
+        if profile.java_only:
             raise SpecError(f"profile {profile.name} is Java producer properties: it runs on the java client (--client java:VERSION)")
-        return profile
+        return profile.model_copy(update={"java": None})
 
     def validate(self, client: Client, profiles: Sequence[ProducerProfile], load: LoadSpec) -> None:
         validate(client, profiles, load)

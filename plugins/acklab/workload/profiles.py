@@ -2,10 +2,11 @@
 
 A profile is typed fields (the catalog's form, `catalog/profiles.yaml`: one meaning, which each client
 family translates), raw librdkafka properties (`{librdkafka: {property: value}}`, read as exactly the
-producer those properties configure: librdkafka's defaults for what they leave out), or the user's own
+producer those properties configure: librdkafka's defaults for what they leave out), the user's own
 Java producer properties (`{java: {property: value}}`, run verbatim on the Java client; their typed
 fields are stated when the plan resolves the profile for its client: what the Java client documents
-for them at its version, `acklab.workload.java_client`).
+for them at its version, `acklab.workload.java_client`), or both raw forms (`{librdkafka: {...},
+java: {...}}`): one experiment's producer written for each client, each family running its own.
 Contradictions are rejected here, in one line; the configuration a client makes of a profile, and that
 client's own validation of it, are its family's (`acklab.workload.client.ClientFamily`). Nothing here
 imports librdkafka."""
@@ -104,6 +105,7 @@ class ProducerProfile(BaseModel):
         None, description="the user's own Java producer properties, run verbatim on the Java client; once resolved for a client "
         "(`ClientFamily.resolve`), the typed fields are their documented effect"
     )
+    java_only: bool = Field(False, description="the profile is Java properties alone (no librdkafka form): it runs on the Java client only")
 
     @field_validator("overrides")
     @classmethod
@@ -188,13 +190,20 @@ def profile_from_spec(name: str, spec: Mapping[str, Any], source: str) -> Produc
     if not isinstance(spec, Mapping):
         raise SpecError(f"{source}: profile {name}: expected a mapping of fields (or librdkafka: {{property: value}}, or java: {{property: value}})")
     if JAVA in spec:
-        extra = set(spec) - {JAVA, "description"}
+        extra = set(spec) - {JAVA, RAW, "description"}
         properties = spec[JAVA]
         if extra or not isinstance(properties, Mapping) or not all(isinstance(v, str | int | float | bool) for v in properties.values()):
-            raise SpecError(f"{source}: profile {name}: expected {JAVA}: {{property: value}} and at most a description beside it")
+            raise SpecError(
+                f"{source}: profile {name}: expected {JAVA}: {{property: value}} and at most {RAW}: {{property: value}} and a description beside it"
+            )
         text = {str(k): str(v).lower() if isinstance(v, bool) else str(v) for k, v in properties.items()}
+        if RAW in spec:  # the librdkafka form states the typed fields; the Java client states its own (`ClientFamily.resolve`)
+            both = profile_from_spec(name, {key: value for key, value in spec.items() if key != JAVA}, source)
+            return both.model_copy(update={"java": text})
         # The typed fields are the Java client's to state, at its version (`ClientFamily.resolve`).
-        return ProducerProfile(name=name, description=str(spec.get("description") or "the user's Java producer properties"), acks="all", java=text)
+        return ProducerProfile(
+            name=name, description=str(spec.get("description") or "the user's Java producer properties"), acks="all", java=text, java_only=True
+        )
     if RAW in spec:
         extra = set(spec) - {RAW, "description"}
         if extra or not isinstance(spec[RAW], Mapping):

@@ -468,6 +468,8 @@ public final class AcklabProducer {
             code = errorCodes.size() + 1;
             errorCodes.put(name, code);
             errorRetriable.add(exception instanceof RetriableException);
+            // The producer log keeps each error's first message, as users quote it (field notes)
+            System.err.println("p" + producerIndex + " first " + name + ": " + exception.getMessage());
         }
         return code;
     }
@@ -490,7 +492,10 @@ public final class AcklabProducer {
                 acked.incrementAndGet();
             } else {
                 error[index] = code(exception);
-                refused[index] = inSend;
+                // send() reports a retriable error itself after waiting max.block.ms (metadata, buffer
+                // memory): the documented delivery failure of a record that never got a leader, like
+                // librdkafka's message timeout. Only a non-retriable one is a refusal.
+                refused[index] = inSend && !(exception instanceof RetriableException);
                 failed.incrementAndGet();
             }
             reported.incrementAndGet();
