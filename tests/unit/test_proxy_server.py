@@ -288,3 +288,38 @@ def test_lose_then_reject_loses_a_batch_with_its_connection_then_rejects_its_ret
         assert stats(proxy) == {"lost_requests": 2, "injected_errors": 1}
 
     run(scenario)
+
+
+def test_a_dropped_request_stalls_its_connection_and_answers_stay_in_order() -> None:
+    """Kafka answers a connection's requests in order (the Java client checks the correlation ids): a
+    request lost on a connection takes every later one with it, as a TCP stream would; a new
+    connection passes again once the rule is gone."""
+
+    async def scenario(proxy: ProxyServer, brokers: list[Broker], connect: Callable[[int], Awaitable[Client]]) -> None:
+        client = await connect(0)
+        client.produce(1)
+        assert await client.answer() == (1, [0, 0])
+        set_rule(proxy, action="drop_request", count=1)
+        client.produce(2)  # dropped by the rule
+        client.produce(3)  # past the rule's count, yet behind a lost request: dropped too
+        with pytest.raises(TimeoutError):
+            await client.answer(timeout_s=0.5)
+        assert produce_received(brokers[0]) == [1] and stats(proxy)["dropped_requests"] == 2
+        fresh = await connect(0)
+        fresh.produce(4)
+        assert await fresh.answer() == (4, [0, 0])
+
+    run(scenario)
+
+
+def test_a_dropped_response_on_a_held_connection_is_the_last_it_answers() -> None:
+    async def scenario(proxy: ProxyServer, brokers: list[Broker], connect: Callable[[int], Awaitable[Client]]) -> None:
+        client = await connect(0)
+        set_rule(proxy, action="drop_response", then="hold", count=1)
+        client.produce(1)  # appended, its answer dropped
+        client.produce(2)  # appended, its answer would arrive out of order: dropped too
+        with pytest.raises(TimeoutError):
+            await client.answer(timeout_s=0.5)
+        assert produce_received(brokers[0]) == [1, 2] and stats(proxy)["dropped_responses"] == 2
+
+    run(scenario)

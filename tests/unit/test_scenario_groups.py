@@ -35,7 +35,7 @@ def test_one_at_a_time_makes_a_group_per_scenario() -> None:
 
 def test_standard_matrix_is_every_profile_by_every_fault() -> None:
     plan = make_plan(standard_matrix())
-    assert len(plan.scenarios) >= 36 and len(plan.groups()) == len(plan.params.faults)
+    assert len(plan.scenarios) >= 72 and len(plan.groups()) == len(plan.params.faults) * len(plan.params.clients)
     assert plan.load.messages / plan.load.rate >= plan.params.fault_at_s + plan.params.fault_duration_s
 
 
@@ -180,3 +180,19 @@ def test_a_group_runs_its_incomplete_scenarios_once_more_and_keeps_the_first_run
             shutil.rmtree(folder)
     assert not execution.run_group(None, plan, 0, run, attempts=1)[1].evidence_complete
     assert calls == [(1, ["leader-ack__none", "idempotent__none", "at-least-once__none"])]
+
+
+def test_clients_together_share_a_fault_group_or_take_turns() -> None:
+    params = {"clients": ["librdkafka", "java"], "profiles": ["leader-ack", "idempotent"], "faults": ["none", "leader-kill"]}
+    together = make_plan(params)
+    assert [[s.name for s in g] for g in together.groups()] == [
+        ["leader-ack__none", "idempotent__none", "leader-ack.java__none", "idempotent.java__none"],
+        ["leader-ack__leader-kill", "idempotent__leader-kill", "leader-ack.java__leader-kill", "idempotent.java__leader-kill"],
+    ]
+    assert [together.group_label(g) for g in together.groups()] == ["none", "leader-kill"]
+    apart = make_plan({**params, "clients_together": False})
+    assert [[s.name for s in g] for g in apart.groups()] == [
+        ["leader-ack__none", "idempotent__none"], ["leader-ack.java__none", "idempotent.java__none"],
+        ["leader-ack__leader-kill", "idempotent__leader-kill"], ["leader-ack.java__leader-kill", "idempotent.java__leader-kill"],
+    ]
+    assert [apart.group_label(g) for g in apart.groups()] == ["none (librdkafka)", "none (java)", "leader-kill (librdkafka)", "leader-kill (java)"]

@@ -220,7 +220,7 @@ def _run_one(plan: Any, as_json: bool, err: bool = False) -> Any:
     from acklab.workload import families
 
     console.print(f"Kafka {plan.topology.kafka_version}, {families.of(plan.client).label(plan.client)}")
-    with LoadBars([(g[0].fault, len(g) * plan.load.messages) for g in plan.groups()], console) as bars:
+    with LoadBars([(plan.group_label(g), len(g) * plan.load.messages) for g in plan.groups()], console) as bars:
         result = run_failures(lambda: user_errors(lambda: run_pipeline(plan, progress=bars)))
     summary = write_result(result.run, result.verdict)
     for line in result.verdict.summary_lines():

@@ -140,7 +140,7 @@ def _attempt(
     nemesis = Nemesis(FaultContext(cluster, topics[0], topology.min_insync_replicas), group[0].schedule)
     moves_leaders = any(FAULTS[step.fault].moves_leaders for step in group[0].schedule)
     watch = None if moves_leaders else LeaderWatch(cluster, topics)
-    log.info("group %d (%s): %d scenario(s), %d messages each", index, group[0].fault, len(group), plan.load.messages)
+    log.info("group %d (%s): %d scenario(s), %d messages each", index, plan.group_label(group), len(group), plan.load.messages)
     topics_ready = threading.Event()
 
     def create_topics() -> None:

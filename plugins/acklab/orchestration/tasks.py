@@ -54,9 +54,10 @@ def stored_plan(run: dict[str, Any]) -> RunPlan:
 
 
 def scenario_groups(run: dict[str, Any]) -> list[dict[str, Any]]:
-    """What the DAG maps over: each group's index, fault and scenario names."""
-    groups = stored_plan(run).groups()
-    return [{"index": i, "fault": group[0].fault, "scenarios": [s.name for s in group]} for i, group in enumerate(groups)]
+    """What the DAG maps over: each group's index, label (its fault, and its client where a fault has a
+    group per client) and scenario names."""
+    plan = stored_plan(run)
+    return [{"index": i, "fault": plan.group_label(group), "scenarios": [s.name for s in group]} for i, group in enumerate(plan.groups())]
 
 
 def plan_versions(params: dict[str, Any], create: bool = True) -> list[dict[str, Any]]:

@@ -51,13 +51,24 @@ class RunPlan(BaseModel):
         return any(FAULTS[step.fault].cuts_links for scenario in self.scenarios for step in scenario.schedule)
 
     def groups(self) -> list[list[ScenarioPlan]]:
-        """Scenarios run together: all profiles of a fault (side_by_side), else one each."""
+        """Scenarios run together: all profiles of a fault (side_by_side), of every client or of each
+        client apart (`clients_together`), in fault order; else one each."""
         if not self.params.side_by_side:
             return [[scenario] for scenario in self.scenarios]
-        by_fault: dict[str, list[ScenarioPlan]] = {}
+        faults = list(dict.fromkeys(s.fault for s in self.scenarios))
+        clients = list(dict.fromkeys(s.client for s in self.scenarios))
+        groups: dict[tuple[int, int], list[ScenarioPlan]] = {}
         for scenario in self.scenarios:
-            by_fault.setdefault(scenario.fault, []).append(scenario)
-        return list(by_fault.values())
+            key = (faults.index(scenario.fault), 0 if self.params.clients_together else clients.index(scenario.client))
+            groups.setdefault(key, []).append(scenario)
+        return [groups[key] for key in sorted(groups)]
+
+    def group_label(self, group: list[ScenarioPlan]) -> str:
+        """How a group is named: its fault, and its client where a fault has a group per client."""
+        label = group[0].fault
+        if len({s.client for s in self.scenarios}) > len({s.client for s in group}):
+            label += f" ({client_tag(group[0].client, list(dict.fromkeys(s.client for s in self.scenarios)))})"
+        return label
 
 
 def make_plan(params: RunParams | dict[str, object]) -> RunPlan:

@@ -25,8 +25,12 @@ class ProxyRule(BaseModel):
     """One active fault on one broker's client traffic.
 
     - drop_response: the broker processed the request, its response never reaches the client;
-      then `hold` the connection (the client times out) or `close` it.
-    - drop_request: the request never reaches the broker.
+      then `hold` the connection (no later response of it reaches the client either: it times out)
+      or `close` it.
+    - drop_request: the request never reaches the broker, nor does any later request of its
+      connection (a stream that lost a request delivers nothing after it, as TCP would): the client
+      sees a stalled connection until its request timeout closes it. Responses stay in request
+      order, which Kafka's protocol promises per connection (the Java client checks it).
     - delay_response: responses wait `delay_s` (all later responses on the connection queue behind,
       as with a link delay).
     - blackhole: nothing passes in either direction; new connections are accepted and ignored.

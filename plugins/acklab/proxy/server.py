@@ -101,6 +101,8 @@ class Connection:
         self.held: deque[Held] = deque()
         self.awaiting: set[int] = set()  # released requests not answered yet
         self.client_open = True
+        self.stalled = False  # a request was dropped: every later one is (drop_request)
+        self.deaf = False  # a response was dropped and the connection held: every later one is (drop_response)
         self.wake = asyncio.Event()
         self.released = asyncio.Event()
 
@@ -256,6 +258,9 @@ class BrokerProxy:
             if api_key == PRODUCE and conn in self.swallowing:
                 self.stats["lost_requests"] += 1
                 continue
+            if conn.stalled:
+                self.stats["dropped_requests"] += 1
+                continue
             if conn.held and api_key == PRODUCE:  # a connection's PRODUCE requests stay in order
                 self._hold(conn, size + body, correlation, version, conn.held[-1].due, self._parse(body, version))
                 continue
@@ -265,6 +270,7 @@ class BrokerProxy:
                 if action in ("drop_request", "blackhole"):
                     self.affected += 1
                     self.stats["dropped_requests" if action == "drop_request" else "blackholed_requests"] += 1
+                    conn.stalled = action == "drop_request"
                     continue
                 if action in PRODUCE_ACTIONS and api_key == PRODUCE:
                     outcome = self._produce_fault(conn, size + body, body, correlation, version, rule)
@@ -385,6 +391,9 @@ class BrokerProxy:
             (correlation,) = CORRELATION.unpack_from(body)
             api_key, version = await conn.answered(correlation)
             conn.awaiting.discard(correlation)
+            if conn.deaf:
+                self.stats["dropped_responses"] += 1
+                continue
             rule = self.active(api_key)
             if rule is not None:
                 action = rule.action
@@ -394,6 +403,7 @@ class BrokerProxy:
                     if action == "drop_response" and rule.then == "close":
                         self.stats["closed_after_drop"] += 1
                         return
+                    conn.deaf = action == "drop_response"  # held: no later response of it reaches the client either
                     continue
                 if action == "delay_response":
                     self.affected += 1

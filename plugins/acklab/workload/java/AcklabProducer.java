@@ -71,6 +71,7 @@ public final class AcklabProducer {
     static final int NO_ERROR = 0;
     static final int UNREPORTED = Integer.MIN_VALUE;
     static final long TICK_MS = 250;
+    static final int CHUNK = 64;
     static final long STOP_FLUSH_MS = 5000;
     static final String DEADLINE = "duration_s reached";
     static final String SIGTERM_STOP = "stopped by SIGTERM";
@@ -165,6 +166,7 @@ public final class AcklabProducer {
     final int producerIndex, producers, count, keys, messageBytes, width;
     final long firstId;
     final double rate; // messages per second, 0 = as fast as possible
+    final int chunk; // messages sent between two waits for the rate (as the librdkafka worker: one chunk per 5 ms)
     final double durationS; // 0 = none
     final long flushTimeoutMs;
     final String topic, prefix;
@@ -208,6 +210,7 @@ public final class AcklabProducer {
         messageBytes = Integer.parseInt(job.getProperty("message.bytes"));
         width = Long.toString(Long.parseLong(job.getProperty("max.id"))).length();
         rate = Double.parseDouble(job.getProperty("rate", "0"));
+        chunk = (int) Math.max(1, Math.min(CHUNK, rate / 200));
         durationS = Double.parseDouble(job.getProperty("duration.s", "0"));
         flushTimeoutMs = (long) (Double.parseDouble(job.getProperty("flush.timeout.s")) * 1000);
         topic = job.getProperty("topic");
@@ -354,7 +357,7 @@ public final class AcklabProducer {
                 report(index, metadata == null ? -1 : metadata.partition(), metadata == null ? -1 : metadata.offset(), exception, inSend);
             });
             long nowNanos = System.nanoTime();
-            if (rate > 0) {
+            if (rate > 0 && (sent % chunk == 0 || sent == end)) {
                 long due = t0 + (long) (sent / rate * 1e9);
                 while (due - nowNanos > 0 && !stopping) {
                     LockSupport.parkNanos(Math.min(due - nowNanos, TICK_MS * 1_000_000L));
