@@ -302,9 +302,9 @@ FN2_JAVA_REQUEST_MS = 1000  # Java: delivery.timeout.ms = request.timeout.ms + l
 FN3_RETRIES = 5
 FN7_TIMEOUT_MS = 5000
 FN7_SCENARIO = "fn7-acks1__leader-kill"
-FN8B_DELAY_S = 10.0  # the write-up's 30 s scaled down: a timeout above it, max.block.ms below two round trips of it
-FN8B_TIMEOUT_MS = 15000
-FN8B_SCENARIO = "{}__latency-before-load"
+FN8M_DELAY_S = 10.0  # the write-up's 30 s scaled down: a timeout above it, max.block.ms below two round trips of it
+FN8M_TIMEOUT_MS = 15000
+FN8M_SCENARIO = "{}__latency-before-load"
 
 
 def _two_brokers(rf: int, shows: str, observation: Observation) -> Preset:
@@ -542,10 +542,10 @@ PRESETS: dict[str, Preset] = _by_name(
         Preset(
             "field-notes-8-metadata-wait",
             "field-notes #8",
-            f"1 broker whose every response (ApiVersions and Metadata too) is delayed {FN8B_DELAY_S:g} s from before the producer "
+            f"1 broker whose every response (ApiVersions and Metadata too) is delayed {FN8M_DELAY_S:g} s from before the producer "
             f"starts, for 20 s (the write-up's 30 s delay and 60 s max.block.ms scaled down); request.timeout.ms=1500, and raised to "
-            f"{FN8B_TIMEOUT_MS} ms, above the delay: raising it is not enough on Java, whose first send() needs metadata, two delayed round "
-            f"trips (ApiVersions, then Metadata) that outlast max.block.ms ({FN8B_TIMEOUT_MS} ms): Topic ... not present in metadata. "
+            f"{FN8M_TIMEOUT_MS} ms, above the delay: raising it is not enough on Java, whose first send() needs metadata, two delayed round "
+            f"trips (ApiVersions, then Metadata) that outlast max.block.ms ({FN8M_TIMEOUT_MS} ms): Topic ... not present in metadata. "
             "librdkafka's produce() does not wait for metadata: its records queue until it arrives",
             {
                 "topology": "single-broker",
@@ -553,35 +553,35 @@ PRESETS: dict[str, Preset] = _by_name(
                 "custom_profiles": {
                     "fn8m-1500": _both(
                         {"acks": "all", "request_timeout_ms": 1500, "socket_timeout_ms": 1500},
-                        {"acks": "all", "request_timeout_ms": 1500, "max_block_ms": FN8B_TIMEOUT_MS},
+                        {"acks": "all", "request_timeout_ms": 1500, "max_block_ms": FN8M_TIMEOUT_MS},
                     ),
                     "fn8m-raised": _both(
-                        {"acks": "all", "request_timeout_ms": FN8B_TIMEOUT_MS, "socket_timeout_ms": FN8B_TIMEOUT_MS},
-                        {"acks": "all", "request_timeout_ms": FN8B_TIMEOUT_MS, "max_block_ms": FN8B_TIMEOUT_MS},
+                        {"acks": "all", "request_timeout_ms": FN8M_TIMEOUT_MS, "socket_timeout_ms": FN8M_TIMEOUT_MS},
+                        {"acks": "all", "request_timeout_ms": FN8M_TIMEOUT_MS, "max_block_ms": FN8M_TIMEOUT_MS},
                     ),
                 },
-                "schedule": [{"fault": "latency", "before_load": True, "duration_s": 20.0, "options": {"delay_s": FN8B_DELAY_S}}],
+                "schedule": [{"fault": "latency", "before_load": True, "duration_s": 20.0, "options": {"delay_s": FN8M_DELAY_S}}],
                 "messages": 4, "rate": 1.0,
             },
             (
                 *on_java(
                     Observation(
-                        "request.timeout.ms=1500: the client times requests out and disconnects", FN8B_SCENARIO.format("fn8m-1500"),
+                        "request.timeout.ms=1500: the client times requests out and disconnects", FN8M_SCENARIO.format("fn8m-1500"),
                         both(client_stat("req_timeouts", ">", 0), client_stat("disconnects", ">", 0)),
                     ),
                     Observation(
-                        "raised above the delay, no request times out", FN8B_SCENARIO.format("fn8m-raised"), client_stat("req_timeouts", "==", 0),
+                        "raised above the delay, no request times out", FN8M_SCENARIO.format("fn8m-raised"), client_stat("req_timeouts", "==", 0),
                     ),
                     Observation(
-                        f"yet the first send() meets max.block.ms: Topic ... not present in metadata after {FN8B_TIMEOUT_MS} ms",
-                        FN8B_SCENARIO.format("fn8m-raised"),
-                        both(count("failed", ">", 0), errors("_UNKNOWN_TOPIC"), producer_log_lines(f"not present in metadata after {FN8B_TIMEOUT_MS} ms")),
+                        f"yet the first send() meets max.block.ms: Topic ... not present in metadata after {FN8M_TIMEOUT_MS} ms",
+                        FN8M_SCENARIO.format("fn8m-raised"),
+                        both(count("failed", ">", 0), errors("_UNKNOWN_TOPIC"), producer_log_lines(f"not present in metadata after {FN8M_TIMEOUT_MS} ms")),
                     ),
                 ),
                 *on_librdkafka(
                     Observation(
                         "produce() never waits for metadata: the records queue and are delivered once it arrives",
-                        FN8B_SCENARIO.format("fn8m-raised"), both(count("failed", "==", 0), count("acked", "==", 4)),
+                        FN8M_SCENARIO.format("fn8m-raised"), both(count("failed", "==", 0), count("acked", "==", 4)),
                     ),
                 ),
             ),
