@@ -29,6 +29,8 @@ from acklab.cluster.topology import load_topology
 from acklab.model.guarantees import expect, suite_expectations
 from acklab.nemesis.schedule import schedule_for
 from acklab.store.runs import RunDir
+from acklab.workload import java_client
+from acklab.workload.client import Client
 from acklab.workload.profiles import ProducerProfile, get_profile
 
 THREE = load_topology("three-brokers")
@@ -92,9 +94,13 @@ class Run:
     def __init__(self, path: Path) -> None:
         self.path, self.rows, self.entries = path, [], []
 
-    def add(self, name: str, profile: str | ProducerProfile, fault: str = "leader-kill", duration_s: float = 10.0, **outcomes: Any) -> None:
+    def add(
+        self, name: str, profile: str | ProducerProfile, fault: str = "leader-kill", duration_s: float = 10.0, client: Client | None = None,
+        **outcomes: Any,
+    ) -> None:
         profile = get_profile(profile) if isinstance(profile, str) else profile
-        expected = expect(profile, THREE, schedule_for(fault, 2.0, duration_s))
+        expected = expect(profile, THREE, schedule_for(fault, 2.0, duration_s), client)
+        reordered = outcomes.pop("reordered", 0)
         flags = {k: outcomes.pop(k) for k in ("fault_effective", "evidence_complete", "incomplete_reason", "fatal_error") if k in outcomes}
         self.entries.append(
             {
@@ -112,8 +118,8 @@ class Run:
                 "fault": fault,
                 "guarantee": str(expected.guarantee),
                 "guarantee_reason": expected.reason,
-                "client_version": "2.16.1",
-                "client_family": "librdkafka", "librdkafka_version": "2.16.0",
+                "client_version": client.version if client else "2.16.1",
+                "client_family": client.family if client else "librdkafka", "librdkafka_version": client.librdkafka if client else "2.16.0",
                 "partitioner": profile.partitioner,
                 "producers": 1,
                 "transactional": profile.transaction is not None,
@@ -124,6 +130,7 @@ class Run:
                 "hanging_partitions": 0 if profile.transaction is not None else None,
                 **flags,
                 **counts(**outcomes),
+                "reordered": reordered,
                 "ack_latency_p50_ms": 3.1,
                 "ack_latency_p95_ms": 20.0,
                 "ack_latency_p99_ms": 40.0,
@@ -465,3 +472,15 @@ def test_integrity_follows_the_spark_matrix_contract() -> None:
     descriptive columns the matrix has."""
     assert verdict_module.MATRIX_COLUMNS == audit.MATRIX_COLUMNS
     assert set(verdict_module.IDENTITY_COLUMNS) <= set(audit.META_SCHEMA.fieldNames())
+
+
+def test_one_request_in_flight_keeps_order_on_java_and_is_only_a_belief_on_librdkafka(root: Path, run: Run) -> None:
+    """The Java client documents that max.in.flight=1 keeps order: a reordering there is a red row;
+    librdkafka documents that retries may reorder: there the same row passes (a refuted belief)."""
+    java = Client("4.3.1", "", "python", family="java")
+    run.add("java-reordered", java_client.resolve(get_profile("at-least-once-ordered"), java), client=java, reordered=5)
+    run.add("java-in-order", java_client.resolve(get_profile("at-least-once-ordered"), java), client=java)
+    run.add("librdkafka-reordered", "at-least-once-ordered", reordered=5)
+    scenarios = by_scenario(run.judge(root, "ordering"))
+    assert failures(scenarios["java-reordered"]) == [("guarantee_in-flight-1-keeps-order", "reordered == 0", 5)]
+    assert [scenarios[n].status for n in ("java-reordered", "java-in-order", "librdkafka-reordered")] == ["fail", "pass", "pass"]
