@@ -70,7 +70,7 @@ run: setup
 	$(BIN)/acklab reap
 	ACKLAB_BIND_CLUSTER_TO_PID=1 $(BIN)/airflow dags test kafka_delivery_matrix -c '$(RUN_CONF)' > $(AIRFLOW_HOME)/dags-test.log 2>&1 \
 	  || { tail -n 60 $(AIRFLOW_HOME)/dags-test.log; echo "DAG run failed; full log: $(AIRFLOW_HOME)/dags-test.log"; exit 1; }
-	grep -oE "(PASS|FAIL|INCOMPLETE) [a-z0-9_-]+ \[.*\)" $(AIRFLOW_HOME)/dags-test.log || true
+	grep -oE "(PASS|FAIL|INCOMPLETE) [a-z0-9._-]+ \[.*\)" $(AIRFLOW_HOME)/dags-test.log || true
 	$(BIN)/acklab report --require-pass
 
 # Everything but the compose stack (`make test-compose`): unit and integration tests, the DAGs under
