@@ -37,7 +37,7 @@ COUNT_DOCS: Mapping[str, str] = {
     "planned": "send-log rows: every message the load planned",
     "sent": "planned messages with a client outcome (acked, failed or unknown)",
     UNSENT: "planned messages never handed to `produce()`",
-    "refused": "messages `produce()` itself rejected (failed without reaching the wire)",
+    "refused": "messages `produce()` (Java: `send()`) itself rejected with a non-retriable error (failed without reaching the wire)",
     "fatal": "messages failed by a producer's fatal error (sent or not)",
     "acked": "send-log state acked",
     "failed": "send-log state failed",

@@ -43,7 +43,11 @@ SEND_LOG = pa.schema(
         column("offset", pa.int64(), "offset from the delivery report (null when it had an error or no offset, e.g. acks=0)"),
         column("error", pa.string(), "the client family's error name (librdkafka: its error name) of the delivery report, the refusal or the fatal error; null when acked"),
         column("state", pa.string(), "; ".join(f"`{name}`: {doc}" for name, doc in STATE_DOCS.items())),
-        column("refused", pa.bool_(), "`produce()` itself rejected the message (e.g. MSG_SIZE_TOO_LARGE): a failed write that never reached the wire"),
+        column(
+            "refused", pa.bool_(),
+            "`produce()` (Java: `send()`) itself rejected the message with a non-retriable error (e.g. MSG_SIZE_TOO_LARGE): a failed "
+            "write that never reached the wire; a Java `send()` that waited max.block.ms and then failed is a failure, not a refusal",
+        ),
         column("fatal", pa.bool_(), "failed by the producer's fatal error: not acknowledged before it, whether sent or not"),
     ]
 )
