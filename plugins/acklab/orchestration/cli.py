@@ -185,8 +185,8 @@ def run(
         if schedule is not None:
             params["schedule"] = load_yaml(schedule, "schedule")
         clients = [*(client or []), *librdkafka_clients(client_version)]
-        if standard and not clients and preset is None:
-            params["clients"] = base.clients  # both families side by side, as the daily DAG
+        if standard and not clients and preset is None:  # both families, a group per fault and client, as the daily DAG
+            params.update(clients=base.clients, clients_together=base.clients_together)
         custom = _custom_profiles(profiles_file, librdkafka)
         if producer_config is not None:
             custom["custom"] = {"java": _java_properties(producer_config, clients)}

@@ -270,7 +270,8 @@ class BrokerProxy:
                 if action in ("drop_request", "blackhole"):
                     self.affected += 1
                     self.stats["dropped_requests" if action == "drop_request" else "blackholed_requests"] += 1
-                    conn.stalled = action == "drop_request"
+                    if action == "drop_request":
+                        conn.stalled = True
                     continue
                 if action in PRODUCE_ACTIONS and api_key == PRODUCE:
                     outcome = self._produce_fault(conn, size + body, body, correlation, version, rule)
@@ -403,7 +404,8 @@ class BrokerProxy:
                     if action == "drop_response" and rule.then == "close":
                         self.stats["closed_after_drop"] += 1
                         return
-                    conn.deaf = action == "drop_response"  # held: no later response of it reaches the client either
+                    if action == "drop_response":
+                        conn.deaf = True  # held: no later response of it reaches the client either
                     continue
                 if action == "delay_response":
                     self.affected += 1
