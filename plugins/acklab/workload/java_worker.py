@@ -31,7 +31,7 @@ from acklab.workload.partitioners import partition_for
 from acklab.workload.sendlog import ProducerLog
 from acklab.workload.spec import key
 from acklab.workload.stats import STATS_INTERVAL_MS
-from acklab.workload.worker import PARENT_GONE, PROGRESS_FILE, SIGTERM_STOP, WorkerJob
+from acklab.workload.worker import PARENT_GONE, PROGRESS_FILE, SIGTERM_STOP, WorkerJob, pacing_chunk
 
 # The driver's statistics line (AcklabProducer.sampleOnce), after ts.
 STATS_FIELDS = (*STATS_COUNTERS, *STATS_GAUGES)
@@ -62,6 +62,7 @@ def start_driver(job: WorkerJob, version: str) -> subprocess.Popen[str]:
         "message.bytes": job.message_bytes,
         "keys": job.keys,
         "rate": job.rate,
+        "chunk": pacing_chunk(job.rate),
         "duration.s": job.duration_s,
         "flush.timeout.s": job.flush_timeout_s,
         "partitions": job.partitions,

@@ -51,6 +51,12 @@ from acklab.workload.spec import key
 
 log = logging.getLogger("acklab.workload.worker")
 CHUNK = 64  # messages between two polls at full speed
+
+
+def pacing_chunk(rate: float | None) -> int:
+    """Messages sent between two waits for the rate: one chunk per 5 ms (CHUNK at full speed)."""
+    return CHUNK if rate is None else max(1, min(CHUNK, int(rate / 200)))
+
 BLOCK = 4096  # values built at once
 TOPIC_WAIT_S = 60.0  # for the topic to appear in the metadata
 FOLD_EVERY = 8192  # delivery reports kept as they came before they are folded into the send log
@@ -225,7 +231,7 @@ class Worker:
         sender = Sender(self.producer.produce, self.job.topic)
         send, poll, polled = sender.send, self.producer.poll, self._polled
         send_ts, now, rate = self.log.send_ts, time.time, self.job.rate
-        chunk = CHUNK if rate is None else max(1, min(CHUNK, int(rate / 200)))
+        chunk = pacing_chunk(rate)
         while self.log.sent < end and not self.stopping:
             lo = self.log.sent
             hi = min(end, lo + BLOCK)

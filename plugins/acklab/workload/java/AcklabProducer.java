@@ -71,7 +71,6 @@ public final class AcklabProducer {
     static final int NO_ERROR = 0;
     static final int UNREPORTED = Integer.MIN_VALUE;
     static final long TICK_MS = 250;
-    static final int CHUNK = 64;
     static final long STOP_FLUSH_MS = 5000;
     static final String DEADLINE = "duration_s reached";
     static final String SIGTERM_STOP = "stopped by SIGTERM";
@@ -166,7 +165,7 @@ public final class AcklabProducer {
     final int producerIndex, producers, count, keys, messageBytes, width;
     final long firstId;
     final double rate; // messages per second, 0 = as fast as possible
-    final int chunk; // messages sent between two waits for the rate (as the librdkafka worker: one chunk per 5 ms)
+    final int chunk; // messages sent between two waits for the rate (the worker's pacing_chunk)
     final double durationS; // 0 = none
     final long flushTimeoutMs;
     final String topic, prefix;
@@ -210,7 +209,7 @@ public final class AcklabProducer {
         messageBytes = Integer.parseInt(job.getProperty("message.bytes"));
         width = Long.toString(Long.parseLong(job.getProperty("max.id"))).length();
         rate = Double.parseDouble(job.getProperty("rate", "0"));
-        chunk = (int) Math.max(1, Math.min(CHUNK, rate / 200));
+        chunk = Integer.parseInt(job.getProperty("chunk", "1"));
         durationS = Double.parseDouble(job.getProperty("duration.s", "0"));
         flushTimeoutMs = (long) (Double.parseDouble(job.getProperty("flush.timeout.s")) * 1000);
         topic = job.getProperty("topic");
