@@ -9,7 +9,7 @@ from pathlib import Path
 from confluent_kafka import KafkaError
 
 from acklab.plan.presets import PRESETS
-from acklab.proxy.codes import ERRORS
+from acklab.proxy.codes import ERRORS, PRODUCE_ERRORS
 from acklab.report.field_notes import build_field_notes
 from acklab.store.runs import Manifest, RunDir, ScenarioEntry
 from acklab.workload.java_errors import JAVA_ERRORS, with_java
@@ -20,7 +20,7 @@ def test_every_mapped_name_is_a_librdkafka_error() -> None:
 
 
 def test_every_error_a_fault_can_answer_with_and_every_local_failure_has_its_java_exception() -> None:
-    injectable = {KafkaError(error.code).name() for error in ERRORS.values()}
+    injectable = {KafkaError(ERRORS[name].code).name() for name in PRODUCE_ERRORS}
     local = {"_MSG_TIMED_OUT", "_TIMED_OUT", "_TRANSPORT", "_FATAL", "MSG_SIZE_TOO_LARGE", "OUT_OF_ORDER_SEQUENCE_NUMBER"}
     assert sorted((injectable | local) - set(JAVA_ERRORS)) == []
     assert JAVA_ERRORS["NOT_ENOUGH_REPLICAS"].text() == (

@@ -5,12 +5,14 @@ faults write."""
 from __future__ import annotations
 
 import json
+import struct
 from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
-from acklab.proxy.codes import ERRORS, PRODUCE
+from acklab.proxy.answers import error_answer, top_error
+from acklab.proxy.codes import ADD_PARTITIONS_TO_TXN, END_TXN, ERRORS, FIND_COORDINATOR, INIT_PRODUCER_ID, PRODUCE
 from acklab.proxy.protocol import (
     PRODUCE_VERSIONS,
     LeaderIdAndEpoch,
@@ -24,6 +26,7 @@ from acklab.proxy.protocol import (
     RequestHeader,
     TopicData,
     TopicResponse,
+    Writer,
     decode_request,
     decode_response,
     encode_request,
@@ -172,5 +175,36 @@ def test_error_table_has_kafkas_numbers() -> None:
         "NOT_LEADER_OR_FOLLOWER": (6, True),
         "NOT_ENOUGH_REPLICAS": (19, True),
         "NOT_ENOUGH_REPLICAS_AFTER_APPEND": (20, True),
+        "NOT_COORDINATOR": (16, True),
     }
+
+
+def test_error_answers_for_the_coordinator_requests_follow_kafkas_layouts() -> None:
+    """Each answer carries the request's correlation id and the error where Kafka's schema puts it."""
+
+    def request(api: int, version: int, payload: bytes, flexible: bool) -> bytes:
+        writer = Writer()
+        writer.out += struct.pack(">hhi", api, version, 5)
+        writer.string("c", False)
+        if flexible:
+            writer.tags({}, ())
+        return bytes(writer.out) + payload
+
+    end_txn_v1 = request(END_TXN, 1, b"", False)
+    assert error_answer(end_txn_v1, 51) == struct.pack(">iih", 5, 0, 51)
+    assert top_error(error_answer(end_txn_v1, 51), END_TXN, 1) == 51
+    assert error_answer(request(INIT_PRODUCER_ID, 1, b"", False), 7) == struct.pack(">iihqh", 5, 0, 7, -1, -1)
+    assert error_answer(request(INIT_PRODUCER_ID, 4, b"", True), 7) == struct.pack(">ibihqhb", 5, 0, 0, 7, -1, -1, 0)
+    assert error_answer(request(FIND_COORDINATOR, 0, b"", False), 15) == struct.pack(">ihih", 5, 15, -1, 0) + struct.pack(">i", -1)
+    keys = struct.pack(">b", 1) + bytes([2, 3]) + b"tx" + b"\x00"  # key_type, one compact key "tx", tags
+    answer = error_answer(request(FIND_COORDINATOR, 4, keys, True), 15)
+    assert answer == struct.pack(">ibi", 5, 0, 0) + bytes([2, 3]) + b"tx" + struct.pack(">i", -1) + b"\x01" + struct.pack(">ih", -1, 15) + b"\x00\x00\x00"
+    add = struct.pack(">h", 2) + b"tx" + struct.pack(">qh", 1, 0) + struct.pack(">i", 1) + struct.pack(">h", 1) + b"t" + struct.pack(">iii", 2, 0, 1)
+    assert error_answer(request(ADD_PARTITIONS_TO_TXN, 2, add, False), 48) == struct.pack(">iii", 5, 0, 1) + struct.pack(">h", 1) + b"t" + struct.pack(
+        ">iihih", 2, 0, 48, 1, 48
+    )
+    with pytest.raises(ProtocolError, match="not answered"):
+        error_answer(request(ADD_PARTITIONS_TO_TXN, 4, b"", True), 48)
+    with pytest.raises(ProtocolError, match="api 3 is not answered"):
+        error_answer(request(3, 12, b"", True), 5)
     assert ERRORS["REQUEST_TIMED_OUT"].code == 7 and not ERRORS["INVALID_RECORD"].retriable

@@ -13,7 +13,8 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from acklab.proxy.codes import END_TXN, PRODUCE
+from acklab.proxy.answers import top_error
+from acklab.proxy.codes import END_TXN, INIT_PRODUCER_ID, PRODUCE
 from acklab.proxy.protocol import (
     PartitionData,
     PartitionResponse,
@@ -189,17 +190,20 @@ def test_held_requests_are_released_after_their_delay_in_order() -> None:
     run(scenario)
 
 
-def test_other_requests_pass_a_held_one() -> None:
+def test_later_requests_of_its_connection_queue_behind_a_held_one() -> None:
     async def scenario(proxy: ProxyServer, brokers: list[Broker], connect: Callable[[int], Awaitable[Client]]) -> None:
         set_rule(proxy, action="hold_request")  # until the rule ends
         client = await connect(0)
         client.produce(1)
         client.send(_end_txn(2))
-        size = await asyncio.wait_for(client.reader.readexactly(4), 2)
-        assert (await client.reader.readexactly(int.from_bytes(size, "big")))[:4] == (2).to_bytes(4, "big")
-        assert produce_received(brokers[0]) == []
+        with pytest.raises(TimeoutError):
+            await client.answer(timeout_s=0.3)
+        assert brokers[0].received == []
         proxy.handle({"op": "clear", "broker": 0})
         assert await client.answer() == (1, [0, 0])
+        assert [c for _, c, _ in brokers[0].received] == [1, 2]
+        (held, queued) = proxy.handle({"op": "withheld", "broker": 0})["withheld"]
+        assert (held["api"], held["queued"], queued["api"], queued["queued"]) == ("Produce", False, "EndTxn", True)
 
     run(scenario)
 
@@ -221,29 +225,81 @@ def test_a_held_request_reaches_the_broker_after_its_client_left() -> None:
     run(scenario)
 
 
-def test_hold_until_an_end_txn_answered_by_any_broker() -> None:
+def test_withhold_replays_right_after_a_named_request_answered_by_any_broker_and_logs_what_it_held() -> None:
     async def scenario(proxy: ProxyServer, brokers: list[Broker], connect: Callable[[int], Awaitable[Client]]) -> None:
-        set_rule(proxy, 0, action="hold_request", until="end_txn", transactional_only=True)
+        set_rule(proxy, 0, action="hold_request", replay_after=END_TXN, transactional_only=True)
         producer, coordinator = await connect(0), await connect(1)
         producer.produce(1)  # not transactional: passes
         assert await producer.answer() == (1, [0, 0])
-        producer.produce(2, transactional_id="txn")
+        producer.produce(2, transactional_id="txn", records=(batch(5, 10, epoch=2),))
         await asyncio.sleep(0.2)
         assert produce_received(brokers[0]) == [1]
         coordinator.send(_end_txn(7))
-        assert await producer.answer() == (2, [0, 0])
+        assert await producer.answer() == (2, [0])
         answered_end_txn = next(t for api, _, t in brokers[1].received if api == END_TXN)
         assert next(t for api, c, t in brokers[0].received if c == 2) >= answered_end_txn
-        assert stats(proxy) == {"held_requests": 1, "released_requests": 1, "released_after_end_txn": 1}
+        assert stats(proxy) == {"held_requests": 1, "released_requests": 1, "replayed_after_trigger": 1}
+        (held,) = proxy.handle({"op": "withheld", "broker": 0})["withheld"]
+        assert held["transactional_id"] == "txn" and held["answer"] == "t-0: NONE" and not held["client_gone"]
+        assert held["batches"] == [{"topic": "t", "partition": 0, "producer_id": 5, "producer_epoch": 2, "base_sequence": 10}]
+        assert held["held_at"] <= held["released_at"]
 
     run(scenario, brokers=2)
+
+
+def test_withhold_chooses_by_producer_partition_and_the_nth_match() -> None:
+    async def scenario(proxy: ProxyServer, brokers: list[Broker], connect: Callable[[int], Awaitable[Client]]) -> None:
+        set_rule(proxy, action="hold_request", producer_id=5, partition=1, nth=2, count=1)
+        client = await connect(0)
+        client.produce(1, records=(batch(4, 0), batch(4, 0)))  # another producer
+        client.produce(2, records=(batch(5, 0),))  # partition 0 only
+        client.produce(3, records=(batch(5, 1), batch(5, 0)))  # the first match: passes
+        for correlation in (1, 2, 3):
+            assert (await client.answer())[0] == correlation
+        client.produce(4, records=(batch(5, 2), batch(5, 1)))  # the second: held
+        with pytest.raises(TimeoutError):
+            await client.answer(timeout_s=0.3)
+        proxy.handle({"op": "clear"})
+        assert (await client.answer())[0] == 4
+
+    run(scenario)
+
+
+def test_injected_errors_answer_the_coordinator_requests_in_the_brokers_place() -> None:
+    async def scenario(proxy: ProxyServer, brokers: list[Broker], connect: Callable[[int], Awaitable[Client]]) -> None:
+        set_rule(proxy, action="inject_error", apis=[INIT_PRODUCER_ID], error="REQUEST_TIMED_OUT")
+        client = await connect(0)
+        client.send(_init_producer_id(9))
+        size = await asyncio.wait_for(client.reader.readexactly(4), 2)
+        body = await client.reader.readexactly(int.from_bytes(size, "big"))
+        assert top_error(body, INIT_PRODUCER_ID, 4) == 7 and body[:4] == (9).to_bytes(4, "big")
+        assert brokers[0].received == [] and stats(proxy) == {"injected_errors": 1}
+
+    run(scenario)
 
 
 def test_rules_validate_their_options() -> None:
     with pytest.raises(ValueError, match="inject_error needs an error"):
         ProxyRule(action="inject_error")
-    with pytest.raises(ValueError, match=r"unknown error 'NOPE'; valid: CORRUPT_MESSAGE \(2, retriable\)"):
+    with pytest.raises(ValueError, match=r"error 'NOPE' is not one a broker answers Produce with; valid: CORRUPT_MESSAGE \(2, retriable\)"):
         ProxyRule(action="replace_error", error="NOPE")
+    with pytest.raises(ValueError, match="error 'NOT_ENOUGH_REPLICAS' is not one a broker answers EndTxn with"):
+        ProxyRule(action="inject_error", apis=[END_TXN], error="NOT_ENOUGH_REPLICAS")
+    with pytest.raises(ValueError, match="cannot answer Metadata requests"):
+        ProxyRule(action="inject_error", apis=[3], error="NOT_COORDINATOR")
+
+
+def _init_producer_id(correlation: int) -> bytes:
+    """An InitProducerId v4 request (flexible): no transactional id, timeout, no producer yet."""
+    writer = Writer()
+    RequestHeader(INIT_PRODUCER_ID, 4, correlation, "test", ()).write(writer)
+    writer.out += b"\x00"  # the header's tagged fields (RequestHeader knows flexibility of Produce and EndTxn only)
+    writer.string(None, True)
+    writer.int32(60000)
+    writer.int64(-1)
+    writer.int16(-1)
+    writer.tags({}, ())
+    return bytes(writer.out)
 
 
 def _end_txn(correlation: int) -> bytes:

@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from acklab.cluster.transactions import OpenTransaction, parse_producers
 from acklab.nemesis.events import FaultEvent, FaultOutcome
-from acklab.orchestration.execution import _entry, open_transactions
+from acklab.orchestration.execution import Hanging, _entry, open_transactions
 from acklab.plan.params import standard_matrix
 from acklab.plan.planner import make_plan
 from acklab.store.runs import RunDir
@@ -108,6 +109,9 @@ class _Cluster:
     def admin(self, timeout_s: float = 10.0) -> _Admin:
         return self._admin
 
+    def open_transactions(self, topic: str, partition: int) -> list[OpenTransaction]:
+        return [OpenTransaction(producer_id=7, producer_epoch=3, start_offset=90)]
+
 
 def test_a_partition_whose_stable_offset_stays_behind_after_the_transaction_timeout_holds_a_hanging_transaction(monkeypatch) -> None:
     monkeypatch.setattr("acklab.orchestration.execution.HANGING_MARGIN_S", 0.0)
@@ -119,20 +123,32 @@ def test_a_partition_whose_stable_offset_stays_behind_after_the_transaction_time
     assert open_transactions(_Cluster(markers_late), {"t": fast}, 2) == {"t": {}}  # type: ignore[arg-type]
     stuck = _Admin([{0: (90, 100)}])
     started = time.monotonic()
-    assert open_transactions(_Cluster(stuck), {"t": fast}, 2) == {"t": {0: (90, 100)}}  # type: ignore[arg-type]
+    owner = "producer id 7 epoch 3 open since offset 90"
+    assert open_transactions(_Cluster(stuck), {"t": fast}, 2) == {"t": {0: Hanging(90, 100, owner)}}  # type: ignore[arg-type]
     assert markers_late.closed and stuck.closed, "open_transactions closes its admin client"
     assert time.monotonic() - started >= 1.0  # it waited out the transaction timeout first
     unreadable = open_transactions(_Cluster(_Admin([RuntimeError("no leader")])), {"t": fast}, 2)  # type: ignore[arg-type]
     assert unreadable == {"t": "last stable offsets not readable: no leader"}
 
     now = time.time()
-    hanging = _entry(plan, fast, "t", _result(now, now + 5), FaultOutcome([]), None, RUN, {0: (90, 100)})
-    assert (hanging.hanging_partitions, hanging.hanging_detail) == (1, "partition 0: last stable offset 90 < high watermark 100")
+    hanging = _entry(plan, fast, "t", _result(now, now + 5), FaultOutcome([]), None, RUN, {0: Hanging(90, 100, owner)})
+    assert (hanging.hanging_partitions, hanging.hanging_detail) == (1, f"partition 0: last stable offset 90 < high watermark 100 ({owner})")
     assert hanging.evidence_complete
     ended = _entry(plan, fast, "t", _result(now, now + 5), FaultOutcome([]), None, RUN, {})
     assert (ended.hanging_partitions, ended.hanging_detail) == (0, None)
     blind = _entry(plan, fast, "t", _result(now, now + 5), FaultOutcome([]), None, RUN, "last stable offsets not readable: no leader")
     assert blind.hanging_partitions is None and not blind.evidence_complete
+
+
+def test_the_open_transactions_of_a_partition_are_read_from_kafkas_describe_producers_table() -> None:
+    table = (
+        "ProducerId\tProducerEpoch\tLatestCoordinatorEpoch\tLastSequence\tLastTimestamp\tCurrentTransactionStartOffset\n"
+        "0\t1\t0\t41\t1795646872879\t3001\n"
+        "5\t0\t-1\t9\t1795646872000\tNone\n"
+    )
+    assert parse_producers(table) == [OpenTransaction(0, 1, 3001)]
+    with pytest.raises(ValueError, match="no producer table"):
+        parse_producers("Exception in thread main")
 
 
 def test_a_group_runs_its_incomplete_scenarios_once_more_and_keeps_the_first_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

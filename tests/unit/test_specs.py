@@ -89,10 +89,19 @@ def test_plan_names_scenarios_and_guarantees() -> None:
         ({"faults": ["meteor"]}, "unknown fault 'meteor'; valid: none, leader-kill, leader-restart"),
         ({"schedule": [{"fault": "leader-kill", "target": "leader:x"}]}, "params: schedule.0: Value error, target 'leader:x'"),
         ({"schedule": [{"fault": "ack-loss", "options": {"probability": 2}}]}, "params: schedule.0.probability: Input should be less than or equal to 1"),
-        ({"schedule": [{"fault": "error-inject", "options": {"error": "NOPE"}}]}, "params: schedule.0.error: Value error, unknown error 'NOPE'; valid: CORRUPT_MESSAGE (2, retriable)"),
+        ({"schedule": [{"fault": "error-inject", "options": {"error": "NOPE"}}]}, "params: schedule.0: Value error, error 'NOPE' is not one a broker answers Produce with; valid: CORRUPT_MESSAGE (2, retriable)"),
+        (
+            {"schedule": [{"fault": "error-inject", "options": {"apis": ["EndTxn"], "error": "NOT_ENOUGH_REPLICAS"}}]},
+            "error 'NOT_ENOUGH_REPLICAS' is not one a broker answers EndTxn with; valid: COORDINATOR_LOAD_IN_PROGRESS (14, retriable)",
+        ),
+        ({"schedule": [{"fault": "error-inject", "options": {"apis": ["Fetch"]}}]}, "unknown request type 'Fetch'; valid: Produce, Metadata"),
+        ({"schedule": [{"fault": "error-inject", "options": {"apis": ["Metadata"], "error": "NOT_COORDINATOR"}}]}, "the proxy cannot answer Metadata requests with an error"),
         ({"schedule": [{"fault": "error-after-append", "options": {"apis": [1]}}]}, "params: schedule.0.apis: Extra inputs are not permitted"),
-        ({"schedule": [{"fault": "request-hold", "options": {"until": "end_txn", "delay_s": 1}}]}, "delay_s and until: end_txn exclude each other"),
-        ({"schedule": [{"fault": "request-hold", "options": {"until": "commit"}}]}, "params: schedule.0.until: Input should be 'end' or 'end_txn'"),
+        ({"schedule": [{"fault": "withhold-replay", "options": {"replay_after": "Commit"}}]}, "unknown request type 'Commit'; valid: Produce"),
+        (
+            {"schedule": [{"fault": "withhold-replay", "options": {"apis": ["EndTxn"], "partition": 0}}]},
+            "partition, producer_id, transactional_id and transactional_only choose among Produce requests: apis must be \\[Produce\\]",
+        ),
         ({"schedule": [{"fault": "ack-loss", "before_load": True}]}, "ack-loss cannot run before the load; these can: leader-kill, leader-restart"),
         ({"schedule": [{"fault": "leader-kill", "before_load": True, "at_s": 2}]}, "a step before the load starts at at_s 0, not 2"),
         (

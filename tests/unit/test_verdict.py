@@ -128,6 +128,7 @@ class Run:
                 "incomplete_reason": None,
                 "fatal_error": None,
                 "hanging_partitions": 0 if profile.transaction is not None else None,
+                "hanging_detail": None,
                 **flags,
                 **counts(**outcomes),
                 "reordered": reordered,

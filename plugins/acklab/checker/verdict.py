@@ -97,6 +97,7 @@ class ScenarioVerdict:
     counts: Mapping[str, Any]
     reason: str | None = None
     fatal_error: str | None = None  # the producer's fatal error, named whenever there was one
+    hanging_detail: str | None = None  # the hanging transactions, named whenever there were some
 
     def summary_line(self) -> str:
         """One line: status, scenario, class, why it is not a pass, and the key counts."""
@@ -105,6 +106,8 @@ class ScenarioVerdict:
         why += [failure.describe() for failure in self.failed]
         if self.fatal_error:
             why.append(f"fatal producer error ({self.fatal_error})")
+        if self.hanging_detail:
+            why.append(f"hanging transaction ({self.hanging_detail})")
         if why:
             parts.append("; ".join(why))
         counts = ", ".join(f"{name}={_show(self.counts.get(name))}" for name in SUMMARY_COUNTS)
@@ -511,6 +514,7 @@ def _verdict(record: Mapping[str, Any], status: Status, failed: Sequence[FailedE
         counts={name: record.get(name) for name in COUNT_COLUMNS},
         reason=reason,
         fatal_error=record.get("fatal_error"),
+        hanging_detail=record.get("hanging_detail"),
     )
 
 

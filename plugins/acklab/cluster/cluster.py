@@ -11,8 +11,9 @@ from collections.abc import Collection
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+from acklab.base.maven import kafka_libs
 from acklab.base.paths import runs_dir
-from acklab.cluster import backends, links
+from acklab.cluster import backends, links, transactions
 from acklab.cluster.admin import PROBE_TOPIC, ClusterAdmin, PartitionState
 from acklab.cluster.errors import ClusterStartError
 from acklab.cluster.layout import free_ports, new_cluster_id, plan_nodes, write_configs
@@ -20,6 +21,7 @@ from acklab.cluster.links import Links
 from acklab.cluster.runner import NodeRunner
 from acklab.cluster.state import ClusterState, ProcessState, beat, process_create_time, process_matches
 from acklab.cluster.topology import Topology
+from acklab.cluster.transactions import OpenTransaction
 from acklab.proxy.control import ProxyControl
 from acklab.proxy.server import ProxySpec, Route
 
@@ -120,6 +122,10 @@ class Cluster:
     def admin(self, timeout_s: float = 10.0, exclude: Collection[int] = ()) -> ClusterAdmin:
         """An admin client bootstrapped from the brokers not in `exclude` (e.g. a killed one)."""
         return ClusterAdmin(self._direct(exclude), timeout_s)
+
+    def open_transactions(self, topic: str, partition: int) -> list[OpenTransaction]:
+        """The transactions the partition's leader holds open (`acklab.cluster.transactions`)."""
+        return transactions.open_transactions(kafka_libs(self.topology.kafka_version), self._direct(), topic, partition)
 
     def create_topic(self, topic: str, partitions: int, replication_factor: int, in_sync_timeout_s: float = 60.0) -> None:
         """Create `topic` and wait until every partition is fully in sync."""

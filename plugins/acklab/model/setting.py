@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from acklab.cluster.topology import Topology
-from acklab.nemesis.faults import FAULTS, permanent_error
+from acklab.nemesis.faults import FAULTS, answers_writes, permanent_error
 from acklab.workload import families
 from acklab.workload.client import Client
 from acklab.workload.profiles import ProducerProfile
@@ -45,6 +45,7 @@ class Setting:
     silent_s: float  # how long a request lost in flight goes unnoticed (silent faults only, else 0)
     refused_s: float  # a write the leader refuses at once fails within this time
     permanent_error: bool  # a fault answers writes with an error clients do not retry
+    errors_writes: bool  # a fault answers produce requests with an error
     family: str = families.DEFAULT  # the client family that runs the scenario
     client_version: str = ""  # its version ("": unknown)
 
@@ -79,6 +80,7 @@ class Setting:
             silent_s=profile.request_timeout_ms / 1000 if any(step.fault in SILENT_FAULTS for step in schedule) else 0.0,
             refused_s=min(delivery_ms / 1000, retries * backoff_max_ms / 1000 + (retries + 1) * REFUSAL_S),
             permanent_error=any(permanent_error(step.fault, step.options) for step in schedule),
+            errors_writes=any(answers_writes(step.fault, step.options) for step in schedule),
             family=family.name,
             client_version=client.version if client is not None else "",
         )

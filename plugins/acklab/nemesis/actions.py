@@ -7,6 +7,7 @@ from __future__ import annotations
 import random
 import threading
 import time
+from collections import Counter
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -16,6 +17,7 @@ from acklab.cluster.cluster import Cluster
 from acklab.nemesis.events import FaultEvent, Window
 from acklab.nemesis.faults import FAULTS, FaultSpec, Links, Process, Proxy, ReplicasDown, RollingRestart
 from acklab.nemesis.schedule import FaultStep, Target
+from acklab.proxy.control import ProxyControl
 from acklab.proxy.rules import ProxyRule
 
 
@@ -200,28 +202,48 @@ def _proxy_fault(action: str, *counters: str) -> Apply:
     frame it acted on (any of `counters`: requests, or responses of requests already in flight)."""
 
     def apply(ctx: FaultContext, step: FaultStep, window: Window) -> FaultEvent:
-        victim = resolve(ctx, step.parsed_target)
-        event = FaultEvent(step.fault, f"broker:{victim} ({step.target})", action)
+        every = step.parsed_target.kind == "every-broker"
+        victims = ctx.cluster.topology.broker_ids if every else [resolve(ctx, step.parsed_target)]
+        where = f"brokers {', '.join(map(str, victims))}" if every else f"broker {victims[0]}"
+        event = FaultEvent(step.fault, f"{where} ({step.target})" if every else f"broker:{victims[0]} ({step.target})", action)
         proxy = ctx.cluster.proxy()
-        before = proxy.stats().get(victim, {})
+        stats = proxy.stats()
+        before = Counter({k: v for victim in victims for k, v in stats.get(victim, {}).items()})
         rule = ProxyRule(action=action, expires_in_s=step.duration_s + 5, **step.options)  # type: ignore[arg-type]
-        proxy.set_rule(victim, rule)
+        for victim in victims:
+            proxy.set_rule(victim, rule)
         ctx.settled.set()  # in effect from here: a step before the load lets the producers start
         try:
             window.wait_out()
         finally:
-            proxy.clear(victim)
+            for victim in victims:
+                proxy.clear(victim)
             event.ended = time.time()
-        after = proxy.stats().get(victim, {})
-        event.counts = {k: after.get(k, 0) - before.get(k, 0) for k in after if after.get(k, 0) != before.get(k, 0)}
+        if action == "hold_request":
+            event.withheld = [entry for victim in victims for entry in _withheld(proxy, victim)]
+        stats = proxy.stats()
+        after: Counter[str] = Counter()
+        for victim in victims:
+            after.update(stats.get(victim, {}))
+        event.counts = {k: after[k] - before[k] for k in after if after[k] != before[k]}
         affected = sum(event.counts.get(counter, 0) for counter in counters)
         seen = ", ".join(f"{counter.replace('_', ' ')} {event.counts.get(counter, 0)}" for counter in counters)
-        event.observe(f"proxy {seen} on broker {victim}" if affected else None, f"proxy {seen} on broker {victim}")
+        event.observe(f"proxy {seen} on {where}" if affected else None, f"proxy {seen} on {where}")
         if affected:  # the proxy counted requests of the load inside the window
             event.effective_at = event.started
         return event
 
     return apply
+
+
+def _withheld(proxy: ProxyControl, broker: int, answers_within_s: float = 5.0) -> list[dict]:
+    """The broker's withheld requests, once each replayed one has its answer (or after `answers_within_s`)."""
+    deadline = time.monotonic() + answers_within_s
+    while True:
+        log = proxy.withheld(broker)
+        if all("answer" in entry for entry in log if entry.get("released_at")) or time.monotonic() > deadline:
+            return log
+        time.sleep(0.1)
 
 
 # ---- link faults ---------------------------------------------------------------------------

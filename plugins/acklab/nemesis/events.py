@@ -21,6 +21,7 @@ class FaultEvent:
     effective_at: float | None = None
     effective_after: float | None = None
     counts: dict[str, int] = field(default_factory=dict)
+    withheld: list[dict] = field(default_factory=list)  # the requests a hold withheld (`acklab.store.runs.WithheldRequest`)
 
     def observe(self, effect: str | None, otherwise: str, since: float | None = None) -> None:
         """Record whether the cluster showed the fault's effect: first seen now, begun after `since`

@@ -12,12 +12,13 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from acklab.proxy.codes import ERRORS
+from acklab.proxy.codes import APIS, ERRORS, PRODUCE, api_key
 from acklab.proxy.rules import Action, check_error
 
 NO_FAULT = "none"
-TargetKind = Literal["leader", "follower", "controller", "broker", "random-broker"]
+TargetKind = Literal["leader", "follower", "controller", "broker", "random-broker", "every-broker"]
 ANY_NODE: frozenset[TargetKind] = frozenset({"leader", "follower", "controller", "broker", "random-broker"})
+PROXIED: frozenset[TargetKind] = ANY_NODE | {"every-broker"}  # a proxy fault may act on every broker's traffic at once
 PARTITION: frozenset[TargetKind] = frozenset({"leader", "follower"})
 
 
@@ -39,7 +40,14 @@ class ProxyOptions(NoOptions):
 
 
 class FrameOptions(ProxyOptions):
-    apis: list[int] = Field(default_factory=lambda: [0], description="Kafka API keys (0 = PRODUCE; empty = all)")
+    apis: list[int] = Field(
+        default_factory=lambda: [PRODUCE], description=f"request types, by name ({', '.join(APIS)}) or API key (empty = all)"
+    )
+
+    @field_validator("apis", mode="before")
+    @classmethod
+    def _api_keys(cls, apis: Any) -> Any:
+        return [api_key(api) for api in apis] if isinstance(apis, list) else apis
 
 
 class AckLossOptions(FrameOptions):
@@ -60,19 +68,29 @@ class PartitionOptions(FrameOptions):
     apis: list[int] = Field(default_factory=list)
 
 
-class ErrorOptions(ProxyOptions):
-    """The error PRODUCE requests are answered with, by name (`acklab.proxy.codes.ERRORS`)."""
+class ErrorOptions(FrameOptions):
+    """The error the chosen requests are answered with, by name: one a broker answers each of
+    them with (`acklab.proxy.codes.ANSWERABLE`)."""
 
     error: str = "NOT_ENOUGH_REPLICAS"
+
+    @model_validator(mode="after")
+    def _answerable(self) -> ErrorOptions:
+        if not self.apis:
+            raise ValueError("apis: name the request types to answer with an error")
+        check_error(self.error, self.apis)
+        return self
+
+
+class AfterAppendOptions(ProxyOptions):
+    """The error a PRODUCE response's appended partitions are reported with, by name."""
+
+    error: str = "NOT_ENOUGH_REPLICAS_AFTER_APPEND"
 
     @field_validator("error")
     @classmethod
     def _known(cls, name: str) -> str:
         return check_error(name)  # type: ignore[return-value]
-
-
-class AfterAppendOptions(ErrorOptions):
-    error: str = "NOT_ENOUGH_REPLICAS_AFTER_APPEND"
 
 
 class LoseThenRejectOptions(NoOptions):
@@ -89,17 +107,37 @@ class LoseThenRejectOptions(NoOptions):
 
 
 class HoldOptions(ProxyOptions):
-    """Held PRODUCE requests are forwarded after `delay_s`, or right after the next EndTxn answered
-    (`until: end_txn`), and at the latest when the window ends."""
+    """Held PRODUCE requests are forwarded after `delay_s`, and at the latest when the window ends."""
 
-    delay_s: float = Field(0.0, ge=0, description="release each request this long after it arrived (0: at `until`)")
-    until: Literal["end", "end_txn"] = Field("end", description="end: the window's end; end_txn: the next EndTxn answered")
-    transactional_only: bool = Field(False, description="hold only requests of transactional producers")
+    delay_s: float = Field(0.0, ge=0, description="release each request this long after it arrived (0: at the window's end)")
+
+
+class WithholdOptions(FrameOptions):
+    """Which requests are withheld and when they are replayed: `delay_s` after each was withheld,
+    or `delay_s` after the next request of type `replay_after` any broker answered, and at the
+    latest at the window's end. PRODUCE requests may be chosen by what they carry."""
+
+    count: int | None = Field(1, ge=1, description="at most this many requests withheld (default 1)")
+    nth: int = Field(1, ge=1, description="withhold from the nth matching request on (the ones before pass)")
+    partition: int | None = Field(None, ge=0, description="only produce requests writing this partition")
+    producer_id: int | None = Field(None, ge=0, description="only produce requests of this producer id")
+    transactional_id: str | None = Field(None, description="only produce requests of this transactional id")
+    transactional_only: bool = Field(False, description="only produce requests of transactional producers")
+    delay_s: float = Field(
+        0.0, ge=0, description="replay this long after each request was withheld, or after replay_after's answer (0: at once; no trigger: at the window's end)"
+    )
+    replay_after: int | None = Field(None, description=f"replay right after a request of this type ({', '.join(APIS)}) is answered")
+
+    @field_validator("replay_after", mode="before")
+    @classmethod
+    def _trigger(cls, name: Any) -> Any:
+        return None if name is None else api_key(name)
 
     @model_validator(mode="after")
-    def _one_release(self) -> HoldOptions:
-        if self.delay_s and self.until == "end_txn":
-            raise ValueError("delay_s and until: end_txn exclude each other (a held request is released by one of them)")
+    def _consistent(self) -> WithholdOptions:
+        choosing = self.transactional_only or any(v is not None for v in (self.partition, self.producer_id, self.transactional_id))
+        if choosing and self.apis != [PRODUCE]:
+            raise ValueError("partition, producer_id, transactional_id and transactional_only choose among Produce requests: apis must be [Produce]")
         return self
 
 
@@ -232,11 +270,11 @@ def _process(name: str, description: str, target: str, signal: Literal["kill", "
 
 def _proxy(
     name: str, description: str, options: type[BaseModel], mechanism: Proxy, *, bounded: bool = True, silent: bool = False,
-    answers_error: bool = False, precedes_load: bool = False, effects: tuple[Effect, ...] = (),
+    answers_error: bool = False, precedes_load: bool = False, effects: tuple[Effect, ...] = (), standard: bool = True,
 ) -> FaultSpec:
     return FaultSpec(
-        name, description, "leader:0", ANY_NODE, mechanism, options, bounded=bounded, silent=silent, answers_error=answers_error,
-        precedes_load=precedes_load, effects=effects,
+        name, description, "leader:0", PROXIED, mechanism, options, bounded=bounded, silent=silent, answers_error=answers_error,
+        precedes_load=precedes_load, effects=effects, standard=standard,
     )
 
 
@@ -316,13 +354,16 @@ FAULTS: Mapping[str, FaultSpec] = {
             Proxy("blackhole", ("blackholed_requests", "blackholed_responses")), silent=True,
         ),
         _proxy(
-            "error-inject", "answer produce requests with a broker error (default NOT_ENOUGH_REPLICAS); they never reach the broker",
-            ErrorOptions, Proxy("inject_error", ("injected_errors",)), answers_error=True,
+            "error-inject",
+            "answer requests with a broker error (default: produce requests, NOT_ENOUGH_REPLICAS; apis: also FindCoordinator, "
+            "InitProducerId, AddPartitionsToTxn, AddOffsetsToTxn, EndTxn, with an error each may carry); they never reach the broker",
+            ErrorOptions, Proxy("inject_error", ("injected_errors",)), answers_error=True, precedes_load=True,
             effects=(
                 Effect(
                     "injected-errors-fail",
                     f"error-inject, acks != 0, not transactional, and the error is non-retriable or {_GIVES_UP}",
                     lambda s: s.has("error-inject")
+                    and s.errors_writes
                     and s.acks != "0"
                     and not s.transactional
                     and (s.permanent_error or s.refused_s < s.longest("error-inject")),
@@ -360,8 +401,15 @@ FAULTS: Mapping[str, FaultSpec] = {
         # Held requests get no answer until released (at the latest at the window's end): the
         # producer notices only by its request timeout, as with a silent fault.
         _proxy(
-            "request-hold", "hold produce requests, forward them after delay_s, the next EndTxn, or the window's end",
+            "request-hold", "hold produce requests, forward them after delay_s or at the window's end",
             HoldOptions, Proxy("hold_request", ("held_requests",)), silent=True,
+        ),
+        _proxy(
+            "withhold-replay",
+            "withhold chosen requests (by type, partition, producer id, transactional id, from the nth match) so their client "
+            "times them out and moves on, then replay them to the broker: delay_s later, or delay_s after a request of type "
+            "replay_after (e.g. EndTxn) was answered, or at the window's end; each withheld request is in the evidence",
+            WithholdOptions, Proxy("hold_request", ("held_requests",)), silent=True, standard=False,
         ),
         _proxy(
             "lose-then-reject",
@@ -389,4 +437,9 @@ FAULT_NAMES = tuple(FAULTS)
 def permanent_error(fault: str, options: Mapping[str, Any]) -> bool:
     """Whether a schedule step of `fault` with `options` answers writes with an error Kafka
     clients do not retry (`acklab.proxy.codes.ERRORS`)."""
-    return FAULTS[fault].answers_error and not ERRORS[options["error"]].retriable
+    return answers_writes(fault, options) and not ERRORS[options["error"]].retriable
+
+
+def answers_writes(fault: str, options: Mapping[str, Any]) -> bool:
+    """Whether a schedule step of `fault` with `options` answers produce requests with an error."""
+    return FAULTS[fault].answers_error and PRODUCE in options.get("apis", [PRODUCE])

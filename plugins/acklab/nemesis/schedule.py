@@ -14,14 +14,15 @@ from acklab.cluster.topology import Topology
 from acklab.nemesis.faults import FAULT_NAMES, FAULTS, NO_FAULT, TargetKind
 
 TARGET = re.compile(
-    r"^(?:(?P<role>leader|follower):(?:(?P<topic>[^/\s]+)/)?(?P<partition>\d+)|controller|broker:(?P<broker>\d+)|random-broker)$"
+    r"^(?:(?P<role>leader|follower):(?:(?P<topic>[^/\s]+)/)?(?P<partition>\d+)|controller|broker:(?P<broker>\d+)|random-broker|every-broker)$"
 )
 NODE_OPTIONS = ("peers", "side")  # options of link faults that name node ids
-TARGET_FORMS = "leader:[<topic>/]<partition>, follower:[<topic>/]<partition>, controller, broker:<id> or random-broker"
+TARGET_FORMS = "leader:[<topic>/]<partition>, follower:[<topic>/]<partition>, controller, broker:<id>, random-broker or every-broker (proxy faults)"
 
 
 class Target(BaseModel):
-    """A parsed target: a partition's leader/follower, the active controller, a broker id, or a random broker."""
+    """A parsed target: a partition's leader/follower, the active controller, a broker id, a random
+    broker, or every broker (proxy faults)."""
 
     kind: TargetKind
     topic: str | None = None

@@ -262,10 +262,16 @@ def _custom_profiles(profiles_file: Path | None, librdkafka: list[str] | None) -
 
 
 @app.command()
-def presets(as_json: Annotated[bool, typer.Option("--json", help="print them as JSON")] = False) -> None:
-    """List the presets: name, source and description."""
+def presets(
+    as_json: Annotated[bool, typer.Option("--json", help="print them as JSON")] = False,
+    bugs: Annotated[bool, typer.Option("--bugs", help="the known-bugs page: each bug preset, its tracker entry, the versions seen red and green, its last run")] = False,
+) -> None:
+    """List the presets: name, source and description (--bugs: the known bugs and what the run store saw of them)."""
     from acklab.plan.presets import PRESETS
 
+    if bugs:
+        _known_bugs(as_json)
+        return
     summaries = [PRESETS[name].summary() for name in sorted(PRESETS)]
     if as_json:
         typer.echo(json.dumps(summaries, indent=2))
@@ -276,6 +282,28 @@ def presets(as_json: Annotated[bool, typer.Option("--json", help="print them as 
     for summary in summaries:
         table.add_row(summary["name"], summary["source"], summary["description"])
     Console(width=160).print(table)
+
+
+def _known_bugs(as_json: bool) -> None:
+    from dataclasses import asdict
+
+    from rich.table import Table
+
+    from acklab.report.known_bugs import known_bugs, write_known_bugs
+
+    found = known_bugs()
+    page = write_known_bugs()
+    if as_json:
+        typer.echo(json.dumps([asdict(bug) for bug in found], indent=2))
+        return
+    table = Table("preset", "tracker entry", "red on", "green on", "last ran", title="known bugs")
+    for bug in found:
+        table.add_row(
+            bug.preset, f"{bug.source}\n{bug.tracker}", "\n".join(bug.red) or "-", "\n".join(bug.green) or "-",
+            f"{bug.last_ran} ({bug.runs} runs)" if bug.last_ran else "never",
+        )
+    Console(width=160).print(table)
+    typer.echo(f"page: {page}")
 
 
 @app.command()

@@ -7,9 +7,11 @@ from __future__ import annotations
 
 import logging
 import re
+import subprocess
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor, wait
+from dataclasses import dataclass
 
 from acklab.base.spec import SpecError
 from acklab.cluster.cluster import Cluster
@@ -204,12 +206,27 @@ def _attempt(
     ]
 
 
-def open_transactions(cluster: Cluster, scenarios: dict[str, ScenarioPlan], partitions: int) -> dict[str, dict[int, tuple[int, int]] | str]:
+@dataclass(frozen=True)
+class Hanging:
+    """A partition whose last stable offset stayed below its high watermark, and the open
+    transactions its leader reports there (or why they could not be described)."""
+
+    last_stable: int
+    high_watermark: int
+    owners: str = ""
+
+    def detail(self, partition: int) -> str:
+        owners = f" ({self.owners})" if self.owners else ""
+        return f"partition {partition}: last stable offset {self.last_stable} < high watermark {self.high_watermark}{owners}"
+
+
+def open_transactions(cluster: Cluster, scenarios: dict[str, ScenarioPlan], partitions: int) -> dict[str, dict[int, Hanging] | str]:
     """For each topic of a transactional scenario: its partitions whose last stable offset is still
-    below the high watermark (with both) once every transaction of the load has outlived its
+    below the high watermark once every transaction of the load has outlived its
     transaction.timeout.ms and the coordinator's cleanup (`HANGING_MARGIN_S`): hanging transactions,
-    which stall read_committed readers for good. `{}` for a topic where every transaction ended; a
-    string saying why for a topic whose offsets could not be read."""
+    which stall read_committed readers for good, each with the producer id and epoch whose
+    transaction is open there. `{}` for a topic where every transaction ended; a string saying why
+    for a topic whose offsets could not be read."""
     if not scenarios:
         return {}
     timeout_s = max(s.profile.transaction.timeout_ms for s in scenarios.values() if s.profile.transaction) / 1000
@@ -223,8 +240,19 @@ def open_transactions(cluster: Cluster, scenarios: dict[str, ScenarioPlan], part
                 except Exception as exc:  # kept if it lasts: that scenario's evidence is then incomplete
                     found[topic] = f"last stable offsets not readable: {exc}"
             if all(open_ == {} for open_ in found.values()) or time.monotonic() > deadline:
-                return found
+                break
             time.sleep(0.5)
+    return {
+        topic: offsets if isinstance(offsets, str) else {p: Hanging(lso, hwm, _owners(cluster, topic, p)) for p, (lso, hwm) in offsets.items()}
+        for topic, offsets in found.items()
+    }
+
+
+def _owners(cluster: Cluster, topic: str, partition: int) -> str:
+    try:
+        return "; ".join(map(str, cluster.open_transactions(topic, partition))) or "no open transaction described"
+    except (RuntimeError, OSError, subprocess.TimeoutExpired) as exc:
+        return f"open transactions not described: {exc}"
 
 
 class _GroupProgress:
@@ -266,7 +294,7 @@ def _entry(
     outcome: FaultOutcome,
     unplanned: str | None,
     run: RunDir,
-    hanging: dict[int, tuple[int, int]] | str | None = None,
+    hanging: dict[int, Hanging] | str | None = None,
 ) -> ScenarioEntry:
     """The scenario's manifest entry: what was planned, what the load saw, what the fault did, and
     (transactional scenarios) the partitions left with a hanging transaction (`open_transactions`).
@@ -316,7 +344,7 @@ def _entry(
         stop_reasons=result.stop_reasons,
         fatal_error="; ".join(f"{p}: {e}" for p, e in sorted(result.fatal_errors.items())) or None,
         hanging_partitions=len(hanging) if isinstance(hanging, dict) else None,
-        hanging_detail="; ".join(f"partition {p}: last stable offset {lso} < high watermark {hwm}" for p, (lso, hwm) in hanging.items())
+        hanging_detail="; ".join(h.detail(p) for p, h in hanging.items())
         if isinstance(hanging, dict) and hanging else None,
         producer_stats={"path": run.relative(files.stats), **result.stats},
         fault_timeline=[FaultRecord.model_validate(event) for event in outcome.timeline_dicts()],

@@ -17,6 +17,7 @@ from acklab.plan import presets
 from acklab.plan.planner import RunPlan, make_plan
 from acklab.report.history import record_run, regressions, unverified
 from acklab.report.html import build_report, write_beliefs_page
+from acklab.report.known_bugs import write_known_bugs
 from acklab.store.runs import RunDir
 from acklab.workload.producer import Progress
 
@@ -63,6 +64,8 @@ def write_result(run: RunDir, result: Verdict) -> dict[str, Any]:
         "report": str(result.data_docs_index),
     }
     run.write_result(summary)
+    if manifest.preset in presets.BUGS:
+        write_known_bugs()
     return summary
 
 

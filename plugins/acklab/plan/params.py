@@ -32,6 +32,9 @@ class RunParams(BaseModel):
         None, pattern=KAFKA_VERSION_PATTERN, description="Apache Kafka version (fetched by `acklab setup`); null = the topology's"
     )
     backend: Literal["local", "docker"] = Field("local", description="Local JVMs or Docker containers")
+    broker_config: dict[str, str | int | float | bool] = Field(
+        default_factory=dict, description="Broker settings of this run (server.properties), over the topology's broker_overrides"
+    )
     client: str | None = Field(
         None, pattern=families.CLIENT_PATTERN,
         description="The producer client, FAMILY:VERSION (java:3.9.1, librdkafka:2.16.1) or FAMILY for its default version; "

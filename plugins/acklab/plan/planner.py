@@ -80,6 +80,8 @@ def make_plan(params: RunParams | dict[str, object]) -> RunPlan:
     topology = load_topology(params.topology)
     if params.kafka_version:
         topology = parse_model(Topology, {**topology.model_dump(), "kafka_version": params.kafka_version}, "params.kafka_version")
+    if params.broker_config:
+        topology = topology.model_copy(update={"broker_overrides": {**topology.broker_overrides, **params.broker_config}})
     if params.backend == "local":
         try:
             kafka_libs(topology.kafka_version)

@@ -19,7 +19,7 @@ from acklab.workload.java_errors import java_names
 
 if TYPE_CHECKING:
     from acklab.model.claims import Expectation
-    from acklab.store.runs import Manifest, RunDir, ScenarioEntry
+    from acklab.store.runs import Manifest, RunDir, ScenarioEntry, WithheldRequest
 
 
 @dataclass(frozen=True)
@@ -95,9 +95,10 @@ class Preset:
     description: str
     params: Mapping[str, Any] = field(default_factory=dict)  # RunParams fields
     observations: tuple[Observation, ...] = ()
+    tracker: str = ""  # a bug preset's tracker entry (URL)
 
     def summary(self) -> dict[str, str]:
-        return {"name": self.name, "source": self.source, "description": self.description}
+        return {"name": self.name, "source": self.source, "description": self.description, **({"tracker": self.tracker} if self.tracker else {})}
 
 
 # --- checks ------------------------------------------------------------------------------------
@@ -212,6 +213,36 @@ def attempts_per_failure(at_least: int) -> Check:
         return ratio >= at_least, f"{sent:,} transmissions for {acked:,} acked and {failed:,} failed records: {ratio:.1f} per failed record"
 
     return check
+
+
+def replayed(appended: bool) -> Check:
+    """A withheld request was replayed to the broker, which `appended` it (answered NONE for some
+    partition) or refused it (an error for every partition), as the fault's withheld log records it."""
+
+    def check(e: Evidence) -> tuple[bool, str]:
+        held = [request for record in e.entry.fault_timeline for request in record.withheld if not request.queued]
+        answered = [answer for request in held for answer in _answers(request).values()]
+        if not answered:
+            return False, "no withheld request was replayed and answered" if held else "no request was withheld"
+        ok = ("NONE" in answered) if appended else all(answer != "NONE" for answer in answered)
+        return ok, "withheld and replayed: " + "; ".join(map(_described, held))
+
+    return check
+
+
+def _answers(request: WithheldRequest) -> dict[str, str]:
+    """partition -> the broker's answer to a replayed produce request (`<topic>-<p>: NAME, ...`)."""
+    pairs = (part.rsplit(": ", 1) for part in (request.answer or "").split(", ") if ": " in part)
+    return {where.rsplit("-", 1)[-1]: answer for where, answer in pairs}
+
+
+def _described(request: WithheldRequest) -> str:
+    batches = ", ".join(f"partition {b.partition} producer id {b.producer_id} epoch {b.producer_epoch} sequence {b.base_sequence}" for b in request.batches)
+    if request.released_at is None:
+        fate = "never replayed"
+    else:
+        fate = "answered " + (", ".join(f"{p}: {a}" for p, a in _answers(request).items()) or request.answer or "nothing")
+    return f"{request.api} ({batches or 'no idempotent batch'}) {fate}"
 
 
 def fatal(name: str) -> Check:
@@ -605,7 +636,31 @@ def affected(component: Literal["kafka", "client"], versions: tuple[str, ...], p
 BUG_4438 = "idem-single__lose-then-reject"
 BUG_13598 = "java-defaults__ack-loss"
 BUG_13598_AFFECTED = ("3.0.0", "3.1.0")
-BUG_14402 = "txn-rto3s__request-hold"
+BUG_14402 = "txn-rto3s__withhold-replay"
+BUG_14417 = "java-defaults__error-inject-before-load"
+BUG_14417_AFFECTED = ("3.3.0", "3.3.1")
+KAFKA_14402: dict[str, Any] = {
+    "topology": "three-brokers",
+    "client": "java",
+    "profiles": ["txn-rto3s"],
+    "custom_profiles": {
+        "txn-rto3s": {
+            "java": _properties({
+                "transactional_id": "app", "request_timeout_ms": 3000, "delivery_timeout_ms": 3000, "linger_ms": 0, "transaction_timeout_ms": 10000,
+            }),
+            "description": "transactional; a batch timed out by its request is failed, not retried",
+        }
+    },
+    # 4 transactions of 1,000 records at 1,000 msg/s: the withheld write (3.2 s in) belongs to the last, so no later
+    # transaction of the producer writes that partition (whose marker would end the stale transaction instead). It is
+    # replayed 1 s after the abort's EndTxn was answered: the coordinator answers once the abort is in its log and writes
+    # the partitions' markers after that, so a replay at once may land before the marker and be aborted with it.
+    "schedule": [
+        {"at_s": 3.2, "fault": "withhold-replay", "target": "leader:0", "duration_s": 10.0,
+         "options": {"transactional_only": True, "replay_after": "EndTxn", "delay_s": 1.0}},
+    ],
+    "messages": 4_000, "rate": 1000.0,
+}
 BUGS: dict[str, Preset] = _by_name(
         Preset(
             "librdkafka-4438",
@@ -631,34 +686,73 @@ BUGS: dict[str, Preset] = _by_name(
                     fixed_in("client", "2.3.0", fatal("OUT_OF_ORDER_SEQUENCE_NUMBER"), both(count("fatal", "==", 0), count("failed", "==", 0))),
                 ),
             ),
+            tracker="https://github.com/confluentinc/librdkafka/issues/3584",
         ),
         Preset(
             "kafka-14402",
             "KAFKA-14402 (KIP-890 part 1: transaction verification, Kafka 3.6)",
-            "transactional producer, request.timeout.ms=socket.timeout.ms=3000; one transactional produce request held by "
-            "the leader's proxy and forwarded right after the transaction's EndTxn, so a stale write reaches the partition "
-            "after the marker: on Kafka before 3.6 it opens a transaction no coordinator knows (a hanging transaction, "
-            "the last stable offset stuck), from 3.6 on the broker rejects it",
+            "the Java transactional producer, request.timeout.ms=delivery.timeout.ms=3000 (a batch timed out by its request "
+            "is failed, not retried); in the load's last transaction the leader's proxy withholds one produce request, the "
+            "client times it out and aborts, and the proxy replays the withheld write 1 s after the abort's EndTxn was "
+            "answered: on Kafka before 3.6 the stale write opens a transaction no coordinator knows (a hanging transaction, "
+            "the last stable offset stuck), from 3.6 on the broker verifies the partition with the coordinator and refuses it",
+            KAFKA_14402,
+            (
+                Observation(
+                    "before Kafka 3.6 the stale write leaves a hanging transaction; from 3.6 on the broker refuses it and no "
+                    "partition is left with one", BUG_14402,
+                    fixed_in(
+                        "kafka", "3.6.0", both(count("hanging_partitions", ">", 0), replayed(appended=True)),
+                        both(count("hanging_partitions", "==", 0), replayed(appended=False)),
+                    ),
+                ),
+            ),
+            tracker="https://issues.apache.org/jira/browse/KAFKA-14402",
+        ),
+        Preset(
+            "kafka-14402-verification-off",
+            "KAFKA-14402 control: Kafka 3.6+ with transaction.partition.verification.enable=false",
+            "the kafka-14402 experiment on brokers whose transaction verification is turned off: the replayed stale write is "
+            "appended again and the hanging transaction comes back, which shows that verification is what fixes it",
+            {**KAFKA_14402, "broker_config": {"transaction.partition.verification.enable": "false"}},
+            (
+                Observation(
+                    "with verification off the stale write is appended and leaves a hanging transaction", BUG_14402,
+                    both(count("hanging_partitions", ">", 0), replayed(appended=True)),
+                ),
+            ),
+            tracker="https://issues.apache.org/jira/browse/KAFKA-14402",
+        ),
+        Preset(
+            "kafka-14417",
+            "KAFKA-14417 (kafka-clients 3.3.0 and 3.3.1; fixed in 3.3.2 and 3.4.0)",
+            "the Java producer with its default configuration (idempotent since 3.0) whose first InitProducerId request to each "
+            "broker is answered REQUEST_TIMED_OUT, a retriable error brokers from 3.3 return when the controller is slow to hand "
+            "out producer ids (KIP-730): kafka-clients 3.3.0 and 3.3.1 treat it as fatal (\"Unexpected error in "
+            "InitProducerIdResponse\") and fail every record; the fixed versions retry it and deliver everything",
             {
                 "topology": "three-brokers",
-                "profiles": ["txn-rto3s"],
-                "custom_profiles": {
-                    "txn-rto3s": _raw(
-                        transactional_id="app", request_timeout_ms=3000, socket_timeout_ms=3000, message_timeout_ms=10000, transaction_timeout_ms=20000
-                    )
-                },
+                "client": "java",
+                "profiles": ["java-defaults"],
+                "custom_profiles": {"java-defaults": {"java": {}, "description": "an empty producer.properties: every default"}},
                 "schedule": [
-                    {"at_s": 2.0, "fault": "request-hold", "target": "leader:0", "duration_s": 20.0,
-                     "options": {"until": "end_txn", "transactional_only": True, "count": 1}},
+                    {"fault": "error-inject", "target": "every-broker", "before_load": True, "duration_s": 10.0,
+                     "options": {"apis": ["InitProducerId"], "error": "REQUEST_TIMED_OUT", "count": 1}},
                 ],
-                "messages": 20_000, "rate": 1000.0,
+                "messages": 2_000, "rate": 500.0,
             },
             (
                 Observation(
-                    "before Kafka 3.6 the stale write leaves a hanging transaction; from 3.6 on no partition is left with one",
-                    BUG_14402, fixed_in("kafka", "3.6.0", count("hanging_partitions", ">", 0), count("hanging_partitions", "==", 0)),
+                    "on 3.3.0 and 3.3.1 the producer dies of the retriable error and fails every record; the fixed versions "
+                    "deliver every record", BUG_14417,
+                    affected(
+                        "client", BUG_14417_AFFECTED,
+                        both(count("acked", "==", 0), producer_log_lines("Unexpected error in InitProducerIdResponse")),
+                        both(count("failed", "==", 0), count("acked", ">", 0)),
+                    ),
                 ),
             ),
+            tracker="https://issues.apache.org/jira/browse/KAFKA-14417",
         ),
         Preset(
             "kafka-13598",
@@ -683,6 +777,7 @@ BUGS: dict[str, Preset] = _by_name(
                     affected("client", BUG_13598_AFFECTED, count("duplicates", ">", 0), count("duplicates", "==", 0)),
                 ),
             ),
+            tracker="https://issues.apache.org/jira/browse/KAFKA-13598",
         ),
 )
 """Documented client and broker bugs, each rediscovered (or not) per version: run them across versions

@@ -42,5 +42,9 @@ class ProxyControl:
     def clear(self, broker: int | None = None) -> None:
         self._call({"op": "clear"} if broker is None else {"op": "clear", "broker": broker})
 
+    def withheld(self, broker: int) -> list[dict]:
+        """The log of the requests the broker's current or last hold_request rule withheld."""
+        return self._call({"op": "withheld", "broker": broker})["withheld"]
+
     def stats(self) -> dict[int, dict[str, int]]:
         return {int(b): s for b, s in self._call({"op": "stats"})["stats"].items()}

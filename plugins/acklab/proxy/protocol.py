@@ -58,6 +58,9 @@ class Reader:
     def _unpack(self, fmt: struct.Struct) -> int:
         return fmt.unpack(self._take(fmt.size))[0]
 
+    def int8(self) -> int:
+        return int.from_bytes(self._take(1), "big", signed=True)
+
     def int16(self) -> int:
         return self._unpack(_I16)
 

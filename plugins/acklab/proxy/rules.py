@@ -4,20 +4,25 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from acklab.proxy.codes import ERRORS, PRODUCE, error_table
+from acklab.proxy.codes import ANSWERABLE, ERRORS, PRODUCE, api_name, error_table
 
 Action = Literal[
     "drop_response", "drop_request", "delay_response", "blackhole", "inject_error", "replace_error", "hold_request", "lose_then_reject"
 ]
-PRODUCE_ACTIONS = frozenset({"inject_error", "replace_error", "hold_request", "lose_then_reject"})  # they act on PRODUCE requests only
+PRODUCE_ACTIONS = frozenset({"replace_error", "lose_then_reject"})  # they act on PRODUCE requests only
 
 
-def check_error(name: str | None) -> str | None:
-    """`name` if it is an error a fault may answer with (`acklab.proxy.codes.ERRORS`)."""
-    if name is not None and name not in ERRORS:
-        raise ValueError(f"unknown error {name!r}; valid: {error_table()}")
+def check_error(name: str | None, apis: list[int] | tuple[int, ...] = (PRODUCE,)) -> str | None:
+    """`name` if it is an error a fault may answer every request of `apis` with (`ANSWERABLE`)."""
+    if name is None:
+        return None
+    for api in apis:
+        if api not in ANSWERABLE:
+            raise ValueError(f"the proxy cannot answer {api_name(api)} requests with an error; it can: {', '.join(api_name(a) for a in ANSWERABLE)}")
+        if name not in ANSWERABLE[api]:
+            raise ValueError(f"error {name!r} is not one a broker answers {api_name(api)} with; valid: {error_table(api)}")
     return name
 
 
@@ -34,15 +39,20 @@ class ProxyRule(BaseModel):
     - delay_response: responses wait `delay_s` (all later responses on the connection queue behind,
       as with a link delay).
     - blackhole: nothing passes in either direction; new connections are accepted and ignored.
-    - inject_error: a PRODUCE request is answered by the proxy with `error` for each of its
-      partitions and never reaches the broker (acks=0: the connection is closed, as a broker does).
+    - inject_error: a request is answered by the proxy with `error` (a PRODUCE request for each of
+      its partitions) and never reaches the broker (acks=0: the connection is closed, as a broker
+      does). The requests the proxy can answer and the errors each may carry:
+      `acklab.proxy.answers.ANSWERABLE`; others pass untouched.
     - replace_error: a PRODUCE request reaches the broker; the partitions its response reports
       appended carry `error` instead.
-    - hold_request: a PRODUCE request (only transactional ones if `transactional_only`) is held and
-      forwarded after `delay_s` (0 = no timed release), right after the next EndTxn any broker of the
-      proxy answered (`until: end_txn`), and at the latest when the rule ends. Later PRODUCE
-      requests of its connection queue behind it; a held request still reaches the broker when its
-      client has gone (its response is then discarded).
+    - hold_request: a matching request is withheld and forwarded `delay_s` after it arrived (0 =
+      no timed release) or, with `replay_after`, `delay_s` after the next request of that API any
+      broker of the proxy answered, and at the latest when the rule ends. Matching: of the `apis`, the `nth` and up to
+      `count` - 1 after it; PRODUCE requests may further be chosen by `partition` (one they write),
+      `producer_id`, `transactional_id` or `transactional_only`. Every later request of its
+      connection queues behind it (a delayed stream delivers nothing past the delay, as TCP
+      would); a held request still reaches the broker when its client has gone (its answer is
+      then discarded). Each held request is logged (`withheld`).
     - lose_then_reject: the first PRODUCE request carrying an idempotent producer's batch, and every
       later PRODUCE request of its connection, never reach the broker and get no answer; `delay_s`
       after the first, the proxy closes that connection (the client sees a disconnect: what it had
@@ -61,20 +71,38 @@ class ProxyRule(BaseModel):
     then: Literal["hold", "close"] = "hold"
     delay_s: float = Field(0.0, ge=0.0)
     error: str | None = Field(None, description="inject_error / replace_error: the error's name")
-    until: Literal["end", "end_txn"] = "end"
+    replay_after: int | None = Field(None, description="hold_request: release right after a request of this API key is answered")
+    nth: int = Field(1, ge=1, description="hold_request: the matches before the nth pass")
+    partition: int | None = Field(None, ge=0)
+    producer_id: int | None = Field(None, ge=0)
+    transactional_id: str | None = None
     transactional_only: bool = False
     expires_in_s: float = Field(300.0, gt=0, description="safety: the rule lifts itself after this")
-
-    @field_validator("error")
-    @classmethod
-    def _known_error(cls, name: str | None) -> str | None:
-        return check_error(name)
 
     @model_validator(mode="after")
     def _complete(self) -> ProxyRule:
         if self.action in ("inject_error", "replace_error", "lose_then_reject") and self.error is None:
             raise ValueError(f"{self.action} needs an error")
+        if self.action == "inject_error" and not self.apis:
+            raise ValueError("inject_error needs the request types it answers (apis)")
+        check_error(self.error, self.apis if self.action == "inject_error" else (PRODUCE,))
         return self
+
+    def selects(self, transactional_id: str | None, batches: list[tuple[int, int, int, int]]) -> bool:
+        """Whether a PRODUCE request (its transactional id, and (partition, producer id, epoch, base
+        sequence) per idempotent batch) is one the hold chooses."""
+        if (self.transactional_only and transactional_id is None) or (
+            self.transactional_id is not None and transactional_id != self.transactional_id
+        ):
+            return False
+        if self.partition is not None and all(batch[0] != self.partition for batch in batches):
+            return False
+        return self.producer_id is None or any(batch[1] == self.producer_id for batch in batches)
+
+    @property
+    def selects_produce(self) -> bool:
+        """Whether the hold chooses among PRODUCE requests by what they carry."""
+        return self.transactional_only or any(v is not None for v in (self.transactional_id, self.partition, self.producer_id))
 
     def matches(self, api_key: int) -> bool:
         return not self.apis or api_key in self.apis

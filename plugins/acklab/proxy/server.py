@@ -11,8 +11,8 @@ first 4 of a response.
 
 Counters (`stats`): `requests.<api>.v<version>` and `responses.<api>` per frame forwarded; per
 fault dropped_requests/responses, blackholed_requests/responses, delayed_responses,
-injected_errors, replaced_errors, held_requests, released_requests (released_after_end_txn of
-them by an EndTxn), lost_requests; held_lost (held, but the broker connection closed first); discarded_responses
+injected_errors, replaced_errors, held_requests, released_requests (replayed_after_trigger of
+them by a `replay_after` answer), lost_requests; held_lost (held, but the broker connection closed first); discarded_responses
 (answers to requests whose client had gone) and, per partition of those to PRODUCE requests,
 discarded_produce_errors.<code> (0: a late write was appended); closed_after_error (acks=0
 requests answered by a closed connection); unparsed_produce (a PRODUCE the codec cannot read:
@@ -40,7 +40,8 @@ from typing import Literal
 
 from pydantic import BaseModel
 
-from acklab.proxy.codes import END_TXN, PRODUCE
+from acklab.proxy import answers
+from acklab.proxy.codes import PRODUCE, api_name, error_name
 from acklab.proxy.protocol import (
     PRODUCE_VERSIONS,
     ProduceRequest,
@@ -77,14 +78,17 @@ def _frame(body: bytes) -> bytes:
 
 @dataclass
 class Held:
-    """A PRODUCE request held back: its frame, when it is due (inf: when the rule ends or an EndTxn
-    is answered), and whether the broker will answer it (acks != 0)."""
+    """A request held back: its frame, when it is due (inf: when the rule ends or its trigger is
+    answered), whether the broker will answer it (not a PRODUCE with acks=0), and its `withheld`
+    log entry."""
 
     frame: bytes
     correlation: int
+    api_key: int
     version: int
     due: float
     answered: bool
+    log: dict
 
 
 class Connection:
@@ -99,7 +103,7 @@ class Connection:
         self.upstream, self.client = upstream, client
         self.expected: deque[tuple[int, int, int, bytes | None, float]] = deque()
         self.held: deque[Held] = deque()
-        self.awaiting: set[int] = set()  # released requests not answered yet
+        self.awaiting: dict[int, dict] = {}  # released requests not answered yet -> their log entry
         self.client_open = True
         self.stalled = False  # a request was dropped: every later one is (drop_request)
         self.deaf = False  # a response was dropped and the connection held: every later one is (drop_response)
@@ -156,7 +160,9 @@ class BrokerProxy:
     affected: int = 0
     stats: Counter[str] = field(default_factory=Counter)
     holding: set[Connection] = field(default_factory=set)
-    on_end_txn: Callable[[], None] = lambda: None
+    on_answered: Callable[[int], None] = lambda api_key: None
+    matched: int = 0  # hold_request: requests that matched the rule so far
+    withheld: list[dict] = field(default_factory=list)  # hold_request: a log entry per held request (the evidence)
     lost: dict[tuple[str | bytes, int, int], int] = field(default_factory=dict)  # lose_then_reject: (topic, partition, producer id) -> base sequence
     swallowing: set[Connection] = field(default_factory=set)  # lose_then_reject: connections whose PRODUCE requests are lost
 
@@ -178,7 +184,7 @@ class BrokerProxy:
 
     def set_rule(self, rule: ProxyRule) -> None:
         self.end_rule()
-        self.rule, self.affected, self.lost = rule, 0, {}
+        self.rule, self.affected, self.lost, self.matched, self.withheld = rule, 0, {}, 0, []
         self.rule_expires = time.monotonic() + rule.expires_in_s
         asyncio.get_running_loop().call_later(rule.expires_in_s, self._expire, rule)
 
@@ -198,10 +204,18 @@ class BrokerProxy:
         if self.rule is rule:
             self.end_rule()
 
-    def end_txn_answered(self) -> None:
-        """An EndTxn was answered somewhere: release what a hold `until: end_txn` kept."""
-        if self.rule is not None and self.rule.action == "hold_request" and self.rule.until == "end_txn":
-            self.stats["released_after_end_txn"] += sum(len(conn.held) for conn in self.holding)
+    def answered_somewhere(self, api_key: int) -> None:
+        """A request of `api_key` was answered by some broker: replay what a hold waits for it."""
+        rule = self.rule
+        if rule is not None and rule.action == "hold_request" and rule.replay_after == api_key and self.holding:
+            if rule.delay_s:
+                asyncio.get_running_loop().call_later(rule.delay_s, self._replay, rule)
+            else:
+                self._replay(rule)
+
+    def _replay(self, rule: ProxyRule) -> None:
+        if self.rule is rule:
+            self.stats["replayed_after_trigger"] += sum(len(conn.held) for conn in self.holding)
             self.release_all()
 
     # ---- connections ----------------------------------------------------------------------
@@ -261,8 +275,8 @@ class BrokerProxy:
             if conn.stalled:
                 self.stats["dropped_requests"] += 1
                 continue
-            if conn.held and api_key == PRODUCE:  # a connection's PRODUCE requests stay in order
-                self._hold(conn, size + body, correlation, version, conn.held[-1].due, self._parse(body, version))
+            if conn.held:  # a connection's requests stay in order behind a held one
+                self._hold(conn, size + body, correlation, api_key, version, conn.held[-1].due, queued=True)
                 continue
             rule = self.active(api_key)
             if rule is not None:
@@ -273,8 +287,16 @@ class BrokerProxy:
                     if action == "drop_request":
                         conn.stalled = True
                     continue
+                if action == "hold_request" and self._withholds(conn, size + body, correlation, api_key, version, rule):
+                    continue
+                if action == "inject_error":
+                    outcome = self._inject(conn, body, correlation, api_key, version, rule)
+                    if outcome == "close":
+                        return
+                    if outcome == "taken":
+                        continue
                 if action in PRODUCE_ACTIONS and api_key == PRODUCE:
-                    outcome = self._produce_fault(conn, size + body, body, correlation, version, rule)
+                    outcome = self._produce_fault(conn, body, correlation, version, rule)
                     if outcome == "close":
                         return
                     if outcome == "taken":
@@ -293,31 +315,54 @@ class BrokerProxy:
         self.stats["unparsed_produce"] += 1
         return None
 
-    def _produce_fault(
-        self, conn: Connection, frame: bytes, body: bytes, correlation: int, version: int, rule: ProxyRule
-    ) -> Literal["taken", "close", "forward"]:
-        """Apply an inject_error or hold_request rule to a PRODUCE request: "taken" by the proxy,
-        "close" the connection (an error for an acks=0 request, as a broker does), or "forward" it
-        (replace_error acts on the response; an unparsed request passes, and so does a
-        non-transactional one when a hold is `transactional_only`)."""
+    def _produce_fault(self, conn: Connection, body: bytes, correlation: int, version: int, rule: ProxyRule) -> Literal["taken", "forward"]:
+        """Apply a lose_then_reject rule to a PRODUCE request ("taken" by the proxy or "forward";
+        replace_error acts on the response; an unparsed request passes)."""
         if rule.action == "replace_error" or (parsed := self._parse(body, version)) is None:
             return "forward"
         header, request = parsed
-        if rule.action == "lose_then_reject":
-            return self._lose_then_reject(conn, correlation, version, header, request, rule)
-        if rule.action == "inject_error":
-            self.affected += 1
-            self.stats["injected_errors"] += 1
+        return self._lose_then_reject(conn, correlation, version, header, request, rule)
+
+    def _inject(self, conn: Connection, body: bytes, correlation: int, api_key: int, version: int, rule: ProxyRule) -> Literal["taken", "close", "forward"]:
+        """Answer a request with the rule's error in the broker's place: "taken", "close" the
+        connection (an error for an acks=0 PRODUCE, as a broker does), or "forward" a request the
+        proxy cannot answer (counted as unanswerable.<api>)."""
+        if api_key == PRODUCE:
+            if (parsed := self._parse(body, version)) is None:
+                return "forward"
+            header, request = parsed
             if request.acks == 0:
+                self.affected += 1
+                self.stats["injected_errors"] += 1
                 self.stats["closed_after_error"] += 1
                 return "close"
-            conn.answer(correlation, version, error_response(header, request, rule.error_code))
-            return "taken"
-        if rule.transactional_only and request.transactional_id is None:
-            return "forward"
+            answer = error_response(header, request, rule.error_code)
+        else:
+            try:
+                answer = answers.error_answer(body, rule.error_code)
+            except ProtocolError:
+                self.stats[f"unanswerable.{api_name(api_key)}"] += 1
+                return "forward"
         self.affected += 1
-        self._hold(conn, frame, correlation, version, time.monotonic() + rule.delay_s if rule.delay_s else math.inf, parsed)
+        self.stats["injected_errors"] += 1
+        conn.answer(correlation, version, answer)
         return "taken"
+
+    def _withholds(self, conn: Connection, frame: bytes, correlation: int, api_key: int, version: int, rule: ProxyRule) -> bool:
+        """Hold the request if it is one the hold_request rule chooses (see `ProxyRule`)."""
+        if rule.selects_produce:
+            if api_key != PRODUCE or (parsed := self._parse(frame[4:], version)) is None:
+                return False
+            _, request = parsed
+            if not rule.selects(request.transactional_id, [(partition, *batch) for _, partition, batch in _batches(request)]):
+                return False
+        self.matched += 1
+        if self.matched < rule.nth:
+            return False
+        self.affected += 1
+        timed = rule.delay_s and rule.replay_after is None
+        self._hold(conn, frame, correlation, api_key, version, time.monotonic() + rule.delay_s if timed else math.inf, queued=False)
+        return True
 
     def _lose_then_reject(
         self, conn: Connection, correlation: int, version: int, header: RequestHeader, request: ProduceRequest, rule: ProxyRule
@@ -344,10 +389,22 @@ class BrokerProxy:
         conn.answer(correlation, version, error_response(header, request, rule.error_code), rule.delay_s)
         return "taken"
 
-    def _hold(
-        self, conn: Connection, frame: bytes, correlation: int, version: int, due: float, parsed: tuple[RequestHeader, ProduceRequest] | None
-    ) -> None:
-        conn.held.append(Held(frame, correlation, version, due, parsed is None or parsed[1].acks != 0))
+    def _hold(self, conn: Connection, frame: bytes, correlation: int, api_key: int, version: int, due: float, *, queued: bool) -> None:
+        """Withhold a request (`queued`: only because an earlier one of its connection is) and log it."""
+        log: dict = {"api": api_name(api_key), "correlation_id": correlation, "queued": queued, "held_at": time.time()}
+        answered = True
+        if api_key == PRODUCE and (parsed := self._parse(frame[4:], version)) is not None:
+            request = parsed[1]
+            answered = request.acks != 0
+            log["transactional_id"] = request.transactional_id
+            log["batches"] = [
+                {"topic": topic, "partition": partition, "producer_id": pid, "producer_epoch": epoch, "base_sequence": sequence}
+                for topic, partition, (pid, epoch, sequence) in _batches(request)
+            ]
+        if not answered:
+            log["answer"] = "none expected (acks=0)"
+        self.withheld.append(log)
+        conn.held.append(Held(frame, correlation, api_key, version, due, answered, log))
         self.stats["held_requests"] += 1
         if conn not in self.holding:
             self.holding.add(conn)
@@ -373,9 +430,10 @@ class BrokerProxy:
             if conn.upstream.is_closing():
                 self.stats["held_lost"] += 1
                 continue
-            conn.forward(held.frame, held.correlation, PRODUCE, held.version)
+            conn.forward(held.frame, held.correlation, held.api_key, held.version)
+            held.log["released_at"] = time.time()
             if held.answered:
-                conn.awaiting.add(held.correlation)
+                conn.awaiting[held.correlation] = held.log
             self.stats["released_requests"] += 1
         conn.released.set()
 
@@ -391,7 +449,9 @@ class BrokerProxy:
             body = await reader.readexactly(int.from_bytes(size, "big"))
             (correlation,) = CORRELATION.unpack_from(body)
             api_key, version = await conn.answered(correlation)
-            conn.awaiting.discard(correlation)
+            if (log := conn.awaiting.pop(correlation, None)) is not None:
+                log["answer"] = _answer(body, api_key, version)
+                log["client_gone"] = not conn.client_open
             if conn.deaf:
                 self.stats["dropped_responses"] += 1
                 continue
@@ -420,8 +480,7 @@ class BrokerProxy:
             else:
                 self._discard(body, api_key, version)
             conn.flush_answers()
-            if api_key == END_TXN:
-                self.on_end_txn()
+            self.on_answered(api_key)
             if writer.transport.get_write_buffer_size() > DRAIN_ABOVE:
                 await writer.drain()
 
@@ -454,16 +513,37 @@ class BrokerProxy:
         return body
 
 
+def _batches(request: ProduceRequest) -> list[tuple[str, int, tuple[int, int, int]]]:
+    """(topic, partition, (producer id, epoch, base sequence)) of each idempotent batch of a PRODUCE request."""
+    return [
+        (topic.name or topic.topic_id.hex(), partition.index, batch)
+        for topic in request.topics
+        for partition in topic.partitions
+        if (batch := partition.producer_sequence()) is not None
+    ]
+
+
+def _answer(body: bytes, api_key: int, version: int) -> str:
+    """What the broker answered a released request: per partition for PRODUCE, else its error."""
+    try:
+        if api_key == PRODUCE and version in PRODUCE_VERSIONS:
+            _, response = decode_response(body, version)
+            return ", ".join(f"{t.name or t.topic_id.hex()}-{p.index}: {error_name(p.error_code)}" for t in response.topics for p in t.partitions)
+        return error_name(answers.top_error(body, api_key, version))
+    except ProtocolError as exc:
+        return f"unparsed ({exc})"
+
+
 class ProxyServer:
     """All broker proxies of a cluster and their control channel."""
 
     def __init__(self, spec: ProxySpec) -> None:
         self.spec = spec
-        self.brokers = {route.broker: BrokerProxy(route, on_end_txn=self._end_txn_answered) for route in spec.routes}
+        self.brokers = {route.broker: BrokerProxy(route, on_answered=self._answered) for route in spec.routes}
 
-    def _end_txn_answered(self) -> None:
+    def _answered(self, api_key: int) -> None:
         for proxy in self.brokers.values():
-            proxy.end_txn_answered()
+            proxy.answered_somewhere(api_key)
 
     async def run(self, stop: asyncio.Event) -> None:
         servers = [
@@ -488,7 +568,8 @@ class ProxyServer:
             writer.close()
 
     def handle(self, command: dict) -> dict:
-        """Control operations: ping, set (broker, rule), clear (broker or all), stats."""
+        """Control operations: ping, set (broker, rule), clear (broker or all), stats, withheld
+        (broker: the log of the requests its current or last hold_request rule withheld)."""
         op = command["op"]
         if op == "ping":
             return {"ok": True}
@@ -500,6 +581,8 @@ class ProxyServer:
             for proxy in targets:
                 proxy.end_rule()
             return {"ok": True}
+        if op == "withheld":
+            return {"ok": True, "withheld": self.brokers[int(command["broker"])].withheld}
         if op == "stats":
             return {"ok": True, "stats": {str(b): dict(p.stats) for b, p in self.brokers.items()}}
         raise ValueError(f"unknown op {op!r}")

@@ -44,6 +44,36 @@ LAYOUT: tuple[tuple[str, str], ...] = (
 HISTORY_FILE = "history.sqlite"  # in the runs root: every validated run's rows and verdicts
 FIELD_NOTES_DIR = "field-notes"  # FieldNotesDir folders, beside the runs
 COMPARISONS_DIR = "comparisons"  # in the runs root: version comparisons, one folder each
+KNOWN_BUGS_DIR = "known-bugs"  # in the runs root: the known-bugs page (index.html, known-bugs.json)
+REPROS_DIR = "repros"  # in the runs root: `acklab repro` folders, one per red row or bug preset
+
+
+def known_bugs_dir() -> Path:
+    return runs_dir() / KNOWN_BUGS_DIR
+
+
+class WithheldBatch(BaseModel):
+    """An idempotent producer's record batch in a withheld produce request."""
+
+    topic: str = Field(description="topic name (or topic id, hex, from produce v13)")
+    partition: int
+    producer_id: int
+    producer_epoch: int
+    base_sequence: int
+
+
+class WithheldRequest(BaseModel):
+    """A request a hold (`request-hold`, `withhold-replay`) kept from the broker, and what became of it."""
+
+    api: str = Field(description="request type, e.g. Produce")
+    correlation_id: int
+    queued: bool = Field(description="held only because an earlier request of its connection was")
+    held_at: float = Field(description="epoch seconds it was withheld")
+    released_at: float | None = Field(None, description="epoch seconds it was replayed to the broker (null: never, its broker connection closed)")
+    transactional_id: str | None = Field(None, description="produce: the producer's transactional id")
+    batches: list[WithheldBatch] = Field(default_factory=list, description="produce: its idempotent batches")
+    answer: str | None = Field(None, description="the broker's answer to the replay (produce: per partition), e.g. `t-0: INVALID_TXN_STATE`")
+    client_gone: bool = Field(False, description="the client had closed the connection: the answer reached no one")
 
 
 class FaultRecord(BaseModel):
@@ -61,6 +91,7 @@ class FaultRecord(BaseModel):
         None, description="the effect began after this: when the last look that did not see it began (or the fault started)"
     )
     counts: dict[str, int] = Field(default_factory=dict, description="proxy counter deltas during the fault, or a link fault's dropped_packets")
+    withheld: list[WithheldRequest] = Field(default_factory=list, description="hold faults: each request withheld")
 
 
 class GroupTiming(BaseModel):

@@ -142,6 +142,7 @@ MATRIX_DESCRIPTIVE = pa.schema(
             "transactional: partitions whose last stable offset stayed below the high watermark after every transaction timed out "
             "(a hanging transaction stalls read_committed readers); null when not transactional",
         ),
+        column("hanging_detail", pa.string(), "each such partition: its last stable offset, high watermark and the open transaction's producer id and epoch"),
     ]
 )
 MATRIX = pa.schema(
