@@ -636,6 +636,8 @@ def affected(component: Literal["kafka", "client"], versions: tuple[str, ...], p
 BUG_4438 = "idem-single__lose-then-reject"
 BUG_13598 = "java-defaults__ack-loss"
 BUG_13598_AFFECTED = ("3.0.0", "3.1.0")
+BUG_4736 = "idem-large__error-inject"
+BUG_4736_AFFECTED = ("2.2.0", "2.3.0", "2.4.0")
 BUG_14402 = "txn-rto3s__withhold-replay"
 BUG_14417 = "java-defaults__error-inject-before-load"
 BUG_14417_AFFECTED = ("3.3.0", "3.3.1")
@@ -687,6 +689,34 @@ BUGS: dict[str, Preset] = _by_name(
                 ),
             ),
             tracker="https://github.com/confluentinc/librdkafka/issues/3584",
+        ),
+        Preset(
+            "librdkafka-4736",
+            "librdkafka #4736 (since 2.2.0, fixed in 2.5.0 by PR #4750)",
+            "idempotent producer with large batches (linger.ms=500, up to 10,000 records a batch, 50,000 msg/s) whose writes to the leader of "
+            "partition 0 are answered NOT_ENOUGH_REPLICAS for 3 s: the retried batches' records each got their own jittered "
+            "backoff, so a retried batch could not be rebuilt with the same records and clients 2.2.0 to 2.4.0 die of the fatal "
+            "'Unable to reconstruct MessageSet' (Local: Inconsistent state); from 2.5.0 a batch's records share one backoff",
+            {
+                "topology": "three-brokers",
+                "profiles": ["idem-large"],
+                "custom_profiles": {"idem-large": _raw(enable_idempotence=True, linger_ms=500, batch_num_messages=10000, batch_size=10_000_000)},
+                "schedule": [
+                    {"at_s": 2.0, "fault": "error-inject", "target": "leader:0", "duration_s": 3.0, "options": {"error": "NOT_ENOUGH_REPLICAS"}},
+                ],
+                "messages": 200_000, "rate": 50_000.0,
+            },
+            (
+                Observation(
+                    "from 2.2.0 to 2.4.0 the producer dies of the fatal 'Unable to reconstruct MessageSet'; from 2.5.0 on it "
+                    "delivers every record", BUG_4736,
+                    affected(
+                        "client", BUG_4736_AFFECTED, fatal("Unable to reconstruct MessageSet"),
+                        both(count("fatal", "==", 0), count("failed", "==", 0), client_stat("txretries", ">", 0)),
+                    ),
+                ),
+            ),
+            tracker="https://github.com/confluentinc/librdkafka/issues/4736",
         ),
         Preset(
             "kafka-14402",
