@@ -72,6 +72,11 @@ CLI_CASES: list[tuple[list[str], str]] = [
     (["run", "--librdkafka", "no.such.property=1"], 'No such configuration property: "no.such.property"'),
     (["run", "--librdkafka", "enable.idempotence=maybe"], "enable.idempotence: expected true or false, got 'maybe'"),
     (["run", "--preset", "nothing-like-it"], "unknown preset 'nothing-like-it'"),
+    (["run", "--params", "{tmp}/absent.json"], "no such file"),
+    (["run", "--params", "{tmp}/absent.json", "--messages", "5"], "--params fixes the run: --messages cannot be combined with it"),
+    (["run", "--schedule", "{tmp}/bad-apis.yaml"], "error 'NOT_ENOUGH_REPLICAS' is not one a broker answers EndTxn with"),
+    (["repro", "20990101T000000-000000", "x__none"], "no run 20990101T000000-000000"),
+    (["repro"], "give RUN_ID and SCENARIO"),
     (["run", "--duration-s", "-1"], "duration_s: Input should be greater than 0"),
     (["run", "--client", "python:1.0"], "client: String should match pattern"),
     (["run", "--client", "java:2.8.0"], "java client version '2.8.0': kafka-clients 3.x.y or 4.x.y"),
@@ -122,6 +127,7 @@ def files(tmp_path_factory: pytest.TempPathFactory) -> Path:
     (folder / "contradiction.yaml").write_text("mine: {acks: '1', enable_idempotence: true}\n")
     (folder / "unknown.properties").write_text("# a Spring Boot team's file\nbootstrap.servers=prod:9092\nackss=all\n")
     (folder / "invalid.properties").write_text("acks=2\n")
+    (folder / "bad-apis.yaml").write_text("- {fault: error-inject, options: {apis: [EndTxn]}}\n")
     (folder / "small-requests.properties").write_text("max.request.size=10000\n")
     (folder / "conflict.properties").write_text("acks=1\nenable.idempotence=true\n")
     (folder / "timeouts.properties").write_text("delivery.timeout.ms=1000\nrequest.timeout.ms=30000\n")

@@ -79,7 +79,7 @@ def test_each_client_version_passes_the_smoke_scenarios() -> None:
     [
         # reproduced: red (a fatal error) before the fix, green from it on
         ("librdkafka-4438", {"kafka_versions": [DEFAULT_KAFKA_VERSION], "client_versions": ["2.2.0", "2.3.0"]}, {"client 2.2.0": "fail", "client 2.3.0": "pass"}),
-        ("kafka-14402", {"kafka_versions": ["3.5.2", "3.6.2"]}, None),  # not reproduced with librdkafka (README)
+        ("kafka-14402", {"kafka_versions": ["3.5.2", "3.6.2"]}, {"kafka 3.5.2": "fail", "kafka 3.6.2": "pass"}),
     ],
 )
 def test_a_bug_preset_runs_on_both_sides_of_its_fix_in_the_version_dag(

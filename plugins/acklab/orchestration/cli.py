@@ -119,6 +119,7 @@ def setup(
 def run(
     ctx: typer.Context,
     preset: Annotated[str | None, typer.Option(help="run a named preset (see `acklab presets`); only --kafka-version, --client, --client-version, --backend and --json combine with it")] = None,
+    params_file: Annotated[Path | None, typer.Option("--params", help="a JSON/YAML file of run params, as a DAG's conf (e.g. an `acklab repro` folder's params.json); only --json combines with it")] = None,
     topology: Annotated[str, typer.Option(help="topology name in clusters/ or a YAML path")] = DEFAULTS.topology,
     profile: Annotated[list[str] | None, typer.Option(help=f"producer profile (repeatable; default: {', '.join(DEFAULTS.profiles)})")] = None,
     fault: Annotated[list[str] | None, typer.Option(help=f"fault name (repeatable; default: {', '.join(DEFAULTS.faults)}): {', '.join(FAULT_NAMES)}")] = None,
@@ -173,6 +174,14 @@ def run(
 
     def plan() -> Any:
         nonlocal params
+        if params_file is not None:
+            if given := [name for name in ctx.params if name not in ("params_file", "as_json") and ctx.get_parameter_source(name).name != "DEFAULT"]:
+                raise UserError(f"--params fixes the run: --{given[0].replace('_', '-')} cannot be combined with it (only --json)")
+            loaded = load_yaml(params_file, "params")
+            if not isinstance(loaded, dict):
+                raise UserError(f"{params_file}: expected a mapping of run params")
+            _writable_runs()
+            return version_grid(loaded, [loaded.pop("kafka_version", None)], [loaded.pop("client", None)], minimum=1)
         if preset is not None:
             combined = {"preset", "as_json", *VERSIONED}
             # typer ships its own click: compare the source by name
@@ -304,6 +313,59 @@ def _known_bugs(as_json: bool) -> None:
         )
     Console(width=160).print(table)
     typer.echo(f"page: {page}")
+
+
+@app.command()
+def repro(
+    run_id: Annotated[str | None, typer.Argument(help="the run with the red row (a folder name in runs/)")] = None,
+    scenario: Annotated[str | None, typer.Argument(help="the red row's scenario")] = None,
+    preset: Annotated[str | None, typer.Option(help="instead: run this bug preset and reproduce its first red row")] = None,
+    kafka_version: Annotated[str | None, typer.Option(help="with --preset: the Kafka version")] = None,
+    client: Annotated[str | None, typer.Option(help="with --preset: the client FAMILY:VERSION")] = None,
+    shrink_runs: Annotated[int, typer.Option(help="at most this many shrinking runs (0: no shrinking)")] = 6,
+) -> None:
+    """Write a folder a maintainer runs with one command from a red row (or a bug preset's): its
+    configs, fault schedule, versions, affected records and log lines; shrunk first (fewer messages,
+    a shorter fault, fewer fault steps) while it stays red."""
+    from acklab.orchestration.pipeline import run_pipeline, write_result
+    from acklab.orchestration.repro import repro as make_repro
+    from acklab.plan.planner import make_plan
+
+    _log_to_console()
+
+    def execute(params: dict[str, Any]) -> tuple[RunDir, Any]:
+        plan = make_plan(params)
+        console.print(f"run: {plan.scenarios[0].name}, {params['messages']} messages", highlight=False)
+        result = run_failures(lambda: run_pipeline(plan))
+        write_result(result.run, result.verdict)
+        for line in result.verdict.summary_lines():
+            console.print(line, highlight=False)
+        return result.run, result.verdict
+
+    def target() -> tuple[RunDir, str]:
+        if preset is not None:
+            if run_id is not None:
+                raise UserError("give a run and scenario, or --preset, not both")
+            chosen = {k: v for k, v in {"kafka_version": kafka_version, "client": client}.items() if v}
+            run, verdict = execute(with_preset(preset, chosen))
+            red = [s.scenario for s in verdict.scenarios if s.status == "fail"]
+            if not red:
+                raise UserError(f"preset {preset} is green on these versions (run {run.run_id}): nothing to reproduce")
+            return run, red[0]
+        if run_id is None or scenario is None:
+            raise UserError("give RUN_ID and SCENARIO (acklab repro 20261125T... txn__leader-kill), or --preset NAME")
+        run = RunDir(runs_dir() / run_id)
+        if not run.manifest.is_file():
+            raise UserError(f"no run {run_id} in {runs_dir()}")
+        return run, scenario
+
+    run, name = user_errors(target)
+    found = user_errors(lambda: make_repro(run, name, shrink_runs=shrink_runs, execute=execute))
+    for step in found.steps:
+        typer.echo(f"  {step}")
+    typer.echo(f"runs: {found.shrink_runs} (1 to confirm it alone, {found.shrink_runs - 1} shrinking)")
+    typer.echo(f"smallest red: {found.params['messages']} messages; run {found.red_run.run_id}")
+    typer.echo(f"repro: {found.folder} (run it: {found.folder / 'run.sh'})")
 
 
 @app.command()

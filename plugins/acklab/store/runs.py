@@ -52,6 +52,10 @@ def known_bugs_dir() -> Path:
     return runs_dir() / KNOWN_BUGS_DIR
 
 
+def repros_dir() -> Path:
+    return runs_dir() / REPROS_DIR
+
+
 class WithheldBatch(BaseModel):
     """An idempotent producer's record batch in a withheld produce request."""
 

@@ -1,0 +1,79 @@
+"""The documented-bug presets on real clusters, through the CLI as a user runs them: KAFKA-14402 red
+before Kafka 3.6 (a hanging transaction, with the stale write's producer id and the stuck offset) and
+green on 3.6.2 (the replay refused), then made into an `acklab repro` folder. The presets that need
+other client versions (KAFKA-14417, librdkafka #4736) are in the `versions` family."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from acklab.workload import java_client, librdkafka
+
+pytestmark = pytest.mark.integration
+ACKLAB = str(Path(sys.executable).parent / "acklab")
+
+
+def acklab(runs: Path, *args: str, timeout_s: float = 900) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([ACKLAB, *args], capture_output=True, text=True, timeout=timeout_s, env={**os.environ, "ACKLAB_RUNS": str(runs)})
+
+
+def test_kafka_14402_leaves_a_hanging_transaction_on_3_5_2_not_on_3_6_2_and_becomes_a_repro_folder(tmp_path: Path) -> None:
+    runs = tmp_path / "runs"
+    done = acklab(runs, "run", "--preset", "kafka-14402", "--kafka-version", "3.5.2", "--kafka-version", "3.6.2", "--json")
+    assert done.returncode == 1, done.stderr[-3000:]
+    rows = {label.split(" /")[0]: rows[0] for label, rows in json.loads(done.stdout).items()}
+    before, after = rows["Kafka 3.5.2"], rows["Kafka 3.6.2"]
+    assert (before["hanging_partitions"], after["hanging_partitions"]) == (1, 0), rows
+    assert "producer id" in before["hanging_detail"] and "open since offset" in before["hanging_detail"], before["hanging_detail"]
+    assert before["evidence_complete"] and after["evidence_complete"] and before["fault_effective"] and after["fault_effective"]
+    assert "CLAIM REPRODUCED" in done.stderr and "CLAIM NOT REPRODUCED" not in done.stderr, done.stderr[-3000:]
+    entries = {}
+    for result in runs.glob("2*/result.json"):
+        manifest = json.loads((result.parent / "manifest.json").read_text())
+        entries[manifest["topology"]["kafka_version"]] = (result.parent, manifest["scenarios"][0])
+    for version, appended in (("3.5.2", True), ("3.6.2", False)):
+        (withheld,) = [w for record in entries[version][1]["fault_timeline"] for w in record["withheld"] if not w["queued"]]
+        assert withheld["transactional_id"].endswith("txn-rto3s__withhold-replay-p0") and withheld["batches"] and withheld["released_at"] > withheld["held_at"]
+        assert (": NONE" in withheld["answer"]) is appended, withheld  # 3.6.2 refuses the stale write
+
+    red_run, entry = entries["3.5.2"]
+    done = acklab(runs, "repro", red_run.name, entry["scenario"], "--shrink-runs", "0")
+    assert done.returncode == 0, done.stderr[-3000:]
+    (folder,) = (runs / "repros").iterdir()
+    names = {path.name for path in folder.iterdir()}
+    assert {"README.md", "run.sh", "params.json", "producer.properties", "server.properties", "schedule.json", "versions.json",
+            "records.txt", "client.log", "broker.log", "verdict.txt", "topology.yaml"} <= names
+    assert "runs: 1 (1 to confirm it alone, 0 shrinking)" in done.stdout
+    assert "hanging_partitions == 0" in (folder / "verdict.txt").read_text()
+    assert json.loads((folder / "versions.json").read_text())["kafka"] == "3.5.2"
+    assert "transactional.id=app" in (folder / "producer.properties").read_text()
+    assert json.loads((folder / "params.json").read_text())["client"] == "java:4.3.1"
+
+
+@pytest.mark.versions
+def test_kafka_14417_is_red_on_kafka_clients_3_3_1_and_green_on_3_3_2(tmp_path: Path) -> None:
+    for version in ("3.3.1", "3.3.2"):
+        java_client.fetch_client(version)
+    done = acklab(tmp_path / "runs", "run", "--preset", "kafka-14417", "--client", "java:3.3.1", "--client", "java:3.3.2", "--json")
+    assert done.returncode == 1, done.stderr[-3000:]
+    by_version = {row["client_version"]: row for rows in json.loads(done.stdout).values() for row in rows}
+    assert by_version["3.3.1"]["acked"] == 0 and by_version["3.3.1"]["fatal_error"], by_version["3.3.1"]
+    assert "Unexpected error in InitProducerIdResponse; The request timed out." in done.stderr  # the claim quotes the producer log
+    assert by_version["3.3.2"]["failed"] == 0 and by_version["3.3.2"]["acked"] == by_version["3.3.2"]["planned"]
+
+
+@pytest.mark.versions
+def test_librdkafka_4736_is_red_on_2_4_0_and_green_on_2_5_0(tmp_path: Path) -> None:
+    for version in ("2.4.0", "2.5.0"):
+        librdkafka.fetch_client(version)
+    done = acklab(tmp_path / "runs", "run", "--preset", "librdkafka-4736", "--client-version", "2.4.0", "--client-version", "2.5.0", "--json")
+    assert done.returncode == 1, done.stderr[-3000:]
+    by_version = {row["client_version"]: row for rows in json.loads(done.stdout).values() for row in rows}
+    assert "Unable to reconstruct MessageSet" in (by_version["2.4.0"]["fatal_error"] or ""), by_version["2.4.0"]
+    assert by_version["2.5.0"]["fatal"] == 0 and by_version["2.5.0"]["failed"] == 0

@@ -1,0 +1,41 @@
+"""The known-bugs page reads the run store: each bug preset with the versions its runs were red and green on."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from acklab.report.known_bugs import known_bugs, write_known_bugs
+from acklab.store.runs import Manifest, RunDir, ScenarioEntry, write_json
+
+
+def _run(root: Path, name: str, preset: str | None, kafka: str, status: str) -> None:
+    run = RunDir(root / name)
+    entry = ScenarioEntry(
+        scenario="txn__withhold-replay", profile="txn", fault="withhold-replay", guarantee="transactional",
+        client_family="java", client_version="4.3.1", planned=10,
+    )
+    params = [{"preset": preset}] if preset else [{}]
+    run.write_manifest(Manifest(run_id=name, topology={"name": "three-brokers", "kafka_version": kafka}, params=params, scenarios=[entry]))
+    write_json(run.result, {"status": status, "scenarios": {entry.scenario: status}})
+
+
+def test_each_bug_preset_lists_the_versions_its_runs_were_red_and_green_on(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ACKLAB_RUNS", str(tmp_path))
+    _run(tmp_path, "20261125T000001-aaaaaa", "kafka-14402", "3.5.2", "fail")
+    _run(tmp_path, "20261125T000002-bbbbbb", "kafka-14402", "3.6.2", "pass")
+    _run(tmp_path, "20261125T000003-cccccc", "kafka-14402", "3.6.2", "pass")  # the same versions again: listed once
+    _run(tmp_path, "20261125T000004-dddddd", "kafka-14402", "3.9.2", "incomplete")
+    _run(tmp_path, "20261125T000005-eeeeee", None, "3.5.2", "fail")  # no preset: not a bug run
+    _run(tmp_path, "20261125T000006-ffffff", "field-notes-4-acks-all-no-loss", "3.5.2", "fail")  # not a bug preset
+    bugs = {bug.preset: bug for bug in known_bugs()}
+    found = bugs["kafka-14402"]
+    assert (found.red, found.green, found.incomplete, found.runs) == (
+        ["Kafka 3.5.2 / java 4.3.1"], ["Kafka 3.6.2 / java 4.3.1"], ["Kafka 3.9.2 / java 4.3.1"], 4,
+    )
+    assert found.last_ran is not None and found.tracker == "https://issues.apache.org/jira/browse/KAFKA-14402"
+    assert bugs["librdkafka-4438"].runs == 0 and bugs["librdkafka-4438"].last_ran is None
+    page = write_known_bugs().read_text()
+    assert 'href="https://issues.apache.org/jira/browse/KAFKA-14402"' in page and "Kafka 3.5.2 / java 4.3.1" in page
+    assert page.count("<td>never</td>") == len(bugs) - 1

@@ -1,0 +1,36 @@
+"""The repro's shrinking (pure logic: which smaller params it tries and keeps)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from acklab.orchestration.repro import MIN_MESSAGES, shrink
+from acklab.store.runs import RunDir
+
+
+def test_shrinking_keeps_each_smaller_load_and_fault_that_stays_red_and_counts_its_runs() -> None:
+    params: dict[str, Any] = {
+        "messages": 4000,
+        "schedule": [{"fault": "leader-kill", "duration_s": 8.0}, {"fault": "ack-loss", "duration_s": 8.0}],
+    }
+    tried: list[dict[str, Any]] = []
+
+    def red(candidate: dict[str, Any]) -> RunDir | None:  # red while the ack-loss step is in and lasts 2 s or more
+        tried.append(candidate)
+        steps = {step["fault"]: step["duration_s"] for step in candidate["schedule"]}
+        return RunDir.__new__(RunDir) if steps.get("ack-loss", 0) >= 2 and candidate["messages"] >= 1000 else None
+
+    smallest, run, steps = shrink(params, red, limit=20)
+    assert run is not None and len(steps) == len(tried) <= 20
+    assert smallest["messages"] == 1000
+    assert smallest["schedule"] == [{"fault": "ack-loss", "duration_s": 2.0}]
+    assert steps[0] == "messages 4000 -> 2000: still red"
+    assert any(step.endswith("not red, kept the previous") for step in steps)
+
+
+def test_shrinking_stops_at_its_run_limit_and_at_the_smallest_load() -> None:
+    runs = []
+    smallest, run, steps = shrink({"messages": 100_000, "schedule": []}, lambda c: runs.append(c) or RunDir.__new__(RunDir), limit=3)
+    assert len(runs) == len(steps) == 3 and smallest["messages"] == 12_500
+    smallest, run, steps = shrink({"messages": MIN_MESSAGES * 2 - 1, "schedule": []}, lambda c: None, limit=3)
+    assert (smallest["messages"], run, steps) == (MIN_MESSAGES * 2 - 1, None, [])
