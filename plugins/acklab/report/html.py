@@ -8,9 +8,10 @@ from typing import Any
 
 from jinja2 import Environment, PackageLoader, select_autoescape
 
+from acklab.plan.presets import BUGS
 from acklab.report.charts import heatmap, timeline
 from acklab.report.history import Regression
-from acklab.store.runs import Manifest, RunDir
+from acklab.store.runs import Manifest, RunDir, known_bugs_dir
 from acklab.workload.java_errors import with_java
 
 COLUMNS = (
@@ -57,6 +58,7 @@ def build_report(
             delivery_errors=delivery_errors(manifest),
             data_docs=os.path.relpath(data_docs, out.root) if data_docs else "",
             matrix_json=os.path.relpath(run.matrix_json, out.root),
+            known_bugs=os.path.relpath(known_bugs_dir() / "index.html", out.root) if manifest.preset in BUGS else "",
         )
     )
     return index
