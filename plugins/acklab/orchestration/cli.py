@@ -363,7 +363,7 @@ def repro(
     found = user_errors(lambda: make_repro(run, name, shrink_runs=shrink_runs, execute=execute))
     for step in found.steps:
         typer.echo(f"  {step}")
-    typer.echo(f"runs: {found.shrink_runs} (1 to confirm it alone, {found.shrink_runs - 1} shrinking)")
+    typer.echo(f"runs: {found.runs} (1 to confirm it alone, {found.runs - 1} shrinking)")
     typer.echo(f"smallest red: {found.params['messages']} messages; run {found.red_run.run_id}")
     typer.echo(f"repro: {found.folder} (run it: {found.folder / 'run.sh'})")
 

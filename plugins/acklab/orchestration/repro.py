@@ -35,11 +35,14 @@ LOG_MATCH = re.compile(r"error|exception|fatal|warn|timed? ?out|fenced|invalid|a
 
 @dataclass
 class Repro:
+    """A written repro folder, the params it runs, the red run its evidence is from, and the runs it
+    took (the row alone, then each shrinking step: what it tried, and whether it stayed red)."""
+
     folder: Path
     params: dict[str, Any]
-    red_run: RunDir  # the run whose evidence the folder holds (the smallest red one)
-    shrink_runs: int = 0
-    steps: list[str] = field(default_factory=list)  # what each shrink run tried, and whether it stayed red
+    red_run: RunDir
+    runs: int = 0
+    steps: list[str] = field(default_factory=list)
 
 
 def scenario_params(run: RunDir, scenario: str) -> tuple[dict[str, Any], ScenarioEntry]:
@@ -51,9 +54,8 @@ def scenario_params(run: RunDir, scenario: str) -> tuple[dict[str, Any], Scenari
         names = ", ".join(e.scenario for e in manifest.scenarios)
         raise SpecError(f"run {run.run_id} has no scenario {scenario!r}; it has: {names}")
     params = dict(manifest.params[0])
-    label = entry.fault
     if not params.get("schedule"):
-        params["faults"] = [label]
+        params["faults"] = [entry.fault]
     params.update(
         preset=None, profiles=[entry.profile], kafka_version=manifest.kafka_version, clients=[], client_version=None,
         client=f"{entry.client_family}:{entry.client_version}",

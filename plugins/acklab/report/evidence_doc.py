@@ -11,7 +11,7 @@ from pydantic import BaseModel
 
 from acklab.base.paths import PROJECT_ROOT
 from acklab.store.contract import IDENTITIES, OUTCOME_DOCS, UNEXPECTED
-from acklab.store.runs import LAYOUT, EarlierAttempt, FaultRecord, GroupTiming, Manifest, ScenarioEntry
+from acklab.store.runs import LAYOUT, EarlierAttempt, FaultRecord, GroupTiming, Manifest, ScenarioEntry, WithheldBatch, WithheldRequest
 from acklab.store.schemas import MATRIX, OUTCOME_TABLE, PRODUCER_STATS, SEND_LOG, SEND_LOG_DEFAULTS, TOPIC_RECORDS, describe
 
 DOC = PROJECT_ROOT / "docs" / "evidence.md"
@@ -76,6 +76,8 @@ def to_markdown() -> str:
     lines += ["## `manifest.json`", "", *_table(("field", "type", "meaning"), _fields(Manifest))]
     lines += ["### A scenario entry", "", *_table(("field", "type", "meaning"), _fields(ScenarioEntry))]
     lines += ["### A fault record (`fault_timeline`)", "", *_table(("field", "type", "meaning"), _fields(FaultRecord))]
+    lines += ["### A withheld request (`withheld`)", "", *_table(("field", "type", "meaning"), _fields(WithheldRequest))]
+    lines += ["### A withheld batch (`batches`)", "", *_table(("field", "type", "meaning"), _fields(WithheldBatch))]
     lines += ["### The group (`group`)", "", *_table(("field", "type", "meaning"), _fields(GroupTiming))]
     lines += ["### An earlier run (`earlier_attempts`)", "", *_table(("field", "type", "meaning"), _fields(EarlierAttempt))]
     lines += ["## Send log (`send_log.parquet`, one row per planned message)", "", *_table(("column", "type", "meaning"), _columns(SEND_LOG))]

@@ -60,10 +60,10 @@ class WithheldBatch(BaseModel):
     """An idempotent producer's record batch in a withheld produce request."""
 
     topic: str = Field(description="topic name (or topic id, hex, from produce v13)")
-    partition: int
-    producer_id: int
-    producer_epoch: int
-    base_sequence: int
+    partition: int = Field(description="partition it writes")
+    producer_id: int = Field(description="the record batch's producer id")
+    producer_epoch: int = Field(description="its producer epoch")
+    base_sequence: int = Field(description="its first record's sequence number")
 
 
 class WithheldRequest(BaseModel):
@@ -148,7 +148,9 @@ class ScenarioEntry(BaseModel):
     hanging_partitions: int | None = Field(
         None, description="transactional: partitions whose last stable offset stayed below the high watermark after every transaction timed out (hanging transactions); null otherwise"
     )
-    hanging_detail: str | None = Field(None, description="each such partition with its last stable offset and high watermark")
+    hanging_detail: str | None = Field(
+        None, description="each such partition with its last stable offset, high watermark and the open transaction's producer id, epoch and start offset"
+    )
     producer_stats: dict[str, Any] = Field(default_factory=dict, description="path of the statistics, sample count, counter totals, gauge maxima")
     fault_timeline: list[FaultRecord] = Field(default_factory=list, description="every applied fault (below)")
     fault_effective: bool | None = Field(None, description="every fault took effect while the load ran")
