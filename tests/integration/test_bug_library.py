@@ -56,6 +56,18 @@ def test_kafka_14402_leaves_a_hanging_transaction_on_3_5_2_not_on_3_6_2_and_beco
     assert json.loads((folder / "params.json").read_text())["client"] == "java:4.3.1"
 
 
+def test_an_injected_init_producer_id_error_reaches_the_java_client_which_retries_it(tmp_path: Path) -> None:
+    """The proxy's own InitProducerId answer (REQUEST_TIMED_OUT, to the first request each broker
+    gets) is read by the newest kafka-clients, which retries it: KAFKA-14417's fixed side."""
+    done = acklab(tmp_path / "runs", "run", "--preset", "kafka-14417", "--json")
+    assert done.returncode == 0, done.stderr[-3000:]
+    (row,) = json.loads(done.stdout)  # one run: its matrix rows
+    assert row["acked"] == row["planned"] and row["fault_effective"] and row["evidence_complete"], row
+    (run,) = (tmp_path / "runs").glob("2*/manifest.json")
+    (record,) = json.loads(run.read_text())["scenarios"][0]["fault_timeline"]
+    assert record["counts"]["injected_errors"] >= 1 and record["target"].startswith("brokers 1, 2, 3"), record
+
+
 @pytest.mark.versions
 def test_kafka_14417_is_red_on_kafka_clients_3_3_1_and_green_on_3_3_2(tmp_path: Path) -> None:
     for version in ("3.3.1", "3.3.2"):
