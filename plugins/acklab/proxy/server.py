@@ -276,7 +276,7 @@ class BrokerProxy:
                 self.stats["dropped_requests"] += 1
                 continue
             if conn.held:  # a connection's requests stay in order behind a held one
-                self._hold(conn, size + body, correlation, api_key, version, conn.held[-1].due, queued=True)
+                self._hold(conn, size + body, correlation, api_key, version, conn.held[-1].due, self._produce(api_key, body, version), queued=True)
                 continue
             rule = self.active(api_key)
             if rule is not None:
@@ -350,19 +350,23 @@ class BrokerProxy:
 
     def _withholds(self, conn: Connection, frame: bytes, correlation: int, api_key: int, version: int, rule: ProxyRule) -> bool:
         """Hold the request if it is one the hold_request rule chooses (see `ProxyRule`)."""
-        if rule.selects_produce:
-            if api_key != PRODUCE or (parsed := self._parse(frame[4:], version)) is None:
-                return False
-            _, request = parsed
-            if not rule.selects(request.transactional_id, [(partition, *batch) for _, partition, batch in _batches(request)]):
-                return False
+        request = self._produce(api_key, frame[4:], version)
+        if rule.selects_produce and (
+            request is None or not rule.selects(request.transactional_id, [(partition, *batch) for _, partition, batch in _batches(request)])
+        ):
+            return False
         self.matched += 1
         if self.matched < rule.nth:
             return False
         self.affected += 1
         timed = rule.delay_s and rule.replay_after is None
-        self._hold(conn, frame, correlation, api_key, version, time.monotonic() + rule.delay_s if timed else math.inf, queued=False)
+        self._hold(conn, frame, correlation, api_key, version, time.monotonic() + rule.delay_s if timed else math.inf, request, queued=False)
         return True
+
+    def _produce(self, api_key: int, body: bytes, version: int) -> ProduceRequest | None:
+        """The request if it is a PRODUCE the codec reads, else None."""
+        parsed = self._parse(body, version) if api_key == PRODUCE else None
+        return None if parsed is None else parsed[1]
 
     def _lose_then_reject(
         self, conn: Connection, correlation: int, version: int, header: RequestHeader, request: ProduceRequest, rule: ProxyRule
@@ -389,12 +393,15 @@ class BrokerProxy:
         conn.answer(correlation, version, error_response(header, request, rule.error_code), rule.delay_s)
         return "taken"
 
-    def _hold(self, conn: Connection, frame: bytes, correlation: int, api_key: int, version: int, due: float, *, queued: bool) -> None:
-        """Withhold a request (`queued`: only because an earlier one of its connection is) and log it."""
+    def _hold(
+        self, conn: Connection, frame: bytes, correlation: int, api_key: int, version: int, due: float, request: ProduceRequest | None,
+        *, queued: bool,
+    ) -> None:
+        """Withhold a request (`request`: it, parsed, if a PRODUCE; `queued`: held only because an
+        earlier one of its connection is) and log it."""
         log: dict = {"api": api_name(api_key), "correlation_id": correlation, "queued": queued, "held_at": time.time()}
         answered = True
-        if api_key == PRODUCE and (parsed := self._parse(frame[4:], version)) is not None:
-            request = parsed[1]
+        if request is not None:
             answered = request.acks != 0
             log["transactional_id"] = request.transactional_id
             log["batches"] = [
