@@ -643,3 +643,11 @@ def test_a_proxy_rule_carries_the_step_options_and_outlives_the_window() -> None
     ((broker, rule),) = cluster.proxy().history
     assert broker == 1 and (rule.action, rule.probability, rule.then, rule.apis) == ("drop_response", 0.5, "hold", [0])
     assert rule.expires_in_s == DURATION_S + 5
+
+
+def test_a_fault_on_every_broker_counts_the_proxy_counters_of_all_of_them() -> None:
+    from acklab.nemesis.actions import _summed
+
+    stats = {1: {"injected_errors": 2, "connections": 4}, 2: {"injected_errors": 3}, 3: {"injected_errors": 9}}
+    assert _summed(stats, [1, 2]) == {"injected_errors": 5, "connections": 4}
+    assert _summed(stats, [3]) == {"injected_errors": 9}

@@ -207,8 +207,7 @@ def _proxy_fault(action: str, *counters: str) -> Apply:
         where = f"brokers {', '.join(map(str, victims))}" if every else f"broker {victims[0]}"
         event = FaultEvent(step.fault, f"{where} ({step.target})" if every else f"broker:{victims[0]} ({step.target})", action)
         proxy = ctx.cluster.proxy()
-        stats = proxy.stats()
-        before = Counter({k: v for victim in victims for k, v in stats.get(victim, {}).items()})
+        before = _summed(proxy.stats(), victims)
         rule = ProxyRule(action=action, expires_in_s=step.duration_s + 5, **step.options)  # type: ignore[arg-type]
         for victim in victims:
             proxy.set_rule(victim, rule)
@@ -221,10 +220,7 @@ def _proxy_fault(action: str, *counters: str) -> Apply:
             event.ended = time.time()
         if action == "hold_request":
             event.withheld = [entry for victim in victims for entry in _withheld(proxy, victim)]
-        stats = proxy.stats()
-        after: Counter[str] = Counter()
-        for victim in victims:
-            after.update(stats.get(victim, {}))
+        after = _summed(proxy.stats(), victims)
         event.counts = {k: after[k] - before[k] for k in after if after[k] != before[k]}
         affected = sum(event.counts.get(counter, 0) for counter in counters)
         seen = ", ".join(f"{counter.replace('_', ' ')} {event.counts.get(counter, 0)}" for counter in counters)
@@ -234,6 +230,14 @@ def _proxy_fault(action: str, *counters: str) -> Apply:
         return event
 
     return apply
+
+
+def _summed(stats: Mapping[int, Mapping[str, int]], brokers: list[int]) -> Counter[str]:
+    """The proxy counters of `brokers`, added up."""
+    total: Counter[str] = Counter()
+    for broker in brokers:
+        total.update(stats.get(broker, {}))
+    return total
 
 
 def _withheld(proxy: ProxyControl, broker: int, answers_within_s: float = 5.0) -> list[dict]:
