@@ -10,7 +10,7 @@ import pytest
 
 from acklab.cluster.transactions import OpenTransaction, parse_producers
 from acklab.nemesis.events import FaultEvent, FaultOutcome
-from acklab.orchestration.execution import Hanging, _entry, open_transactions
+from acklab.orchestration.execution import Hanging, _entry, _owners, open_transactions
 from acklab.plan.params import standard_matrix
 from acklab.plan.planner import make_plan
 from acklab.store.runs import RunDir
@@ -138,6 +138,14 @@ def test_a_partition_whose_stable_offset_stays_behind_after_the_transaction_time
     assert (ended.hanging_partitions, ended.hanging_detail) == (0, None)
     blind = _entry(plan, fast, "t", _result(now, now + 5), FaultOutcome([]), None, RUN, "last stable offsets not readable: no leader")
     assert blind.hanging_partitions is None and not blind.evidence_complete
+
+
+def test_a_hanging_partition_whose_owner_cannot_be_described_stays_counted() -> None:
+    class Undescribed(_Cluster):
+        def open_transactions(self, topic: str, partition: int) -> list[OpenTransaction]:
+            return parse_producers("Exception in thread main")
+
+    assert _owners(Undescribed(_Admin([])), "t", 0).startswith("open transactions not described: no producer table")  # type: ignore[arg-type]
 
 
 def test_the_open_transactions_of_a_partition_are_read_from_kafkas_describe_producers_table() -> None:
