@@ -1,12 +1,21 @@
-"""Test-wide isolation (each session gets its own run store, so reapers never see real runs) and a crash
-record: while the session runs, `test-artifacts/pytest-crash.txt` names the test in progress and receives
-faulthandler's dump should the interpreter die (e.g. SIGABRT in a C extension); the file is removed when
-the session ends normally, so its presence after pytest exits means the session crashed."""
+"""Test-wide isolation (each session gets its own run store, so reapers never see real runs), a crash
+record, no silent skips under CI, and a count per family at the end.
+
+- Crash record: while the session runs, `test-artifacts/pytest-crash.txt` names the test in progress
+  and receives faulthandler's dump should the interpreter die (e.g. SIGABRT in a C extension); the
+  file is removed when the session ends normally, so its presence after pytest exits means the
+  session crashed.
+- With `CI=true`, a test that skips (no Docker engine, no root for iptables or namespaces, no
+  browser, no PostgreSQL...) fails instead, with its reason: a capability CI lacks is a failure,
+  never a test that vanished.
+- The session ends with how many tests ran, failed and were skipped per family (`FAMILIES`)."""
 
 from __future__ import annotations
 
 import faulthandler
 import os
+from collections import Counter
+from collections.abc import Generator
 from pathlib import Path
 from typing import IO
 
@@ -16,6 +25,38 @@ from acklab.base.paths import PROJECT_ROOT
 
 CRASH_RECORD = Path(os.environ.get("ACKLAB_TEST_ARTIFACTS", PROJECT_ROOT / "test-artifacts")) / "pytest-crash.txt"
 _record: IO[str] | None = None
+# A test's family: its first marker among these, else its folder (unit).
+FAMILIES = ("scheduler", "browser", "spark_standalone", "compose", "slow", "versions", "killed_runs", "field_notes", "integration")
+_outcomes: Counter[tuple[str, str]] = Counter()
+
+
+def _family(item: pytest.Item) -> str:
+    return next((name for name in FAMILIES if item.get_closest_marker(name)), "unit")
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+    report = yield
+    if report.skipped and not hasattr(report, "wasxfail") and os.environ.get("CI") == "true":
+        reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
+        report.outcome = "failed"
+        report.longrepr = f"skipped under CI=true, which must run every test: {reason}"
+    if report.when == "call" or report.outcome != "passed":
+        _outcomes[(_family(item), report.outcome)] += 1  # once per test: its call, or the setup that stopped it
+    return report
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    families = sorted({family for family, _ in _outcomes})
+    if not families:
+        return
+    terminalreporter.section("tests per family")
+    for family in families:
+        ran = _outcomes[(family, "passed")] + _outcomes[(family, "failed")]
+        terminalreporter.write_line(
+            f"{family:<18} ran {ran:>4}   passed {_outcomes[(family, 'passed')]:>4}   failed {_outcomes[(family, 'failed')]:>4}   "
+            f"skipped {_outcomes[(family, 'skipped')]:>4}"
+        )
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -52,12 +52,13 @@ def run_as_user(command: str, env: dict[str, str], timeout_s: float = 600) -> su
 
 def run_audited(plans: list[RunPlan]) -> RunDir:
     """Run every plan on one cluster (of the first plan's topology, with link control if a plan cuts
-    links) into one run folder, then one Spark audit; the cluster is torn down and nothing of it may be left."""
+    links) into one run folder, then one Spark audit; the cluster is torn down and nothing of it may be
+    left. The folder holds one negative control: the first plan's."""
     run = RunDir.create()
     cluster = Cluster.provision(plans[0].topology, run.cluster, owner_pid=os.getpid(), cut_links=any(p.cuts_links for p in plans))
     try:
-        for plan in plans:
-            run_scenarios(cluster, plan, run)
+        for n, plan in enumerate(plans):
+            run_scenarios(cluster, plan if n == 0 else plan.model_copy(update={"scenarios": plan.checked}), run)
         submit(audit_job(run))
     finally:
         cluster.teardown()

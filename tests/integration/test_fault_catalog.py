@@ -59,5 +59,6 @@ def test_the_catalog_is_covered() -> None:
         "leader-kill", "replicas-down", "ack-loss", "request-loss", "latency",  # test_faults, test_workload
         "error-inject", "error-after-append", "request-hold", "leader-isolate",  # test_proxy_faults, test_link_faults
         "withhold-replay",  # test_bug_library
+        "planted-loss",  # test_negative_control (and every run's negative control)
     }
     assert set(FAULTS) - {"none"} == elsewhere | set(PROCESS_AND_PROXY) | set(LINKS)

@@ -1,7 +1,10 @@
 """The fault catalog on a real 3-broker cluster (RF=3, min.insync.replicas=2), audited by the real
-Spark job: lost acks duplicate at-least-once writes but not idempotent ones; replicas-down turns
-acks=all writes into NOT_ENOUGH_REPLICAS failures without loss while acks=1 keeps going; a
-30 s response delay exceeds request.timeout.ms (timeouts, retries); lost requests are retried."""
+Spark job: lost acks duplicate at-least-once writes but not idempotent ones; under a leader kill
+and under lost acks, transactions keep aborted records invisible and nothing duplicated, and the
+idempotent producer (librdkafka) and one request in flight (the Java client) keep each key's order;
+replicas-down turns acks=all writes into NOT_ENOUGH_REPLICAS failures without loss while acks=1
+keeps going; a 30 s response delay exceeds request.timeout.ms (timeouts, retries); lost requests
+are retried."""
 
 from __future__ import annotations
 
@@ -14,7 +17,8 @@ from .helpers import run_audited
 pytestmark = pytest.mark.integration
 
 PLANS = [
-    {"profiles": ["at-least-once", "idempotent"], "faults": ["ack-loss"]},
+    {"profiles": ["at-least-once", "idempotent", "transactional"], "faults": ["ack-loss", "leader-kill"]},
+    {"client": "java", "profiles": ["at-least-once-ordered"], "faults": ["leader-kill", "ack-loss"]},
     {"profiles": ["at-least-once-bounded", "leader-ack"], "faults": ["replicas-down"]},
     {"profiles": ["at-least-once"], "faults": ["latency", "request-loss"]},
 ]
@@ -70,3 +74,17 @@ def test_lost_requests_are_retried_after_the_request_timeout(audited: tuple[dict
     assert event["effective"] and event["counts"]["dropped_requests"] > 0, event
     row = rows["at-least-once__request-loss"]
     assert (row["failed"], row["lost"], row["acked"]) == (0, 0, row["sent"]), row
+
+
+@pytest.mark.parametrize("fault", ["leader-kill", "ack-loss"])
+def test_transactions_and_order_hold_under_a_leader_kill_and_lost_acks(audited: tuple[dict, dict[str, dict]], fault: str) -> None:
+    manifest, rows = audited
+    for scenario in (f"transactional__{fault}", f"idempotent__{fault}", f"at-least-once-ordered__{fault}"):
+        (event,) = manifest[scenario]["fault_timeline"]
+        assert event["effective"] and manifest[scenario]["evidence_complete"], (scenario, event)
+        assert (rows[scenario]["lost"], rows[scenario]["reordered"]) == (0, 0), (scenario, rows[scenario])
+    transactional = rows[f"transactional__{fault}"]
+    # the fourth transaction of 4,000 records aborts (abort_ratio 0.25): invisible to read_committed, nothing twice
+    assert transactional["aborted"] >= 4000 and (transactional["aborted_visible"], transactional["duplicates"]) == (0, 0), transactional
+    assert rows[f"idempotent__{fault}"]["duplicates"] == 0
+    assert manifest[f"at-least-once-ordered__{fault}"]["client_family"] == "java"

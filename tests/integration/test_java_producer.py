@@ -127,10 +127,10 @@ def test_a_killed_java_worker_takes_its_jvm_with_it(cluster: Cluster, tmp_path: 
 def test_the_java_smoke_passes_side_by_side_with_librdkafka_under_a_leader_kill_and_names_its_client() -> None:
     plan = make_plan({"clients": ["librdkafka", f"java:{JAVA.version}"], "profiles": ["leader-ack", "idempotent"],
                       "faults": ["leader-kill"], "messages": 30000, "rate": 3000, "fault_at_s": 1.0})
-    assert [len(group) for group in plan.groups()] == [4]  # both families in one fault group, under one fault
+    assert [len(group) for group in plan.groups()] == [1, 4]  # the negative control, then both families in one fault group
     run = run_audited([plan])
     verdict = validate_matrix(run, expectations_dir(), run.run_id)
-    assert {s.status for s in verdict.scenarios} == {"pass"}, verdict.summary_lines()
+    assert {s.status for s in verdict.checked} == {"pass"}, verdict.summary_lines()
     rows = {row["scenario"]: row for row in run.read_matrix()}
     assert set(rows) == {"leader-ack__leader-kill", "idempotent__leader-kill", "leader-ack.java__leader-kill", "idempotent.java__leader-kill"}
     for name, row in rows.items():
@@ -156,6 +156,6 @@ def test_kafka_13598_is_red_on_3_1_0_and_green_on_3_2_3(tmp_path: Path) -> None:
     )
     assert done.returncode == 1, done.stderr[-3000:]
     rows = json.loads(done.stdout)  # stdout is one JSON document and nothing else
-    by_version = {row["client_version"]: row for runs in rows.values() for row in runs}
+    by_version = {row["client_version"]: row for runs in rows.values() for row in runs if not row["control"]}
     assert by_version["3.1.0"]["duplicates"] > 0 and by_version["3.2.3"]["duplicates"] == 0, by_version
     assert "DIFFERS java-defaults__ack-loss: 4.3.1-java-3.1.0 fail, 4.3.1-java-3.2.3 pass" in done.stderr

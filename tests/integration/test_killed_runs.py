@@ -38,7 +38,7 @@ from acklab.orchestration import tasks
 run = tasks.plan_run(json.loads(sys.argv[1]))
 run = tasks.provision_cluster(run, lease_s=3600)
 print(run["run_dir"], flush=True)
-group = tasks.scenario_groups(run)[0]
+group = tasks.scenario_groups(run)[1]  # [0]: the negative control
 tasks.run_group(run, group)
 print("group done", flush=True)
 """
@@ -113,12 +113,12 @@ def test_a_killed_scheduler_leaves_nothing_behind(acklab_env: dict[str, str], is
         assert response.status_code == 200, response.text
         run_id = response.json()["dag_run_id"]
         deadline = time.monotonic() + 300
-        while rest.task_states("kafka_delivery_smoke", run_id).get("run_group[0]") != "running":
+        while rest.task_states("kafka_delivery_smoke", run_id).get("run_group[1]") != "running":  # [0]: the negative control
             assert time.monotonic() < deadline, rest.failure_report("kafka_delivery_smoke", run_id)
             time.sleep(1.0)
         (run_dir,) = set(isolated_run_store.iterdir()) - before
         time.sleep(random.Random(0).uniform(5.0, 12.0))  # topics, then the fault from ~1 s to ~16 s of the load
-        assert rest.task_states("kafka_delivery_smoke", run_id)["run_group[0]"] == "running", "the group ended before the kill"
+        assert rest.task_states("kafka_delivery_smoke", run_id)["run_group[1]"] == "running", "the group ended before the kill"
         os.kill(scheduler.pid, signal.SIGKILL)
         orphans = session_members(scheduler)
         _reaped(run_dir / "cluster", env, 30 + HEARTBEAT_S + 60)  # the orphaned group's load ends within ~30 s
@@ -132,3 +132,30 @@ def test_a_killed_scheduler_leaves_nothing_behind(acklab_env: dict[str, str], is
         shutil.rmtree(home, ignore_errors=True)
     assert survivors == [], f"stack processes still running: {survivors}"
     assert orphans == [] or not any(p.is_running() for p in orphans)
+
+
+def test_a_cli_run_stopped_by_sigterm_mid_fault_cleans_up_at_once(isolated_run_store: Path) -> None:
+    """SIGTERM (a service manager, `timeout`, a CI job cancelled) stops `acklab run` like Ctrl-C: the
+    fault is undone, the producers and the cluster are stopped before it exits, with no reaper."""
+    before = set(isolated_run_store.iterdir())
+    cli = subprocess.Popen(
+        [str(Path(sys.executable).parent / "acklab"), "run", "--profile", "idempotent", "--fault", "client-partition",
+         "--messages", "60000", "--rate", "2000"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 120
+        # Under the fault: the group after the negative control has its topic and its producer.
+        while not any(path.name.endswith("__client-partition") for new in set(isolated_run_store.iterdir()) - before
+                      for path in (new / "scenarios").glob("*")):
+            assert cli.poll() is None and time.monotonic() < deadline, "the run ended or never reached its fault group"
+            time.sleep(0.5)
+        time.sleep(4.0)  # the fault runs from 2 s to 12 s of the load
+        cli.send_signal(signal.SIGTERM)
+        assert cli.wait(60) == 128 + signal.SIGTERM
+    finally:
+        cli.kill()
+    (run_dir,) = set(isolated_run_store.iterdir()) - before
+    assert ClusterState.load(run_dir / "cluster").status != "running"
+    assert_nothing_left(run_dir / "cluster")
+    assert _processes_on(run_dir) == [], "a producer or proxy of the stopped run survived"

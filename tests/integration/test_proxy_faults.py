@@ -49,7 +49,7 @@ def counts(manifest: dict[str, dict], scenario: str) -> dict[str, int]:
 def test_every_scenario_passes_its_model_expectations(audited: Audited) -> None:
     _, _, verdict = audited
     assert verdict.status == "pass", verdict.summary_lines()
-    assert len(verdict.scenarios) == len(PROFILES) * len(SCHEDULES)
+    assert len(verdict.checked) == len(PROFILES) * len(SCHEDULES)
 
 
 def test_injected_retriable_errors_are_retried(audited: Audited) -> None:

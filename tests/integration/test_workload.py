@@ -135,11 +135,11 @@ def test_a_leader_change_in_a_baseline_group_makes_its_evidence_incomplete_and_t
     not blamed on the baseline; the same group undisturbed is complete. Run again (the default), the
     undisturbed second run is the entry, the first kept beside it."""
     plan = make_plan({"profiles": ["leader-ack"], "faults": ["none"], "messages": 10_000, "rate": 2000})
-    calm = run_group(cluster, plan, 0, RunDir.create())
+    calm = run_group(cluster, plan, 1, RunDir.create())  # group 0 is the negative control
     assert calm[0].evidence_complete and calm[0].incomplete_reason is None
 
     run_dir = RunDir.create()
-    name = f"acklab-{run_dir.run_id}-{plan.scenarios[0].name}"
+    name = f"acklab-{run_dir.run_id}-{plan.checked[0].name}"
     killed: list[int] = []
 
     def kill_a_leader_mid_load() -> None:
@@ -156,12 +156,12 @@ def test_a_leader_change_in_a_baseline_group_makes_its_evidence_incomplete_and_t
     outsider = threading.Thread(target=kill_a_leader_mid_load)
     outsider.start()
     try:
-        entry = run_group(cluster, plan, 0, run_dir)[0]
+        entry = run_group(cluster, plan, 1, run_dir)[0]
     finally:
         outsider.join()
     assert entry.evidence_complete and entry.topic == f"{name}-attempt-2", entry
     (first,) = entry.earlier_attempts
-    assert first.topic == name and first.evidence == f"scenarios/{plan.scenarios[0].name}.attempt-1"
+    assert first.topic == name and first.evidence == f"scenarios/{plan.checked[0].name}.attempt-1"
     assert first.incomplete_reason.startswith(f"unplanned leader change during the load ({name}[")
     assert f"leader {killed[0]} -> " in first.incomplete_reason
     assert (run_dir.root / first.evidence / "send_log.parquet").exists() and run_dir.read_entry(entry.scenario) == entry

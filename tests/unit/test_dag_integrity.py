@@ -54,19 +54,20 @@ def test_daily_dag_runs_the_standard_matrix(dagbag) -> None:
     faults = [name for name in FAULT_NAMES if FAULTS[name].standard and (not FAULTS[name].cuts_links or links.unavailable() is None)]
     # both client families, a group per fault and client (fourteen producers in one group overload two
     # cores), the fault's two groups one after the other; librdkafka keeps the plain names
-    assert len(plan.scenarios) == 2 * len(catalog()) * len(faults) >= 72
-    groups = plan.groups()
+    assert len(plan.checked) == 2 * len(catalog()) * len(faults) >= 72
+    control, *groups = plan.groups()
+    assert [s.name for s in control] == ["negative-control__planted-loss"]
     assert [(g[0].fault, g[0].client.family) for g in groups] == [(f, c) for f in faults for c in ("librdkafka", "java")]
     assert all(len(g) == len(catalog()) and len({s.client for s in g}) == 1 for g in groups)
     assert [plan.group_label(g) for g in groups[:2]] == ["none (librdkafka)", "none (java)"]
-    assert {s.name for s in plan.scenarios if s.client.family == "librdkafka"} == {f"{p}__{f}" for p in catalog() for f in faults}
-    assert {s.name for s in plan.scenarios if s.client.family == "java"} == {f"{p}.java__{f}" for p in catalog() for f in faults}
+    assert {s.name for s in plan.checked if s.client.family == "librdkafka"} == {f"{p}__{f}" for p in catalog() for f in faults}
+    assert {s.name for s in plan.checked if s.client.family == "java"} == {f"{p}.java__{f}" for p in catalog() for f in faults}
 
 
 def test_smoke_dag_is_small(dagbag) -> None:
     dag = dagbag.dags["kafka_delivery_smoke"]
     plan = make_plan({name: dag.params[name] for name in dag.params if name != "preset"})
-    assert [s.name for s in plan.scenarios] == ["leader-ack__leader-kill", "idempotent__leader-kill"]
+    assert [s.name for s in plan.scenarios] == ["negative-control__planted-loss", "leader-ack__leader-kill", "idempotent__leader-kill"]
 
 
 def test_version_dag_compares_two_versions(dagbag) -> None:

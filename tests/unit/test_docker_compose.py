@@ -47,6 +47,7 @@ def test_airflow_runs_local_executor_on_postgres_with_the_docker_socket(services
     assert services["airflow-init"]["depends_on"]["postgres"]["condition"] == "service_healthy"
 
 
+@pytest.mark.compose  # needs Debian's docker-compose (`make compose-deps`): runs in `make test-compose`
 def test_compose_cli_accepts_the_file() -> None:
     if shutil.which("docker-compose"):
         command = ["docker-compose", "-f", str(COMPOSE), "config", "-q"]

@@ -67,7 +67,7 @@ def test_the_run_report_shows_each_error_with_its_java_exception(tmp_path: Path)
     run = _preset_run(tmp_path, "fn3-acks-all__replicas-down", {"NOT_ENOUGH_REPLICAS": 7, "_MSG_TIMED_OUT": 2})
     run.matrix_json.parent.mkdir(parents=True, exist_ok=True)
     run.matrix_json.write_text(json.dumps([{**dict.fromkeys(COLUMNS, 0), "scenario": "fn3-acks-all__replicas-down", "profile": "fn3-acks-all", "fault": "replicas-down", "guarantee": "at-least-once"}]))
-    page = build_report(run, {"fn3-acks-all__replicas-down": "pass"}, "pass", None, [], [], [], []).read_text()
+    page = build_report(run, {"fn3-acks-all__replicas-down": "pass"}, "pass", None, [], [], [], [], []).read_text()
     errors = page[page.index("<h2>Delivery errors</h2>"):page.index("<h2>Beliefs</h2>")]
     assert errors.index("<td>NOT_ENOUGH_REPLICAS</td><td>7</td>") < errors.index("<td>_MSG_TIMED_OUT</td><td>2</td>")
     assert "<code>org.apache.kafka.common.errors.NotEnoughReplicasException: Messages are rejected since there are fewer in-sync" in errors

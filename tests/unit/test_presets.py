@@ -81,7 +81,7 @@ def test_checks_compare_measurements_with_the_claim() -> None:
 
 def test_field_note_1_stops_the_broker_before_the_producer_and_keeps_it_down_past_the_load() -> None:
     plan = make_plan(with_preset("field-notes-1-broker-down-before-first-send", {}))
-    java, rdkafka = plan.scenarios  # the write-up's Java client first, librdkafka beside it
+    java, rdkafka = plan.checked  # the write-up's Java client first, librdkafka beside it
     assert (java.name, java.client.family, rdkafka.client.family) == (FN1_SCENARIO, "java", "librdkafka")
     assert plan.topology.broker_ids == [1] and java.schedule == rdkafka.schedule
     (step,) = java.schedule
@@ -95,7 +95,7 @@ def test_field_note_1_stops_the_broker_before_the_producer_and_keeps_it_down_pas
     assert java_client.config(java.profile) == {"acks": "1", "request.timeout.ms": "1000", "retries": "10", "max.block.ms": str(FN1_BLOCK_MS)}
     # Java's documented adjustment (3.2+): acks=1 with idempotence unset turns it off
     assert (java.profile.acks, java.profile.enable_idempotence, java.profile.retries) == ("1", False, 10)
-    for scenario in plan.scenarios:  # the model lets a leader-ack write fail cleanly under a fault: no bound on failed_clean
+    for scenario in plan.checked:  # the model lets a leader-ack write fail cleanly under a fault: no bound on failed_clean
         assert str(scenario.expected.guarantee) == "leader-durable"
         assert not [e for e in scenario.expected.expectations if e.column in ("failed", "failed_clean")]
 

@@ -314,9 +314,36 @@ def _end_txn(correlation: int) -> bytes:
     return bytes(writer.out)
 
 
-def batch(producer_id: int, sequence: int, epoch: int = 0) -> bytes:
-    """The header of a v2 record batch of one record (what the proxy reads: magic, producer, sequence)."""
-    return struct.pack(">qiibihiqqqhii", 0, 49, 0, 2, 0, 0, 0, 0, 0, producer_id, epoch, sequence, 1)
+def batch(producer_id: int, sequence: int, epoch: int = 0, records: int = 1) -> bytes:
+    """The header of a v2 record batch of `records` records (what the proxy reads: magic, producer, sequence, count)."""
+    return struct.pack(">qiibihiqqqhii", 0, 49, 0, 2, 0, 0, records - 1, 0, 0, producer_id, epoch, sequence, records)
+
+
+def test_planted_loss_answers_as_appended_in_the_brokers_name_and_logs_what_it_swallowed() -> None:
+    async def scenario(proxy: ProxyServer, brokers: list[Broker], connect: Callable[[int], Awaitable[Client]]) -> None:
+        client = await connect(0)
+        client.produce(1, records=(batch(7, 0, records=3),))  # before the rule: the broker appends it
+        assert await client.answer() == (1, [0])
+        set_rule(proxy, action="plant_loss")
+        client.produce(2, records=(batch(7, 3, records=5), batch(7, 0, records=2) + batch(7, 2, records=4)))
+        client.produce(3, records=(batch(7, 8, records=1),))
+        client.produce(4, acks=0, records=(batch(-1, -1, records=6),))  # acks=0: swallowed, no answer
+        client.produce(5, records=(b"records",))  # batches it cannot count: forwarded
+        size = await asyncio.wait_for(client.reader.readexactly(4), 2)
+        correlation, response = decode_response(await client.reader.readexactly(int.from_bytes(size, "big")), VERSION)
+        offsets = [(p.index, p.error_code, p.base_offset) for t in response.topics for p in t.partitions]
+        assert (correlation, offsets) == (2, [(0, 0, 1 << 40), (1, 0, 1 << 40)])
+        _, response = decode_response(await client.reader.readexactly(int.from_bytes(await client.reader.readexactly(4), "big")), VERSION)
+        assert [p.base_offset for t in response.topics for p in t.partitions] == [(1 << 40) + 5]  # partition 0 goes on from the 5 before
+        assert await client.answer() == (5, [0])
+        assert produce_received(brokers[0]) == [1, 5]
+        assert stats(proxy) == {"swallowed_requests": 3, "swallowed_records": 5 + 6 + 1 + 6, "unparsed_produce": 1}
+        log = proxy.handle({"op": "swallowed", "broker": 0})["swallowed"]
+        assert [(e["partition"], e["records"], e["producer_id"], e["base_sequence"], e["answered"]) for e in log] == [
+            (0, 5, 7, 3, True), (1, 6, 7, 0, True), (0, 1, 7, 8, True), (0, 6, -1, -1, False)
+        ]
+
+    run(scenario)
 
 
 def test_lose_then_reject_loses_a_batch_with_its_connection_then_rejects_its_retry_once() -> None:

@@ -21,7 +21,9 @@ RUN = RunDir(Path("/runs/r"))
 
 def test_side_by_side_groups_one_fault_with_every_profile() -> None:
     plan = make_plan({"profiles": ["leader-ack", "idempotent", "at-least-once"], "faults": ["leader-kill", "ack-loss"]})
-    groups = plan.groups()
+    control, *groups = plan.groups()
+    assert [s.name for s in control] == ["negative-control__planted-loss"]  # alone, first, with its own small load
+    assert plan.load_of(control).messages == 2000 and plan.load_of(groups[0]).messages == plan.params.messages
     assert [[s.name for s in g] for g in groups] == [
         ["leader-ack__leader-kill", "idempotent__leader-kill", "at-least-once__leader-kill"],
         ["leader-ack__ack-loss", "idempotent__ack-loss", "at-least-once__ack-loss"],
@@ -31,12 +33,14 @@ def test_side_by_side_groups_one_fault_with_every_profile() -> None:
 
 def test_one_at_a_time_makes_a_group_per_scenario() -> None:
     plan = make_plan({"profiles": ["leader-ack", "idempotent"], "faults": ["leader-kill"], "side_by_side": False})
-    assert [[s.name for s in g] for g in plan.groups()] == [["leader-ack__leader-kill"], ["idempotent__leader-kill"]]
+    assert [[s.name for s in g] for g in plan.groups()] == [
+        ["negative-control__planted-loss"], ["leader-ack__leader-kill"], ["idempotent__leader-kill"]
+    ]
 
 
 def test_standard_matrix_is_every_profile_by_every_fault() -> None:
     plan = make_plan(standard_matrix())
-    assert len(plan.scenarios) >= 72 and len(plan.groups()) == len(plan.params.faults) * len(plan.params.clients)
+    assert len(plan.checked) >= 72 and len(plan.groups()) == 1 + len(plan.params.faults) * len(plan.params.clients)
     assert plan.load.messages / plan.load.rate >= plan.params.fault_at_s + plan.params.fault_duration_s
 
 
@@ -49,7 +53,7 @@ def _result(started: float, ended: float) -> LoadResult:
 
 def test_a_fault_that_took_effect_after_the_load_ended_makes_the_evidence_incomplete() -> None:
     plan = make_plan({"profiles": ["at-least-once-bounded"], "faults": ["replicas-down"]})
-    (scenario,) = plan.scenarios
+    (scenario,) = plan.checked
     now = time.time()
     event = FaultEvent("replicas-down", "followers", "stop", started=now + 1, effective=True, effective_at=now + 9)
     late = _entry(plan, scenario, "t", _result(now, now + 5), FaultOutcome([event]), None, RUN)
@@ -69,7 +73,7 @@ def test_a_fault_that_took_effect_after_the_load_ended_makes_the_evidence_incomp
 
 def test_a_load_short_of_its_plan_makes_the_evidence_incomplete() -> None:
     plan = make_plan({"profiles": ["idempotent"], "faults": ["none"]})
-    (scenario,) = plan.scenarios
+    (scenario,) = plan.checked
     now = time.time()
     short = LoadResult(
         started=now, ended=now + 1, planned=10, sent=6, acked=5, failed=1, unknown=0, unsent=4, aborted=0, refused=1,
@@ -116,7 +120,7 @@ class _Cluster:
 def test_a_partition_whose_stable_offset_stays_behind_after_the_transaction_timeout_holds_a_hanging_transaction(monkeypatch) -> None:
     monkeypatch.setattr("acklab.orchestration.execution.HANGING_MARGIN_S", 0.0)
     plan = make_plan({"profiles": ["transactional"], "faults": ["none"]})
-    (scenario,) = plan.scenarios
+    (scenario,) = plan.checked
     transaction = scenario.profile.transaction.model_copy(update={"timeout_ms": 1000})
     fast = scenario.model_copy(update={"profile": scenario.profile.model_copy(update={"transaction": transaction})})
     markers_late = _Admin([{0: (90, 100)}, {}])  # the commit marker lands a moment later: no hanging transaction
@@ -185,7 +189,7 @@ def test_a_group_runs_its_incomplete_scenarios_once_more_and_keeps_the_first_run
         return entries
 
     monkeypatch.setattr(execution, "_attempt", attempt)
-    entries = execution.run_group(None, plan, 0, run)
+    entries = execution.run_group(None, plan, 1, run)
     assert calls == [(1, ["leader-ack__none", "idempotent__none", "at-least-once__none"]), (2, ["idempotent__none"])]
     by_name = {e.scenario: e for e in entries}
     retried = by_name["idempotent__none"]
@@ -202,7 +206,7 @@ def test_a_group_runs_its_incomplete_scenarios_once_more_and_keeps_the_first_run
     for name in by_name:
         for folder in tmp_path.glob(f"scenarios/{name}*"):
             shutil.rmtree(folder)
-    assert not execution.run_group(None, plan, 0, run, attempts=1)[1].evidence_complete
+    assert not execution.run_group(None, plan, 1, run, attempts=1)[1].evidence_complete
     assert calls == [(1, ["leader-ack__none", "idempotent__none", "at-least-once__none"])]
 
 
@@ -210,13 +214,15 @@ def test_clients_together_share_a_fault_group_or_take_turns() -> None:
     params = {"clients": ["librdkafka", "java"], "profiles": ["leader-ack", "idempotent"], "faults": ["none", "leader-kill"]}
     together = make_plan(params)
     assert [[s.name for s in g] for g in together.groups()] == [
+        ["negative-control__planted-loss"],
         ["leader-ack__none", "idempotent__none", "leader-ack.java__none", "idempotent.java__none"],
         ["leader-ack__leader-kill", "idempotent__leader-kill", "leader-ack.java__leader-kill", "idempotent.java__leader-kill"],
     ]
-    assert [together.group_label(g) for g in together.groups()] == ["none", "leader-kill"]
+    assert [together.group_label(g) for g in together.groups()] == ["planted-loss (negative control)", "none", "leader-kill"]
     apart = make_plan({**params, "clients_together": False})
     assert [[s.name for s in g] for g in apart.groups()] == [
+        ["negative-control__planted-loss"],
         ["leader-ack__none", "idempotent__none"], ["leader-ack.java__none", "idempotent.java__none"],
         ["leader-ack__leader-kill", "idempotent__leader-kill"], ["leader-ack.java__leader-kill", "idempotent.java__leader-kill"],
     ]
-    assert [apart.group_label(g) for g in apart.groups()] == ["none (librdkafka)", "none (java)", "leader-kill (librdkafka)", "leader-kill (java)"]
+    assert [apart.group_label(g) for g in apart.groups()][1:] == ["none (librdkafka)", "none (java)", "leader-kill (librdkafka)", "leader-kill (java)"]

@@ -38,7 +38,9 @@ def test_the_plan_task_keeps_the_plan_and_later_tasks_read_it(monkeypatch: pytes
 
     monkeypatch.setattr(tasks, "make_plan", no_planning)
     groups = tasks.scenario_groups(run)
-    assert [g["scenarios"] for g in groups] == [["leader-ack__none", "idempotent__none"], ["leader-ack__leader-kill", "idempotent__leader-kill"]]
+    assert [g["scenarios"] for g in groups] == [
+        ["negative-control__planted-loss"], ["leader-ack__none", "idempotent__none"], ["leader-ack__leader-kill", "idempotent__leader-kill"]
+    ]
     assert tasks.stored_plan(run) == plan
 
 
@@ -69,7 +71,7 @@ def test_every_claim_is_stated_once_and_every_suite_comes_from_a_documented_clai
 
 def _setting(**changes: object) -> Setting:
     base = Setting.of(get_profile("at-least-once").model_copy(update={"max_in_flight": 1}), make_plan({}).topology,
-                      make_plan({"faults": ["leader-kill"]}).scenarios[0].schedule)
+                      make_plan({"faults": ["leader-kill"]}).checked[0].schedule)
     return dataclasses.replace(base, **changes)
 
 
@@ -85,7 +87,7 @@ def test_a_claim_applies_to_the_client_families_and_versions_it_is_documented_fo
 
 
 def test_a_documented_claim_for_one_family_is_no_expectation_for_another() -> None:
-    idempotent = Setting.of(get_profile("idempotent"), make_plan({}).topology, make_plan({"faults": ["leader-kill"]}).scenarios[0].schedule)
+    idempotent = Setting.of(get_profile("idempotent"), make_plan({}).topology, make_plan({"faults": ["leader-kill"]}).checked[0].schedule)
     assert "availability_idempotence-recovers" in {e.suite for e in expect_setting(idempotent).expectations}
     assert "availability_idempotence-recovers" not in {e.suite for e in expect_setting(dataclasses.replace(idempotent, family="java")).expectations}
 

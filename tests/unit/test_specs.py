@@ -76,11 +76,11 @@ def test_catalog_profiles_map_to_librdkafka_names() -> None:
 
 def test_plan_names_scenarios_and_guarantees() -> None:
     plan = make_plan({"profiles": ["leader-ack", "idempotent"], "faults": ["leader-kill"]})
-    assert [(s.name, s.expected.guarantee) for s in plan.scenarios] == [
+    assert [(s.name, s.expected.guarantee) for s in plan.checked] == [
         ("leader-ack__leader-kill", Guarantee.LEADER_DURABLE),
         ("idempotent__leader-kill", Guarantee.EXACTLY_ONCE),
     ]
-    assert [[step.fault for step in s.schedule] for s in plan.scenarios] == [["leader-kill"], ["leader-kill"]]
+    assert [[step.fault for step in s.schedule] for s in plan.checked] == [["leader-kill"], ["leader-kill"]]
 
 
 @pytest.mark.parametrize(
@@ -130,7 +130,7 @@ def test_fault_catalog() -> None:
 
 def test_a_step_before_the_load_starts_at_0_and_names_its_scenario() -> None:
     plan = make_plan({"profiles": ["leader-ack"], "schedule": [{"fault": "leader-restart", "before_load": True}]})
-    (scenario,) = plan.scenarios
+    (scenario,) = plan.checked
     assert scenario.name == "leader-ack__leader-restart-before-load"
     assert [(step.at_s, step.before_load) for step in scenario.schedule] == [(0.0, True)]
 

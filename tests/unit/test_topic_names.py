@@ -18,7 +18,7 @@ def test_a_schedule_of_two_faults_gets_a_valid_topic() -> None:
             {"at_s": 4.0, "fault": "error-inject", "duration_s": 6.0},
         ],
     })
-    (scenario,) = plan.scenarios
+    (scenario,) = plan.checked
     assert "+" in scenario.name
     topic = topic_name(RunDir(Path("/runs/20261122T000000-abcdef")), scenario.name)
     assert re.fullmatch(r"[A-Za-z0-9._-]{1,249}", topic), topic

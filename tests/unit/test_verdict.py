@@ -102,9 +102,11 @@ class Run:
         expected = expect(profile, THREE, schedule_for(fault, 2.0, duration_s), client)
         reordered = outcomes.pop("reordered", 0)
         flags = {k: outcomes.pop(k) for k in ("fault_effective", "evidence_complete", "incomplete_reason", "fatal_error") if k in outcomes}
+        planted, control = outcomes.pop("planted_lost", None), outcomes.pop("control", False)
         self.entries.append(
             {
                 "scenario": name,
+                "control": control,
                 "guarantee": str(expected.guarantee),
                 "guarantee_reason": expected.reason,
                 "expectations": [e.as_dict() for e in expected.expectations],
@@ -129,6 +131,8 @@ class Run:
                 "fatal_error": None,
                 "hanging_partitions": 0 if profile.transaction is not None else None,
                 "hanging_detail": None,
+                "planted_lost": planted,
+                "control": control,
                 **flags,
                 **counts(**outcomes),
                 "reordered": reordered,
@@ -187,7 +191,7 @@ def test_every_class_holds_and_data_docs_show_it(root: Path, run: Run) -> None:
         (name, "pass", ()) for name in ("amo", "leader", "alo", "ordered", "eos", "txn")
     ]
     verdict.raise_for_status()
-    assert verdict.summary_lines()[4] == (
+    assert verdict.summary_lines()[5] == (
         "PASS eos [exactly-once] (planned=1000, sent=1000, acked=1000, failed=0, lost=0, duplicates=0, reordered=0)"
     )
 
@@ -231,7 +235,7 @@ def test_a_planted_violation_in_each_class_fails_exactly_that_expectation(root: 
     )
     with pytest.raises(GuaranteeViolation) as raised:
         verdict.raise_for_status()
-    assert str(raised.value).splitlines() == verdict.summary_lines()
+    assert str(raised.value).splitlines() == verdict.summary_lines()[1:]  # the first says there was no negative control
 
 
 def test_without_a_fault_nothing_may_be_lost_or_duplicated(root: Path, run: Run) -> None:
@@ -422,6 +426,35 @@ def test_manifest_must_match_the_matrix_and_the_model(root: Path, run: Run) -> N
 def test_empty_matrix_is_an_error(root: Path, run: Run) -> None:
     with pytest.raises(ValueError, match="no rows"):
         run.judge(root, "empty")
+
+
+@pytest.mark.parametrize(
+    ("lost", "complete", "status"),
+    [(50, True, "pass"), (49, True, "invalid"), (51, True, "invalid"), (0, True, "invalid"), (50, False, "invalid")],
+    ids=["caught", "one-missed", "one-extra", "none-seen", "control-incomplete"],
+)
+def test_the_run_is_invalid_unless_its_negative_control_is_caught_exactly(root: Path, tmp_path: Path, lost: int, complete: bool, status: str) -> None:
+    run = Run(tmp_path / "run")
+    run.add("negative-control__planted-loss", "idempotent", "planted-loss", control=True, planted_lost=50, lost=lost, delivered=1000 - lost,
+            evidence_complete=complete)
+    run.add("fine", "leader-ack")
+    verdict = run.judge(root, f"control-{lost}")
+
+    assert verdict.status == status
+    assert [s.scenario for s in verdict.checked] == ["fine"]  # the control is not a row of the matrix proper
+    first = verdict.summary_lines()[0]
+    if status == "pass":
+        assert first == "negative control caught: the proxy swallowed 50 records, the checker counted 50 lost (negative-control__planted-loss red, as it must be)"
+        verdict.raise_for_status()
+    else:
+        assert first.startswith(f"INVALID: the negative control was not caught exactly: the proxy swallowed 50 records, the checker counted {lost} lost")
+        with pytest.raises(GuaranteeViolation, match="^INVALID"):
+            verdict.raise_for_status()
+
+
+def test_a_run_without_a_negative_control_says_so() -> None:
+    verdict = Verdict("r", (ScenarioVerdict("a", "at-least-once", "pass", (), {}),), None)
+    assert (verdict.status, verdict.summary_lines()[0]) == ("pass", verdict_module.NO_CONTROL)
 
 
 def test_fail_outranks_incomplete() -> None:

@@ -87,7 +87,7 @@ def test_run_params_override_the_partitioner_and_carry_the_load_knobs() -> None:
         {"profiles": ["leader-ack", "transactional"], "faults": ["none"], "partitioner": "murmur2_random",
          "producers": 3, "keys": 5, "duration_s": 4, "rate": None, "messages": 1000, "message_bytes": 64}
     )
-    assert {s.profile.partitioner for s in plan.scenarios} == {"murmur2_random"}
+    assert {s.profile.partitioner for s in plan.checked} == {"murmur2_random"}
     assert (plan.load.producers, plan.load.keys, plan.load.duration_s, plan.load.rate, plan.load.message_bytes) == (3, 5, 4, None, 64)
     assert get_profile("leader-ack").partitioner == "consistent_random"  # the catalog is untouched
 
@@ -162,7 +162,7 @@ def test_a_profiles_file_and_the_catalog_together(tmp_path: Path) -> None:
     path = tmp_path / "profiles.yaml"
     path.write_text(yaml.safe_dump({"ours": {"librdkafka": {"acks": "all", "enable.idempotence": "true"}}}))
     plan = make_plan({"profiles": ["ours", "leader-ack"], "custom_profiles": load_profiles_file(path), "faults": ["none"]})
-    assert [(s.profile.name, str(s.expected.guarantee)) for s in plan.scenarios] == [("ours", "exactly-once"), ("leader-ack", "leader-durable")]
-    assert "enable.idempotence=true" in plan.scenarios[0].expected.reason
+    assert [(s.profile.name, str(s.expected.guarantee)) for s in plan.checked] == [("ours", "exactly-once"), ("leader-ack", "leader-durable")]
+    assert "enable.idempotence=true" in plan.checked[0].expected.reason
     with pytest.raises(SpecError, match="unknown profile 'theirs'; valid: .*ours"):
         make_plan({"profiles": ["theirs"], "custom_profiles": load_profiles_file(path)})

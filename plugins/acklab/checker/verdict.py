@@ -17,6 +17,11 @@ failed; incomplete if its fault took no effect (the manifest says so); fail if a
 expectation failed; incomplete ("fault ineffective") if an efficacy expectation failed; else pass.
 Every scenario of the manifest must have a matrix row.
 
+The run's negative control (the manifest entry marked `control`: a planted loss) is judged like any
+row and must fail with `lost` equal to `planted_lost` (`ControlCheck`); it does not count in the
+run's status, which is `invalid` if a control was not caught so, else the worst status of the other
+rows (`overall`).
+
 Great Expectations is imported inside functions: importing it takes seconds, importing this
 module should not.
 """
@@ -47,7 +52,13 @@ if TYPE_CHECKING:
     from great_expectations.core import ExpectationSuite
     from great_expectations.data_context import FileDataContext
 
-Status = Literal["pass", "fail", "incomplete"]
+Status = Literal["pass", "fail", "incomplete", "invalid"]
+STATUS_ORDER: tuple[Status, ...] = ("invalid", "fail", "incomplete", "pass")  # worst first
+
+
+def overall(statuses: Sequence[str] | set[str]) -> Status:
+    """The status of a whole made of parts with `statuses`: the worst of them (pass if none)."""
+    return next((status for status in STATUS_ORDER if status in statuses), "pass")
 
 DATASOURCE = "acklab"
 ASSET = "delivery_matrix_row"
@@ -98,6 +109,7 @@ class ScenarioVerdict:
     reason: str | None = None
     fatal_error: str | None = None  # the producer's fatal error, named whenever there was one
     hanging_detail: str | None = None  # the hanging transactions, named whenever there were some
+    control: bool = False  # the run's negative control (`ControlCheck`)
 
     def summary_line(self) -> str:
         """One line: status, scenario, class, why it is not a pass, and the key counts."""
@@ -116,6 +128,32 @@ class ScenarioVerdict:
 
 
 @dataclass(frozen=True)
+class ControlCheck:
+    """Whether the checker caught the run's planted loss: the control row is red (`status` fail)
+    with `lost` equal to the records the proxy swallowed (`planted`, at least one)."""
+
+    scenario: str
+    status: Status
+    planted: int | None
+    lost: int | None
+    reason: str | None = None
+
+    @property
+    def caught(self) -> bool:
+        return self.status == "fail" and bool(self.planted) and self.lost == self.planted
+
+    def line(self) -> str:
+        numbers = f"the proxy swallowed {_show(self.planted)} records, the checker counted {_show(self.lost)} lost"
+        if self.caught:
+            return f"negative control caught: {numbers} ({self.scenario} red, as it must be)"
+        why = f"; {self.reason}" if self.reason else ""
+        return f"INVALID: the negative control was not caught exactly: {numbers}, its row {self.status}{why}; no verdict of this run can be trusted"
+
+
+NO_CONTROL = "no negative control in this run (negative_control false): nothing shows that it could go red"
+
+
+@dataclass(frozen=True)
 class Verdict:
     """The verdict on a whole matrix, with the Data Docs page that shows the evidence."""
 
@@ -124,25 +162,37 @@ class Verdict:
     data_docs_index: Path | None
 
     @property
+    def checked(self) -> tuple[ScenarioVerdict, ...]:
+        """The rows of the matrix proper (all but the negative control)."""
+        return tuple(scenario for scenario in self.scenarios if not scenario.control)
+
+    @property
+    def controls(self) -> tuple[ControlCheck, ...]:
+        return tuple(
+            ControlCheck(s.scenario, s.status, s.counts.get("planted_lost"), s.counts.get("lost"), s.reason)
+            for s in self.scenarios if s.control
+        )
+
+    @property
     def status(self) -> Status:
-        """fail if any scenario failed, else incomplete if any is incomplete, else pass."""
-        statuses = {scenario.status for scenario in self.scenarios}
-        if "fail" in statuses:
-            return "fail"
-        if "incomplete" in statuses:
-            return "incomplete"
-        return "pass"
+        """invalid if a negative control was not caught, else the worst status of the other rows."""
+        if any(not control.caught for control in self.controls):
+            return "invalid"
+        return overall({scenario.status for scenario in self.checked})
+
+    def control_lines(self) -> list[str]:
+        """What the negative control showed (or that there was none)."""
+        return [control.line() for control in self.controls] or [NO_CONTROL]
 
     def summary_lines(self) -> list[str]:
-        """One line per scenario, in matrix order."""
-        return [scenario.summary_line() for scenario in self.scenarios]
+        """The negative control first, then one line per other scenario, in matrix order."""
+        return [*self.control_lines(), *(scenario.summary_line() for scenario in self.checked)]
 
     def raise_for_status(self) -> None:
-        """Raise GuaranteeViolation naming every scenario that did not pass."""
+        """Raise GuaranteeViolation naming the control if it was not caught and every scenario that did not pass."""
         if self.status != "pass":
-            raise GuaranteeViolation(
-                "\n".join(s.summary_line() for s in self.scenarios if s.status != "pass")
-            )
+            lines = [line for line in self.control_lines() if line.startswith("INVALID")]
+            raise GuaranteeViolation("\n".join(lines + [s.summary_line() for s in self.checked if s.status != "pass"]))
 
 
 @dataclass(frozen=True)
@@ -154,6 +204,7 @@ class _Row:
     suites: tuple[str, ...]
     fault_effect: str | None
     reason: str | None
+    control: bool = False
 
 
 def conservation_column(parts: Sequence[str]) -> str:
@@ -447,7 +498,7 @@ def _rows(records: list[dict[str, Any]], manifest: Manifest, source: str) -> lis
             ) from None
         expectations = tuple(Expectation(**{**e, "kind": Kind(e["kind"])}) for e in entry.expectations)
         suites = tuple(dict.fromkeys([f"guarantee_{guarantee}", *(e.suite for e in expectations)]))
-        rows.append(_Row(record, expectations, suites, entry.fault_effect, entry.guarantee_reason))
+        rows.append(_Row(record, expectations, suites, entry.fault_effect, entry.guarantee_reason, entry.control))
     return rows
 
 
@@ -485,7 +536,7 @@ def _judge(row: _Row, failed: list[FailedExpectation]) -> ScenarioVerdict:
     record = row.record
     kinds = {failure.kind for failure in failed}
     if any(f.column == "fatal" for f in failed):  # the producer gave up where the model says it must not
-        return _verdict(record, "fail", failed, None)
+        return _verdict(record, "fail", failed, None, row.control)
     reason = None
     if not record["evidence_complete"]:
         reason = record.get("incomplete_reason") or "evidence incomplete"
@@ -502,19 +553,22 @@ def _judge(row: _Row, failed: list[FailedExpectation]) -> ScenarioVerdict:
         pass
     elif Kind.EFFICACY in kinds:
         reason = "fault ineffective: the anomaly it must cause did not show"
-    return _verdict(record, "incomplete" if reason else "fail" if failed else "pass", failed, reason)
+    return _verdict(record, "incomplete" if reason else "fail" if failed else "pass", failed, reason, row.control)
 
 
-def _verdict(record: Mapping[str, Any], status: Status, failed: Sequence[FailedExpectation], reason: str | None) -> ScenarioVerdict:
+def _verdict(
+    record: Mapping[str, Any], status: Status, failed: Sequence[FailedExpectation], reason: str | None, control: bool = False
+) -> ScenarioVerdict:
     return ScenarioVerdict(
         scenario=record["scenario"],
         guarantee=record["guarantee"],
         status=status,
         failed=tuple(failed),
-        counts={name: record.get(name) for name in COUNT_COLUMNS},
+        counts={name: record.get(name) for name in (*COUNT_COLUMNS, "planted_lost")},
         reason=reason,
         fatal_error=record.get("fatal_error"),
         hanging_detail=record.get("hanging_detail"),
+        control=control,
     )
 
 

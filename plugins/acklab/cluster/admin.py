@@ -6,7 +6,7 @@ import logging
 import time
 from dataclasses import dataclass
 
-from confluent_kafka import IsolationLevel, KafkaError, KafkaException, TopicPartition
+from confluent_kafka import IsolationLevel, KafkaError, KafkaException, TopicCollection, TopicPartition, Uuid
 from confluent_kafka.admin import AdminClient, NewTopic, OffsetSpec
 
 PROBE_TOPIC = "__acklab_probe"
@@ -117,6 +117,11 @@ class ClusterAdmin:
     def partition(self, topic: str, partition: int) -> PartitionState:
         return next(p for p in self.partitions(topic) if p.partition == partition)
 
+    def topic_ids(self, topics: list[str]) -> dict[str, str]:
+        """Each topic's id as hex (how produce v13 names a topic)."""
+        futures = self._client.describe_topics(TopicCollection(topics), request_timeout=self._timeout)
+        return {name: _uuid_hex(future.result(timeout=self._timeout).topic_id) for name, future in futures.items()}
+
     def unstable(self, topic: str, partitions: int) -> dict[int, tuple[int, int]]:
         """The partitions of `topic` whose last stable offset is below the high watermark, each with
         (LSO, HWM): a transaction is open there (read_committed readers stop at the LSO)."""
@@ -142,3 +147,9 @@ class ClusterAdmin:
                 last = str(exc)
             time.sleep(0.2)
         raise TimeoutError(f"topic {topic} not in sync after {timeout_s:.0f}s: {last}")
+
+
+def _uuid_hex(uuid: Uuid) -> str:
+    """A Kafka Uuid as the 32 hex digits of its 16 bytes."""
+    mask = (1 << 64) - 1
+    return ((uuid.get_most_significant_bits() & mask) << 64 | (uuid.get_least_significant_bits() & mask)).to_bytes(16, "big").hex()

@@ -63,9 +63,31 @@ def uses_log4j1(kafka_version: str) -> bool:
     return kafka_version.startswith("3.")
 
 
+def _templates() -> Environment:
+    return Environment(loader=FileSystemLoader(clusters_dir() / "templates"), undefined=StrictUndefined)
+
+
+def broker_settings(topology: Topology) -> dict[str, str]:
+    """The settings a broker of `topology` runs with, as its rendered `server.properties` states them
+    (the topology's overrides last); a setting it does not state has Kafka's default."""
+    first = topology.broker_ids[0]
+    controller = first in topology.controller_ids
+    node = NodeState(
+        node_id=first, roles=["broker", "controller"] if controller else ["broker"], client_port=0, proxy_port=0, direct_port=0,
+        internal_port=0, controller_port=0 if controller else None, dir=Path("node"),
+    )
+    rendered = _templates().get_template("server.properties.j2").render(node=node, topology=topology, voters="")
+    settings = {}
+    for line in rendered.splitlines():
+        if line.strip() and not line.lstrip().startswith("#") and "=" in line:
+            key, value = line.split("=", 1)
+            settings[key.strip()] = value.strip()
+    return settings
+
+
 def write_configs(state: ClusterState) -> None:
     """Render each node's `server.properties` and logging config into its folder."""
-    templates = Environment(loader=FileSystemLoader(clusters_dir() / "templates"), undefined=StrictUndefined)
+    templates = _templates()
     voters = ",".join(f"{n.node_id}@127.0.0.1:{n.controller_port}" for n in state.nodes if n.controller_port)
     topology = state.topology
     log_template = "log4j.properties.j2" if uses_log4j1(topology.kafka_version) else "log4j2.properties.j2"

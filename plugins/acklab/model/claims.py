@@ -27,7 +27,7 @@ from typing import Any
 
 from acklab.model.classes import Guarantee, classify
 from acklab.model.setting import SILENT_FAULTS, Setting
-from acklab.nemesis.faults import FAULTS, NO_FAULT
+from acklab.nemesis.faults import FAULTS, NO_FAULT, PLANTED_LOSS
 
 RECOVERY_S = 30.0  # after a fault ends: restart, catch up, rejoin the ISR, elect (seconds, generous)
 # Faults whose effect on a producer ends when their window ends (`FaultSpec.bounded`).
@@ -279,6 +279,16 @@ RULES: tuple[Claim, ...] = (
         (("failed_clean", 0, 0), ("indeterminate", 0, 0)),
         "The producer keeps retrying until the cluster serves again, so no write fails (records of "
         "aborted transactions are counted apart).",
+    ),
+    _rule(
+        "planted-loss-caught",
+        Kind.GUARANTEE,
+        "fault planted-loss",
+        lambda s: s.has(PLANTED_LOSS),
+        (("lost", 0, 0),),
+        "Kafka does not acknowledge a write it has not stored: under planted-loss the proxy acknowledged records in "
+        "the broker's name and never forwarded them, a loss made on purpose (the negative control). The row must "
+        "be red, with lost equal to planted_lost: a checker that misses them would miss a real loss.",
     ),
     _rule(
         "transaction-aborts",

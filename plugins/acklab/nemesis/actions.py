@@ -15,7 +15,7 @@ from typing import Literal
 
 from acklab.cluster.cluster import Cluster
 from acklab.nemesis.events import FaultEvent, Window
-from acklab.nemesis.faults import FAULTS, FaultSpec, Links, Process, Proxy, ReplicasDown, RollingRestart
+from acklab.nemesis.faults import FAULTS, TO_LOAD_END_CEILING_S, FaultSpec, Links, Process, Proxy, ReplicasDown, RollingRestart
 from acklab.nemesis.schedule import FaultStep, Target
 from acklab.proxy.control import ProxyControl
 from acklab.proxy.rules import ProxyRule
@@ -208,7 +208,8 @@ def _proxy_fault(action: str, *counters: str) -> Apply:
         event = FaultEvent(step.fault, f"{where} ({step.target})" if every else f"broker:{victims[0]} ({step.target})", action)
         proxy = ctx.cluster.proxy()
         before = _summed(proxy.stats(), victims)
-        rule = ProxyRule(action=action, expires_in_s=step.duration_s + 5, **step.options)  # type: ignore[arg-type]
+        lasts = TO_LOAD_END_CEILING_S if FAULTS[step.fault].to_load_end else step.duration_s
+        rule = ProxyRule(action=action, expires_in_s=lasts + 5, **step.options)  # type: ignore[arg-type]
         for victim in victims:
             proxy.set_rule(victim, rule)
         ctx.settled.set()  # in effect from here: a step before the load lets the producers start
@@ -220,6 +221,8 @@ def _proxy_fault(action: str, *counters: str) -> Apply:
             event.ended = time.time()
         if action == "hold_request":
             event.withheld = [entry for victim in victims for entry in _withheld(proxy, victim)]
+        if action == "plant_loss":
+            event.swallowed = [entry for victim in victims for entry in proxy.swallowed(victim)]
         after = _summed(proxy.stats(), victims)
         event.counts = {k: after[k] - before[k] for k in after if after[k] != before[k]}
         affected = sum(event.counts.get(counter, 0) for counter in counters)

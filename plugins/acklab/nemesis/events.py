@@ -22,6 +22,7 @@ class FaultEvent:
     effective_after: float | None = None
     counts: dict[str, int] = field(default_factory=dict)
     withheld: list[dict] = field(default_factory=list)  # the requests a hold withheld (`acklab.store.runs.WithheldRequest`)
+    swallowed: list[dict] = field(default_factory=list)  # what planted-loss swallowed (`acklab.store.runs.SwallowedPartition`)
 
     def observe(self, effect: str | None, otherwise: str, since: float | None = None) -> None:
         """Record whether the cluster showed the fault's effect: first seen now, begun after `since`
@@ -34,18 +35,20 @@ class FaultEvent:
 
 @dataclass
 class Window:
-    """The time a fault is active; `sleep` returns True once it is over (or aborted)."""
+    """The time a fault is active: until `end` (monotonic), or until `until` is set (the load
+    ended, for a fault that lasts until then); `sleep` returns True once it is over (or aborted)."""
 
     end: float
     stop: threading.Event
+    until: threading.Event | None = None
 
     def sleep(self, seconds: float) -> bool:
-        self.stop.wait(min(seconds, max(0.0, self.end - time.monotonic())))
+        self.stop.wait(min(seconds, 0.2 if self.until is not None else seconds, max(0.0, self.end - time.monotonic())))
         return self.over
 
     @property
     def over(self) -> bool:
-        return self.stop.is_set() or time.monotonic() >= self.end
+        return self.stop.is_set() or time.monotonic() >= self.end or (self.until is not None and self.until.is_set())
 
     def wait_out(self) -> None:
         while not self.sleep(1.0):

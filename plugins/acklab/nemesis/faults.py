@@ -16,6 +16,8 @@ from acklab.proxy.codes import APIS, ERRORS, PRODUCE, api_key
 from acklab.proxy.rules import Action, check_error
 
 NO_FAULT = "none"
+PLANTED_LOSS = "planted-loss"  # the negative control's fault
+TO_LOAD_END_CEILING_S = 6 * 3600.0  # a fault that lasts until the load ends (`FaultSpec.to_load_end`) is undone after this at the latest
 TargetKind = Literal["leader", "follower", "controller", "broker", "random-broker", "every-broker"]
 ANY_NODE: frozenset[TargetKind] = frozenset({"leader", "follower", "controller", "broker", "random-broker"})
 PROXIED: frozenset[TargetKind] = ANY_NODE | {"every-broker"}  # a proxy fault may act on every broker's traffic at once
@@ -231,7 +233,9 @@ class FaultSpec:
     load (`FaultStep.before_load`): its action confirms its effect, then lets the producers start
     (`acklab.nemesis.actions.FaultContext.settled`). `needs_followers`: the topology must have
     followers (replication factor 2 or more). `effects`: what it must do to the guarantees' columns.
-    `standard`: the daily standard matrix runs it (otherwise it runs when a run names it)."""
+    `standard`: the daily standard matrix runs it (otherwise it runs when a run names it).
+    `to_load_end`: its window lasts from its start until the load has ended (`duration_s` unused), so
+    that nothing the fault withholds from a broker is followed by a write the broker would see."""
 
     name: str
     description: str
@@ -247,6 +251,7 @@ class FaultSpec:
     needs_followers: bool = False
     effects: tuple[Effect, ...] = ()
     standard: bool = True
+    to_load_end: bool = False
 
     @property
     def stops_nodes(self) -> bool:
@@ -271,10 +276,11 @@ def _process(name: str, description: str, target: str, signal: Literal["kill", "
 def _proxy(
     name: str, description: str, options: type[BaseModel], mechanism: Proxy, *, bounded: bool = True, silent: bool = False,
     answers_error: bool = False, precedes_load: bool = False, effects: tuple[Effect, ...] = (), standard: bool = True,
+    to_load_end: bool = False,
 ) -> FaultSpec:
     return FaultSpec(
         name, description, "leader:0", PROXIED, mechanism, options, bounded=bounded, silent=silent, answers_error=answers_error,
-        precedes_load=precedes_load, effects=effects, standard=standard,
+        precedes_load=precedes_load, effects=effects, standard=standard, to_load_end=to_load_end,
     )
 
 
@@ -417,6 +423,22 @@ FAULTS: Mapping[str, FaultSpec] = {
             "then answer the lost batch's retry with a broker error (default NOT_ENOUGH_REPLICAS) while the requests "
             "behind it reach the broker",
             LoseThenRejectOptions, Proxy("lose_then_reject", ("injected_errors",)), answers_error=True,
+        ),
+        # The negative control: a loss made on purpose, which the checker must count exactly. It lasts
+        # until the load ends, as an idempotent producer's next batch after a swallowed one would be
+        # refused by the broker for its sequence gap.
+        _proxy(
+            PLANTED_LOSS,
+            "answer the target broker's produce requests as appended, in its name, and never forward them, from the fault's "
+            "start until the load ends: the client counts those records acked, no broker stores them (each swallowed batch is "
+            "in the evidence); a checker that misses them is broken",
+            NoOptions, Proxy("plant_loss", ("swallowed_requests",)), standard=False, to_load_end=True,
+            effects=(
+                Effect(
+                    "planted-loss-planted", PLANTED_LOSS, lambda s: s.has(PLANTED_LOSS), (("planted_lost", 1, None),),
+                    "The proxy must have swallowed records of the scenario's topic, or the planted loss never met the load.",
+                ),
+            ),
         ),
         _link(
             "leader-isolate", "cut the leader off from every other node (clients still reach it), heal after the duration",

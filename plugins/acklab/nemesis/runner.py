@@ -8,18 +8,21 @@ import time
 
 from acklab.nemesis.actions import ACTIONS, FaultContext
 from acklab.nemesis.events import FaultOutcome, Window
+from acklab.nemesis.faults import FAULTS, TO_LOAD_END_CEILING_S
 from acklab.nemesis.schedule import FaultStep
 
 log = logging.getLogger(__name__)
 
 
 class Nemesis:
-    """`start()` at load start; `join()` waits for every fault to be undone and returns the outcome."""
+    """`start()` at load start; `load_ended()` once every producer has finished; `join()` waits for
+    every fault to be undone and returns the outcome."""
 
     def __init__(self, ctx: FaultContext, steps: list[FaultStep]) -> None:
         self._ctx, self._steps = ctx, sorted(steps, key=lambda s: s.at_s)
         self._outcome = FaultOutcome()
         self._stop = threading.Event()
+        self._load_ended = threading.Event()
         self._error: BaseException | None = None
         self._thread = threading.Thread(target=self._run, name="nemesis", daemon=True)
 
@@ -49,11 +52,20 @@ class Nemesis:
             for step in self._steps:
                 if self._stop.wait(max(0.0, self._t0 + step.at_s - time.monotonic())):
                     return
-                event = ACTIONS[step.fault](self._ctx, step, Window(time.monotonic() + step.duration_s, self._stop))
+                window = (
+                    Window(time.monotonic() + TO_LOAD_END_CEILING_S, self._stop, self._load_ended)
+                    if FAULTS[step.fault].to_load_end
+                    else Window(time.monotonic() + step.duration_s, self._stop)
+                )
+                event = ACTIONS[step.fault](self._ctx, step, window)
                 log.info("fault %s on %s: %s", event.fault, event.target, event.effect)
                 self._outcome.timeline.append(event)
         except BaseException as exc:
             self._error = exc
+
+    def load_ended(self) -> None:
+        """Every producer has finished: a fault that lasts until then is undone."""
+        self._load_ended.set()
 
     @property
     def started(self) -> bool:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -229,7 +230,7 @@ def _run_one(plan: Any, as_json: bool, err: bool = False) -> Any:
     from acklab.workload import families
 
     console.print(f"Kafka {plan.topology.kafka_version}, {families.of(plan.client).label(plan.client)}")
-    with LoadBars([(plan.group_label(g), len(g) * plan.load.messages) for g in plan.groups()], console) as bars:
+    with LoadBars([(plan.group_label(g), len(g) * plan.load_of(g).messages) for g in plan.groups()], console) as bars:
         result = run_failures(lambda: user_errors(lambda: run_pipeline(plan, progress=bars)))
     summary = write_result(result.run, result.verdict)
     for line in result.verdict.summary_lines():
@@ -335,7 +336,7 @@ def repro(
 
     def execute(params: dict[str, Any]) -> tuple[RunDir, Any]:
         plan = make_plan(params)
-        console.print(f"run: {plan.scenarios[0].name}, {params['messages']} messages", highlight=False)
+        console.print(f"run: {plan.scenarios[-1].name}, {params['messages']} messages", highlight=False)
         result = run_failures(lambda: run_pipeline(plan))
         write_result(result.run, result.verdict)
         for line in result.verdict.summary_lines():
@@ -348,7 +349,7 @@ def repro(
                 raise UserError("give a run and scenario, or --preset, not both")
             chosen = {k: v for k, v in {"kafka_version": kafka_version, "client": client}.items() if v}
             run, verdict = execute(with_preset(preset, chosen))
-            red = [s.scenario for s in verdict.scenarios if s.status == "fail"]
+            red = [s.scenario for s in verdict.checked if s.status == "fail"]
             if not red:
                 raise UserError(f"preset {preset} is green on these versions (run {run.run_id}): nothing to reproduce")
             return run, red[0]
@@ -589,7 +590,13 @@ def _log_to_console() -> None:
     logging.getLogger("acklab.rdkafka").setLevel(logging.CRITICAL)
 
 
+def _exit_on_sigterm(signum: int, frame: object) -> None:
+    raise SystemExit(128 + signum)  # unwinds: every cluster, producer and fault of the run is undone on the way out
+
+
 def main() -> None:
+    """The `acklab` command; SIGTERM stops it like Ctrl-C, cleaning up what it started."""
+    signal.signal(signal.SIGTERM, _exit_on_sigterm)
     app(prog_name="acklab")
 
 

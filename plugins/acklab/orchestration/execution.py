@@ -17,7 +17,7 @@ from acklab.base.spec import SpecError
 from acklab.cluster.cluster import Cluster
 from acklab.nemesis.actions import FaultContext
 from acklab.nemesis.events import FaultEvent, FaultOutcome
-from acklab.nemesis.faults import FAULTS
+from acklab.nemesis.faults import FAULTS, PLANTED_LOSS
 from acklab.nemesis.runner import Nemesis
 from acklab.nemesis.watch import LeaderWatch
 from acklab.plan.planner import RunPlan, ScenarioPlan
@@ -142,7 +142,8 @@ def _attempt(
     nemesis = Nemesis(FaultContext(cluster, topics[0], topology.min_insync_replicas), group[0].schedule)
     moves_leaders = any(FAULTS[step.fault].moves_leaders for step in group[0].schedule)
     watch = None if moves_leaders else LeaderWatch(cluster, topics)
-    log.info("group %d (%s): %d scenario(s), %d messages each", index, plan.group_label(group), len(group), plan.load.messages)
+    load_spec = plan.load_of(group)
+    log.info("group %d (%s): %d scenario(s), %d messages each", index, plan.group_label(group), len(group), load_spec.messages)
     topics_ready = threading.Event()
 
     def create_topics() -> None:
@@ -167,7 +168,7 @@ def _attempt(
     def load(n: int) -> LoadResult:
         try:
             return run_load(
-                cluster.bootstrap_servers, topics[n], group[n].profile, plan.load, run.scenario(group[n].name), totals.of(n), ready.wait,
+                cluster.bootstrap_servers, topics[n], group[n].profile, load_spec, run.scenario(group[n].name), totals.of(n), ready.wait,
                 group[n].client, partitions,
             )
         except BaseException:
@@ -191,6 +192,7 @@ def _attempt(
             raise
         finally:
             wait(futures)
+            nemesis.load_ended()
             unplanned = watch.stop() if watch is not None else None
     failed = [f.exception() for f in futures if f.exception() is not None]
     if failed:
@@ -200,10 +202,22 @@ def _attempt(
     outcome = nemesis.join()
     cluster.wait_healthy(120)
     hanging = open_transactions(cluster, {t: s for t, s in zip(topics, group, strict=True) if s.profile.transaction}, topology.partitions)
+    planted = planted_losses(cluster, outcome, topics) if any(step.fault == PLANTED_LOSS for step in group[0].schedule) else {}
     return [
-        _entry(plan, scenario, topic, future.result(), outcome, unplanned, run, hanging.get(topic))
+        _entry(plan, scenario, topic, future.result(), outcome, unplanned, run, hanging.get(topic), planted.get(topic))
         for scenario, topic, future in zip(group, topics, futures, strict=True)
     ]
+
+
+def planted_losses(cluster: Cluster, outcome: FaultOutcome, topics: list[str]) -> dict[str, int]:
+    """Per topic: the records planted-loss swallowed (its timeline's `swallowed` entries name a
+    topic by name, or by id from produce v13)."""
+    swallowed = [entry for event in outcome.timeline for entry in event.swallowed]
+    ids = {}
+    if swallowed:
+        with cluster.admin() as admin:
+            ids = admin.topic_ids(topics)
+    return {topic: sum(e["records"] for e in swallowed if e["topic"] in (topic, ids.get(topic))) for topic in topics}
 
 
 @dataclass(frozen=True)
@@ -295,9 +309,11 @@ def _entry(
     unplanned: str | None,
     run: RunDir,
     hanging: dict[int, Hanging] | str | None = None,
+    planted_lost: int | None = None,
 ) -> ScenarioEntry:
-    """The scenario's manifest entry: what was planned, what the load saw, what the fault did, and
-    (transactional scenarios) the partitions left with a hanging transaction (`open_transactions`).
+    """The scenario's manifest entry: what was planned, what the load saw, what the fault did,
+    (transactional scenarios) the partitions left with a hanging transaction (`open_transactions`),
+    and (planted-loss) the records the proxy swallowed from its topic (`planted_losses`).
 
     Evidence is incomplete when the load did not send what it planned (`load_shortfall`), when a
     fault started after the load ended, or was still seen without its effect after it (an effect
@@ -338,7 +354,7 @@ def _entry(
         planned=result.planned,
         delivery_errors=result.errors,
         partitioner=scenario.profile.partitioner,
-        producers=plan.load.producers,
+        producers=(scenario.load or plan.load).producers,
         transactional=scenario.profile.transaction is not None,
         aborted=result.aborted,
         stop_reasons=result.stop_reasons,
@@ -346,6 +362,8 @@ def _entry(
         hanging_partitions=len(hanging) if isinstance(hanging, dict) else None,
         hanging_detail="; ".join(h.detail(p) for p, h in hanging.items())
         if isinstance(hanging, dict) and hanging else None,
+        planted_lost=planted_lost,
+        control=scenario.control,
         producer_stats={"path": run.relative(files.stats), **result.stats},
         fault_timeline=[FaultRecord.model_validate(event) for event in outcome.timeline_dicts()],
         fault_effective=outcome.effective and not late,

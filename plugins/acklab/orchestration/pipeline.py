@@ -51,9 +51,10 @@ def write_result(run: RunDir, result: Verdict) -> dict[str, Any]:
     observed = presets.observe(run, manifest, rows, statuses)
     if result.data_docs_index is not None:
         write_beliefs_page(result.data_docs_index.parent / f"beliefs_{run.run_id}.html", run.run_id, checked)
-    html = build_report(run, statuses, result.status, result.data_docs_index, found, unknown_now, checked, observed)
+    html = build_report(run, statuses, result.status, result.data_docs_index, found, unknown_now, checked, observed, result.control_lines())
     summary = {
         "status": result.status,
+        "control": result.control_lines(),
         "scenarios": statuses,
         "regressions": [asdict(r) for r in found],
         "unverified": [asdict(r) for r in unknown_now],

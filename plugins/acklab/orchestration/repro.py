@@ -220,7 +220,7 @@ def repro(run: RunDir, scenario: str, *, shrink_runs: int = MAX_SHRINK_RUNS, exe
 
     def attempt(candidate: dict[str, Any]) -> tuple[RunDir, set[str]]:
         candidate_run, verdict = execute(candidate)
-        (only,) = verdict.scenarios
+        (only,) = verdict.checked
         lines[candidate_run.root] = only.summary_line()
         return candidate_run, failed_suites(verdict, only.scenario)
 
@@ -239,5 +239,5 @@ def repro(run: RunDir, scenario: str, *, shrink_runs: int = MAX_SHRINK_RUNS, exe
     red_run = smallest_run or first_run
     folder = repros_dir() / f"{run.run_id}-{scenario}"
     steps = [f"re-run alone: red ({', '.join(sorted(wanted))})", *steps]
-    write_folder(red_run, red_run.read_manifest().scenarios[0].scenario, lines[red_run.root], smallest, params, steps, folder)
+    write_folder(red_run, next(s.scenario for s in red_run.read_manifest().scenarios if not s.control), lines[red_run.root], smallest, params, steps, folder)
     return Repro(folder, smallest, red_run, len(steps), steps)

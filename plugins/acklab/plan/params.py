@@ -78,6 +78,10 @@ class RunParams(BaseModel):
         True, description="With several clients side by side: one group per fault holds every client's scenarios (false: one "
         "group per fault and client, each client's producers alone on the cluster)",
     )
+    negative_control: bool = Field(
+        True, description="Run a planted loss first (negative-control__planted-loss): unless the checker counts it exactly, the "
+        "run is invalid. false: the run has no proof that it could go red, and its report says so",
+    )
 
     @model_validator(mode="after")
     def _distinct(self) -> RunParams:

@@ -16,8 +16,9 @@ from acklab.cluster.topology import Topology, load_topology
 from acklab.model.beliefs import applying
 from acklab.model.guarantees import Expected, expect
 from acklab.model.setting import Setting
-from acklab.nemesis.faults import FAULTS
+from acklab.nemesis.faults import FAULTS, PLANTED_LOSS
 from acklab.nemesis.schedule import FaultStep, check_schedule, schedule_for
+from acklab.plan.feasibility import check_batches, check_feasible
 from acklab.plan.params import RunParams
 from acklab.plan.presets import preset
 from acklab.workload import families
@@ -34,6 +35,16 @@ class ScenarioPlan(BaseModel):
     schedule: list[FaultStep]
     expected: Expected
     beliefs: tuple[str, ...] = ()  # the beliefs it tests (acklab.model.beliefs)
+    control: bool = False  # the run's negative control (`CONTROL`): its own group, first, with its own load
+    load: LoadSpec | None = None  # its own load (the control's), else the plan's
+
+
+CONTROL = "negative-control"
+"""The negative control: an idempotent producer of the run's first client, 2,000 messages at 1,000/s,
+whose writes to the leader of partition 0 the proxy swallows from 0.5 s on (`planted-loss`). The
+checker must count exactly the swallowed records lost, or the run is invalid."""
+CONTROL_PROFILE, CONTROL_AT_S = "idempotent", 0.5
+CONTROL_LOAD = {"messages": 2000, "rate": 1000.0}
 
 
 class RunPlan(BaseModel):
@@ -46,25 +57,39 @@ class RunPlan(BaseModel):
     scenarios: list[ScenarioPlan]
 
     @property
+    def checked(self) -> list[ScenarioPlan]:
+        """Its scenarios but the negative control: the matrix proper."""
+        return [scenario for scenario in self.scenarios if not scenario.control]
+
+    @property
     def cuts_links(self) -> bool:
         """Some fault of the plan cuts links between nodes: the cluster needs link control."""
         return any(FAULTS[step.fault].cuts_links for scenario in self.scenarios for step in scenario.schedule)
 
     def groups(self) -> list[list[ScenarioPlan]]:
-        """Scenarios run together: all profiles of a fault (side_by_side), of every client or of each
-        client apart (`clients_together`), in fault order; else one each."""
+        """Scenarios run together: the negative control alone first, then all profiles of a fault
+        (side_by_side), of every client or of each client apart (`clients_together`), in fault
+        order; else one each."""
+        control = [[scenario] for scenario in self.scenarios if scenario.control]
+        scenarios = [scenario for scenario in self.scenarios if not scenario.control]
         if not self.params.side_by_side:
-            return [[scenario] for scenario in self.scenarios]
-        faults = list(dict.fromkeys(s.fault for s in self.scenarios))
-        clients = list(dict.fromkeys(s.client for s in self.scenarios))
+            return control + [[scenario] for scenario in scenarios]
+        faults = list(dict.fromkeys(s.fault for s in scenarios))
+        clients = list(dict.fromkeys(s.client for s in scenarios))
         groups: dict[tuple[int, int], list[ScenarioPlan]] = {}
-        for scenario in self.scenarios:
+        for scenario in scenarios:
             key = (faults.index(scenario.fault), 0 if self.params.clients_together else clients.index(scenario.client))
             groups.setdefault(key, []).append(scenario)
-        return [groups[key] for key in sorted(groups)]
+        return control + [groups[key] for key in sorted(groups)]
+
+    def load_of(self, group: list[ScenarioPlan]) -> LoadSpec:
+        """The load each scenario of `group` sends."""
+        return group[0].load or self.load
 
     def group_label(self, group: list[ScenarioPlan]) -> str:
         """How a group is named: its fault, and its client where a fault has a group per client."""
+        if group[0].control:
+            return f"{group[0].fault} (negative control)"
         label = group[0].fault
         if len({s.client for s in self.scenarios}) > len({s.client for s in group}):
             label += f" ({client_tag(group[0].client, list(dict.fromkeys(s.client for s in self.scenarios)))})"
@@ -114,11 +139,14 @@ def make_plan(params: RunParams | dict[str, object]) -> RunPlan:
         if params.partitioner is not None:
             profile = parse_model(ProducerProfile, {**profile.model_dump(), "partitioner": params.partitioner}, "params.partitioner")
         profiles.append(profile)
+    check_feasible(topology, profiles, load, [step for steps in schedules.values() for step in steps])
     clients = _clients(params)
     resolved = {}
     for client in clients:  # every client accepts every profile before anything starts
         family = families.of(client)
         resolved[client] = [family.resolve(profile, client) for profile in profiles]
+        for profile in resolved[client]:
+            check_batches(topology, client.family, profile, family.config(profile))
         family.validate(client, resolved[client], load)
     before_load = sorted({step.fault for steps in schedules.values() for step in steps if step.before_load})
     transactional = [p.name for own in resolved.values() for p in own if p.transaction is not None]
@@ -143,8 +171,24 @@ def make_plan(params: RunParams | dict[str, object]) -> RunPlan:
                         beliefs=applying(Setting.of(profile, topology, steps, client)),
                     )
                 )
+    if params.negative_control:
+        scenarios.insert(0, _control(topology, clients[0], load))
     client = clients[0]
     return RunPlan(params=params, topology=topology, client=client, load=load, scenarios=scenarios)
+
+
+def _control(topology: Topology, client: Client, load: LoadSpec) -> ScenarioPlan:
+    """The run's negative control (`CONTROL`), with the run's message size and keys."""
+    family = families.of(client)
+    profile = family.resolve(get_profile(CONTROL_PROFILE), client)
+    own = parse_model(LoadSpec, {**CONTROL_LOAD, "message_bytes": load.message_bytes, "keys": load.keys}, "params (negative control)")
+    family.validate(client, [profile], own)
+    steps = [parse_model(FaultStep, {"fault": PLANTED_LOSS, "at_s": CONTROL_AT_S}, "negative control")]
+    check_schedule(steps, topology, "negative control")
+    return ScenarioPlan(
+        name=f"{CONTROL}__{PLANTED_LOSS}", profile=profile, client=client, fault=PLANTED_LOSS, schedule=steps,
+        expected=expect(profile, topology, steps, client), control=True, load=own,
+    )
 
 
 def version_grid(

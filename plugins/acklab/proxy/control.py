@@ -46,5 +46,9 @@ class ProxyControl:
         """The log of the requests the broker's current or last hold_request rule withheld."""
         return self._call({"op": "withheld", "broker": broker})["withheld"]
 
+    def swallowed(self, broker: int) -> list[dict]:
+        """The log of the partitions the broker's current or last plant_loss rule answered in its name."""
+        return self._call({"op": "swallowed", "broker": broker})["swallowed"]
+
     def stats(self) -> dict[int, dict[str, int]]:
         return {int(b): s for b, s in self._call({"op": "stats"})["stats"].items()}

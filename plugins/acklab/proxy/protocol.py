@@ -213,6 +213,7 @@ def response_header(correlation_id: int, flexible_: bool) -> bytes:
 
 BATCH_PRODUCER = struct.Struct(">qhi")  # a v2 record batch's producerId, producerEpoch, baseSequence
 BATCH_PRODUCER_AT, BATCH_MAGIC_AT = 43, 16
+BATCH_LENGTH_AT, BATCH_COUNT_AT, BATCH_OVERHEAD = 8, 57, 12  # batchLength, recordsCount; baseOffset + batchLength precede the length
 
 
 @dataclass(frozen=True)
@@ -229,6 +230,17 @@ class PartitionData:
             return None
         producer_id, epoch, sequence = BATCH_PRODUCER.unpack_from(records, BATCH_PRODUCER_AT)
         return (producer_id, epoch, sequence) if producer_id >= 0 else None
+
+    def record_count(self) -> int | None:
+        """How many records its v2 record batches hold (the batch headers' recordsCount, readable
+        compressed or not); None if it holds none or any batch is not a whole v2 batch."""
+        records, at, count = self.records or b"", 0, 0
+        while at < len(records):
+            if len(records) < at + BATCH_COUNT_AT + 4 or records[at + BATCH_MAGIC_AT] != 2:
+                return None
+            count += _I32.unpack_from(records, at + BATCH_COUNT_AT)[0]
+            at += BATCH_OVERHEAD + _I32.unpack_from(records, at + BATCH_LENGTH_AT)[0]
+        return count if at == len(records) and count > 0 else None
 
 
 @dataclass(frozen=True)
@@ -505,6 +517,20 @@ def error_response(header: RequestHeader, request: ProduceRequest, error_code: i
     `error_code`: same correlation id, same topics and partitions, no offsets."""
     topics = tuple(
         TopicResponse(topic.name, tuple(PartitionResponse(p.index, error_code) for p in topic.partitions), topic.topic_id)
+        for topic in request.topics
+    )
+    return encode_response(header.correlation_id, ProduceResponse(topics), header.api_version)
+
+
+def success_response(header: RequestHeader, request: ProduceRequest, base_offsets: Mapping[tuple[str | bytes, int], int]) -> bytes:
+    """The body a broker would answer `request` with had it appended every partition: each at its
+    `base_offsets[(topic name, or topic id from version 13, partition)]`."""
+    topics = tuple(
+        TopicResponse(
+            topic.name,
+            tuple(PartitionResponse(p.index, 0, base_offsets[(topic.name or topic.topic_id, p.index)], log_start_offset=0) for p in topic.partitions),
+            topic.topic_id,
+        )
         for topic in request.topics
     )
     return encode_response(header.correlation_id, ProduceResponse(topics), header.api_version)

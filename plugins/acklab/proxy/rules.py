@@ -9,9 +9,10 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from acklab.proxy.codes import ANSWERABLE, ERRORS, PRODUCE, api_name, error_table
 
 Action = Literal[
-    "drop_response", "drop_request", "delay_response", "blackhole", "inject_error", "replace_error", "hold_request", "lose_then_reject"
+    "drop_response", "drop_request", "delay_response", "blackhole", "inject_error", "replace_error", "hold_request", "lose_then_reject",
+    "plant_loss",
 ]
-PRODUCE_ACTIONS = frozenset({"replace_error", "lose_then_reject"})  # they act on PRODUCE requests only
+PRODUCE_ACTIONS = frozenset({"replace_error", "lose_then_reject", "plant_loss"})  # they act on PRODUCE requests only
 
 
 def check_error(name: str | None, apis: list[int] | tuple[int, ...] = (PRODUCE,)) -> str | None:
@@ -61,6 +62,12 @@ class ProxyRule(BaseModel):
       with `error` `delay_s` after it arrived, without reaching the broker; the requests behind it
       are forwarded (the broker, missing the lost batch, answers OUT_OF_ORDER_SEQUENCE_NUMBER) and
       answered in order behind it. It acts once: `count` is ignored.
+    - plant_loss: a PRODUCE request never reaches the broker; the proxy answers it as the broker
+      would had it appended every partition (error NONE, offsets from `FABRICATED_OFFSET` on, per
+      partition; acks=0: no answer), so its client counts the records acked while no broker
+      stored them. Each swallowed partition is logged (`swallowed`: topic, partition, record count,
+      fabricated base offset, producer id, epoch, base sequence). A request whose record batches
+      the codec cannot count passes untouched (`unparsed_produce`).
     """
 
     model_config = ConfigDict(extra="forbid")

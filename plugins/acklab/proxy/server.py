@@ -14,7 +14,8 @@ fault dropped_requests/responses, blackholed_requests/responses, delayed_respons
 injected_errors, replaced_errors, held_requests, released_requests (replayed_after_trigger of
 them by a `replay_after` answer), lost_requests; held_lost (held, but the broker connection closed first); discarded_responses
 (answers to requests whose client had gone) and, per partition of those to PRODUCE requests,
-discarded_produce_errors.<code> (0: a late write was appended); closed_after_error (acks=0
+discarded_produce_errors.<code> (0: a late write was appended); swallowed_requests and
+swallowed_records (plant_loss); closed_after_error (acks=0
 requests answered by a closed connection); unparsed_produce (a PRODUCE the codec cannot read:
 forwarded untouched); connection_errors (a connection ended by an unexpected error, traceback on
 stderr).
@@ -51,6 +52,7 @@ from acklab.proxy.protocol import (
     decode_response,
     error_response,
     peek_header,
+    success_response,
     with_error,
 )
 from acklab.proxy.rules import PRODUCE_ACTIONS, ProxyRule
@@ -59,6 +61,7 @@ CORRELATION = struct.Struct(">i")
 DRAIN_ABOVE = 1 << 20
 CLOSED = (ConnectionError, asyncio.IncompleteReadError, OSError)  # how a connection ends
 LINGER_S = 30.0  # how long a connection whose client has gone waits for the answers to its released requests
+FABRICATED_OFFSET = 1 << 40  # plant_loss: the offsets the proxy makes up start here (far beyond any real one)
 
 
 class Route(BaseModel):
@@ -165,6 +168,8 @@ class BrokerProxy:
     withheld: list[dict] = field(default_factory=list)  # hold_request: a log entry per held request (the evidence)
     lost: dict[tuple[str | bytes, int, int], int] = field(default_factory=dict)  # lose_then_reject: (topic, partition, producer id) -> base sequence
     swallowing: set[Connection] = field(default_factory=set)  # lose_then_reject: connections whose PRODUCE requests are lost
+    swallowed: list[dict] = field(default_factory=list)  # plant_loss: a log entry per partition answered in the broker's name (the evidence)
+    fabricated: dict[tuple[str | bytes, int], int] = field(default_factory=dict)  # plant_loss: (topic, partition) -> next made-up offset
 
     def active(self, api_key: int | None = None) -> ProxyRule | None:
         """The rule if it is live, not exhausted, matches `api_key` and wins its coin toss."""
@@ -184,7 +189,7 @@ class BrokerProxy:
 
     def set_rule(self, rule: ProxyRule) -> None:
         self.end_rule()
-        self.rule, self.affected, self.lost, self.matched, self.withheld = rule, 0, {}, 0, []
+        self.rule, self.affected, self.lost, self.matched, self.withheld, self.swallowed = rule, 0, {}, 0, [], []
         self.rule_expires = time.monotonic() + rule.expires_in_s
         asyncio.get_running_loop().call_later(rule.expires_in_s, self._expire, rule)
 
@@ -316,12 +321,40 @@ class BrokerProxy:
         return None
 
     def _produce_fault(self, conn: Connection, body: bytes, correlation: int, version: int, rule: ProxyRule) -> Literal["taken", "forward"]:
-        """Apply a lose_then_reject rule to a PRODUCE request ("taken" by the proxy or "forward";
+        """Apply a lose_then_reject or plant_loss rule to a PRODUCE request ("taken" by the proxy or "forward";
         replace_error acts on the response; an unparsed request passes)."""
         if rule.action == "replace_error" or (parsed := self._parse(body, version)) is None:
             return "forward"
         header, request = parsed
+        if rule.action == "plant_loss":
+            return self._plant_loss(conn, correlation, header, request)
         return self._lose_then_reject(conn, correlation, version, header, request, rule)
+
+    def _plant_loss(self, conn: Connection, correlation: int, header: RequestHeader, request: ProduceRequest) -> Literal["taken", "forward"]:
+        """Answer the request as appended, in the broker's name, and log what was swallowed."""
+        partitions = [(topic, partition, partition.record_count()) for topic in request.topics for partition in topic.partitions]
+        if any(count is None for _, _, count in partitions):
+            self.stats["unparsed_produce"] += 1
+            return "forward"
+        offsets = {}
+        for topic, partition, count in partitions:
+            key = (topic.name or topic.topic_id, partition.index)
+            offsets[key] = self.fabricated.get(key, FABRICATED_OFFSET)
+            self.fabricated[key] = offsets[key] + count  # type: ignore[operator]
+            producer_id, epoch, sequence = partition.producer_sequence() or (-1, -1, -1)
+            self.swallowed.append(
+                {
+                    "topic": topic.name or topic.topic_id.hex(), "partition": partition.index, "records": count,
+                    "base_offset": offsets[key], "producer_id": producer_id, "producer_epoch": epoch, "base_sequence": sequence,
+                    "at": time.time(), "answered": request.acks != 0,
+                }
+            )
+            self.stats["swallowed_records"] += count  # type: ignore[operator]
+        self.affected += 1
+        self.stats["swallowed_requests"] += 1
+        if request.acks != 0:
+            conn.answer(correlation, header.api_version, success_response(header, request, offsets))
+        return "taken"
 
     def _inject(self, conn: Connection, body: bytes, correlation: int, api_key: int, version: int, rule: ProxyRule) -> Literal["taken", "close", "forward"]:
         """Answer a request with the rule's error in the broker's place: "taken", "close" the
@@ -576,7 +609,8 @@ class ProxyServer:
 
     def handle(self, command: dict) -> dict:
         """Control operations: ping, set (broker, rule), clear (broker or all), stats, withheld
-        (broker: the log of the requests its current or last hold_request rule withheld)."""
+        (broker: the log of the requests its current or last hold_request rule withheld), swallowed
+        (broker: the log of the partitions its current or last plant_loss rule answered)."""
         op = command["op"]
         if op == "ping":
             return {"ok": True}
@@ -590,6 +624,8 @@ class ProxyServer:
             return {"ok": True}
         if op == "withheld":
             return {"ok": True, "withheld": self.brokers[int(command["broker"])].withheld}
+        if op == "swallowed":
+            return {"ok": True, "swallowed": self.brokers[int(command["broker"])].swallowed}
         if op == "stats":
             return {"ok": True, "stats": {str(b): dict(p.stats) for b, p in self.brokers.items()}}
         raise ValueError(f"unknown op {op!r}")

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from jinja2 import Environment, PackageLoader, select_autoescape
 
+from acklab.checker.verdict import overall
 from acklab.store.runs import ComparisonDir, RunDir, write_json
 
 COUNTS = ("lost", "duplicates", "failed", "reordered")
@@ -42,8 +43,7 @@ class Comparison:
 
     @property
     def status(self) -> str:
-        statuses = {run.status for run in self.runs}
-        return "fail" if "fail" in statuses else "incomplete" if statuses != {"pass"} else "pass"
+        return overall({run.status for run in self.runs})
 
     def summary_lines(self) -> list[str]:
         """The scenarios whose verdict differs between runs first, then each run's status."""

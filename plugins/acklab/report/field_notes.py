@@ -9,6 +9,7 @@ from typing import Any
 
 from jinja2 import Environment, PackageLoader, select_autoescape
 
+from acklab.checker.verdict import overall
 from acklab.plan.presets import PRESETS
 from acklab.report.html import delivery_errors
 from acklab.store.runs import FieldNotesDir, RunDir, write_json
@@ -36,8 +37,7 @@ def build_field_notes(run_dirs: list[Path]) -> FieldNotesReport:
             "observations": result.get("observations", []), "beliefs": result.get("beliefs", []),
             "delivery_errors": delivery_errors(manifest),
         })
-    statuses = {r["status"] for r in runs}
-    status = "fail" if "fail" in statuses else "incomplete" if "incomplete" in statuses else "pass"
+    status = overall({r["status"] for r in runs})
     template = Environment(loader=PackageLoader("acklab"), autoescape=select_autoescape()).get_template("field_notes.html.j2")
     out.index.write_text(template.render(status=status, runs=runs))
     write_json(out.summary, {"status": status, "runs": runs})

@@ -22,9 +22,10 @@ COLUMNS = (
 
 def build_report(
     run: RunDir, statuses: dict[str, str], status: str, data_docs: Path | None, regressions: list[Regression], unverified: list[Regression],
-    beliefs: list[dict[str, Any]], observations: list[dict[str, Any]],
+    beliefs: list[dict[str, Any]], observations: list[dict[str, Any]], control: list[str],
 ) -> Path:
-    """Write the run's HTML report with its PNGs; return the index path."""
+    """Write the run's HTML report with its PNGs; return the index path. `control`: what the
+    negative control showed (`acklab.checker.verdict.Verdict.control_lines`), said before the matrix."""
     from acklab.model.tables import default_tables
 
     out = run.report
@@ -38,12 +39,15 @@ def build_report(
             continue
         png = timeline(send_log, entry.load_started, entry.fault_timeline, entry.scenario, out.timeline(entry.scenario))
         timelines.append({"scenario": entry.scenario, "effect": entry.fault_effect, "png": png.name, "earlier": entry.earlier_attempts})
+    disturbed = {entry.scenario: [a.incomplete_reason for a in entry.earlier_attempts] for entry in manifest.scenarios if entry.earlier_attempts}
     template = _templates().get_template("report.html.j2")
     index = out.index
     index.write_text(
         template.render(
             run_id=manifest.run_id,
             status=status,
+            control=control,
+            disturbed=disturbed,
             topology=manifest.topology,
             rows=rows,
             statuses=statuses,

@@ -80,6 +80,21 @@ class WithheldRequest(BaseModel):
     client_gone: bool = Field(False, description="the client had closed the connection: the answer reached no one")
 
 
+class SwallowedPartition(BaseModel):
+    """Records of one partition of a produce request that `planted-loss` answered as appended in the
+    broker's name and never forwarded: acked in the client, stored nowhere."""
+
+    topic: str = Field(description="topic name (or topic id, hex, from produce v13)")
+    partition: int
+    records: int = Field(description="records in its record batches")
+    base_offset: int = Field(description="the offset the proxy made up for the first of them (the rest follow it)")
+    producer_id: int = Field(-1, description="the batch's producer id (-1: not idempotent)")
+    producer_epoch: int = Field(-1)
+    base_sequence: int = Field(-1)
+    at: float = Field(description="epoch seconds it was swallowed")
+    answered: bool = Field(description="the proxy answered it (false with acks=0: no answer is expected)")
+
+
 class FaultRecord(BaseModel):
     """One applied fault as the manifest records it (`acklab.nemesis.events.FaultEvent`)."""
 
@@ -96,6 +111,7 @@ class FaultRecord(BaseModel):
     )
     counts: dict[str, int] = Field(default_factory=dict, description="proxy counter deltas during the fault, or a link fault's dropped_packets")
     withheld: list[WithheldRequest] = Field(default_factory=list, description="hold faults: each request withheld")
+    swallowed: list[SwallowedPartition] = Field(default_factory=list, description="planted-loss: each partition of a request swallowed")
 
 
 class GroupTiming(BaseModel):
@@ -151,6 +167,10 @@ class ScenarioEntry(BaseModel):
     hanging_detail: str | None = Field(
         None, description="each such partition with its last stable offset, high watermark and the open transaction's producer id, epoch and start offset"
     )
+    planted_lost: int | None = Field(
+        None, description="planted-loss: records of the scenario's topic the proxy answered as appended and never forwarded (the swallowed entries of its timeline, summed); null without that fault"
+    )
+    control: bool = Field(False, description="the run's negative control: its planted loss must be caught exactly, or the run is invalid")
     producer_stats: dict[str, Any] = Field(default_factory=dict, description="path of the statistics, sample count, counter totals, gauge maxima")
     fault_timeline: list[FaultRecord] = Field(default_factory=list, description="every applied fault (below)")
     fault_effective: bool | None = Field(None, description="every fault took effect while the load ran")

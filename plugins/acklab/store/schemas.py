@@ -143,6 +143,12 @@ MATRIX_DESCRIPTIVE = pa.schema(
             "(a hanging transaction stalls read_committed readers); null when not transactional",
         ),
         column("hanging_detail", pa.string(), "each such partition: its last stable offset, high watermark and the open transaction's producer id and epoch"),
+        column(
+            "planted_lost", pa.int64(),
+            "planted-loss: records the proxy acked in the broker's name and never forwarded, from the fault timeline (the checker must "
+            "count exactly these lost); null without that fault",
+        ),
+        column("control", pa.bool_(), "the run's negative control (a planted loss the checker must catch exactly)"),
     ]
 )
 MATRIX = pa.schema(

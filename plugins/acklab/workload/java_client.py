@@ -56,7 +56,6 @@ JVM_OPTIONS = ("-Xms64m", "-Xmx512m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel
 DEFAULTS: Mapping[str, float] = {"retry.backoff.ms": 100, "retry.backoff.max.ms": 1000}
 # librdkafka overrides with the same name and meaning in Java; a typed profile's other overrides have no translation.
 SHARED_OVERRIDES = frozenset({"retry.backoff.ms", "retry.backoff.max.ms", "compression.type", "batch.size"})
-RECORD_OVERHEAD = 61 + 21  # a v2 batch header and one record's varint framing, upper bound (bytes)
 
 
 def check_version(client_version: str) -> str:
@@ -267,7 +266,7 @@ def validate(target: Client, profiles: Sequence[ProducerProfile], load: LoadSpec
                 profile.name, target.version, answer["idempotence"], profile.enable_idempotence,
             )
         limit = int(properties.get("max.request.size", 1048576))
-        if (size := load.message_bytes + len(load.longest_key) + RECORD_OVERHEAD) > limit:
+        if (size := load.largest_batch_bytes) > limit:
             raise SpecError(
                 f"params.message_bytes: {load.message_bytes}-byte messages are refused by the producer of profile {profile.name} "
                 f"(kafka-clients {target.version}: RecordTooLargeException, a record of about {size} bytes is above max.request.size {limit})"

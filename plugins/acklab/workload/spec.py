@@ -6,6 +6,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 MAX_MESSAGES = 100_000_000
 MAX_PRODUCERS = 64
+RECORD_OVERHEAD = 61 + 21  # a v2 batch header and one record's varint framing, upper bound (bytes)
 
 
 def key(producer: int, k: int) -> str:
@@ -50,3 +51,8 @@ class LoadSpec(BaseModel):
     @property
     def longest_key(self) -> str:
         return key(self.producers - 1, self.keys - 1)
+
+    @property
+    def largest_batch_bytes(self) -> int:
+        """An upper bound of the bytes of a record batch holding one of its records alone."""
+        return self.message_bytes + len(self.longest_key) + RECORD_OVERHEAD
