@@ -116,11 +116,38 @@ def test_plan_names_scenarios_and_guarantees() -> None:
         ({"messages": 1000, "rate": 1000, "fault_at_s": 2}, "params.fault_at_s: leader-kill at 2.0s would start after the load ends"),
         ({"kafka_version": "2.8.0"}, "params: kafka_version: String should match pattern"),
         ({"colour": "blue"}, "params: colour: Extra inputs are not permitted"),
+        # what the cluster's own settings would refuse (acklab.plan.feasibility)
+        (
+            {"broker_config": {"message.max.bytes": 150}},
+            "params.message_bytes: a record of 100 bytes with its key and batch header (about 188 bytes) is above the brokers' "
+            "message.max.bytes (150): every write would be refused (MESSAGE_TOO_LARGE); at most 62 bytes fit",
+        ),
+        (
+            {"broker_config": {"message.max.bytes": 5000}},
+            "params.broker_config: message.max.bytes 5000 is below the batches librdkafka builds for profile leader-ack (up to 1000000 bytes",
+        ),
+        ({"broker_config": {"min.insync.replicas": 1}}, "params.broker_config: min.insync.replicas 1 differs from the topology's min_insync_replicas (2)"),
+        (
+            {"topology": "two-brokers-rf2", "faults": ["replicas-down"]},
+            "params.faults: replicas-down stops followers until the ISR is below min.insync.replicas, and with min.insync.replicas 1",
+        ),
+        (
+            {"profiles": ["transactional"], "topology": "single-broker", "broker_config": {"transaction.state.log.replication.factor": 3}},
+            "params.profiles: transactional is transactional, and the transaction state topic cannot be created and written with "
+            "transaction.state.log.replication.factor 3 and transaction.state.log.min.isr 1 on 1 broker(s)",
+        ),
     ],
 )
 def test_bad_params_fail_before_anything_starts(params: dict, message: str) -> None:
     with pytest.raises(SpecError, match=message.replace("(", r"\(").replace(")", r"\)").replace(".", r"\.")):
         make_plan(params)
+
+
+def test_settings_the_brokers_accept_pass_the_feasibility_checks() -> None:
+    plan = make_plan({"broker_config": {"message.max.bytes": 2_000_000}, "profiles": ["transactional", "leader-ack"], "faults": ["replicas-down"]})
+    assert len(plan.checked) == 2
+    java = make_plan({"client": "java", "broker_config": {"message.max.bytes": 5000}, "faults": ["none"]})  # the Java client splits a refused batch
+    assert len(java.checked) == 2
 
 
 def test_fault_catalog() -> None:

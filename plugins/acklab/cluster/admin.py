@@ -96,10 +96,13 @@ class ClusterAdmin:
             if p.leader < 0 or set(p.isrs) != set(p.replicas)
         ]
 
-    def leaders(self, topics: list[str]) -> dict[tuple[str, int], int]:
-        """(topic, partition) -> leader id (-1: none) of every partition of `topics`, in one request."""
+    def leaders(self, topics: list[str]) -> dict[tuple[str, int], tuple[int, frozenset[int]]]:
+        """(topic, partition) -> (leader id, -1: none; in-sync replicas) of every partition of
+        `topics`, in one request."""
         metadata = self._client.list_topics(timeout=self._timeout).topics
-        return {(topic, p.id): p.leader for topic in topics if topic in metadata for p in metadata[topic].partitions.values()}
+        return {
+            (topic, p.id): (p.leader, frozenset(p.isrs)) for topic in topics if topic in metadata for p in metadata[topic].partitions.values()
+        }
 
     def topics(self) -> list[str]:
         return sorted(self._client.list_topics(timeout=self._timeout).topics)

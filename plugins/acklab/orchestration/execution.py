@@ -203,10 +203,16 @@ def _attempt(
     cluster.wait_healthy(120)
     hanging = open_transactions(cluster, {t: s for t, s in zip(topics, group, strict=True) if s.profile.transaction}, topology.partitions)
     planted = planted_losses(cluster, outcome, topics) if any(step.fault == PLANTED_LOSS for step in group[0].schedule) else {}
-    return [
+    entries = [
         _entry(plan, scenario, topic, future.result(), outcome, unplanned, run, hanging.get(topic), planted.get(topic))
         for scenario, topic, future in zip(group, topics, futures, strict=True)
     ]
+    if watch is None:
+        return entries
+    for entry in entries:
+        if seen := watch.of_topic(entry.topic or ""):
+            log.warning("scenario %s: unplanned during the load: %s", entry.scenario, "; ".join(seen))
+    return [entry.model_copy(update={"disturbances": watch.of_topic(entry.topic or "")}) for entry in entries]
 
 
 def planted_losses(cluster: Cluster, outcome: FaultOutcome, topics: list[str]) -> dict[str, int]:

@@ -39,7 +39,10 @@ def build_report(
             continue
         png = timeline(send_log, entry.load_started, entry.fault_timeline, entry.scenario, out.timeline(entry.scenario))
         timelines.append({"scenario": entry.scenario, "effect": entry.fault_effect, "png": png.name, "earlier": entry.earlier_attempts})
-    disturbed = {entry.scenario: [a.incomplete_reason for a in entry.earlier_attempts] for entry in manifest.scenarios if entry.earlier_attempts}
+    disturbed = {
+        entry.scenario: [f"run again: {a.incomplete_reason}" for a in entry.earlier_attempts] + [f"unplanned: {d}" for d in entry.disturbances]
+        for entry in manifest.scenarios
+    }
     template = _templates().get_template("report.html.j2")
     index = out.index
     index.write_text(

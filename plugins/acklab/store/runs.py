@@ -175,6 +175,11 @@ class ScenarioEntry(BaseModel):
     fault_timeline: list[FaultRecord] = Field(default_factory=list, description="every applied fault (below)")
     fault_effective: bool | None = Field(None, description="every fault took effect while the load ran")
     fault_effect: str | None = Field(None, description="what the faults did, as the timeline's effects")
+    disturbances: list[str] = Field(
+        default_factory=list,
+        description="unplanned during a load whose schedule moves no leader: a leader change (the evidence is then incomplete), "
+        "an ISR shrink, a controller move, each with when (not watched under faults that move leaders)",
+    )
     evidence_complete: bool = Field(True, description="false: the verdict is incomplete whatever the counts")
     incomplete_reason: str | None = Field(None, description="why the evidence is incomplete")
     group: GroupTiming | None = Field(None, description="the scenario group it ran in (below)")
