@@ -13,8 +13,8 @@ from pathlib import Path
 import psutil
 import pytest
 
-from acklab.workload.forkserver import PRODUCER_NICENESS, ForkServer
-from acklab.workload.worker import WorkerJob
+from acklab.workload.forkserver import ForkServer
+from acklab.workload.worker import PRODUCER_NICENESS, WorkerJob
 
 
 def _unreachable_job(directory: Path) -> WorkerJob:
@@ -61,7 +61,7 @@ def test_signals_reach_a_running_child_and_its_exit_is_reported(tmp_path: Path) 
 NICENESS_AFTER_YIELD = """
 import os, sys
 os.nice(int(sys.argv[1]))
-from acklab.workload.forkserver import yield_cpu_to_brokers
+from acklab.workload.worker import yield_cpu_to_brokers
 yield_cpu_to_brokers()
 print(os.nice(0))
 """

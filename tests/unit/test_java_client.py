@@ -164,3 +164,24 @@ def test_in_flight_1_keeps_order_is_a_java_guarantee_and_a_librdkafka_belief() -
     assert "in-flight-1-keeps-order" in applying(Setting.of(ordered, topology, schedule, rdkafka))
     at_least_once = expect(java_client.resolve(get_profile("at-least-once"), _java("4.3.1")), topology, schedule, _java("4.3.1"))
     assert not [e for e in at_least_once.expectations if e.column == "reordered"]  # 5 in flight without idempotence may reorder
+
+
+def test_the_java_worker_and_its_jvm_yield_the_cpu_to_the_brokers(tmp_path) -> None:
+    """The Java producer runs at the producers' niceness, as librdkafka's forked workers do: seven
+    JVMs at the brokers' priority starved their heartbeats on two cores (a broker fenced, an
+    unplanned leader change in a no-fault group)."""
+    import time
+
+    import psutil
+
+    from acklab.workload.worker import PRODUCER_NICENESS
+
+    worker = java_client.JavaLauncher(java_client.client(None)).spawn(tmp_path / "p0.log")  # waits for its job on stdin
+    try:
+        deadline = time.monotonic() + 20
+        while psutil.Process(worker.pid).nice() < PRODUCER_NICENESS and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert psutil.Process(worker.pid).nice() == max(psutil.Process().nice(), PRODUCER_NICENESS)  # the JVM it starts inherits it
+    finally:
+        worker.kill()
+        worker.wait()

@@ -8,7 +8,7 @@ worker and its JVM; every record keyed and recorded in the send log), and (b)
 first on its classpath, given the very same producer properties (the profile's Java translation).
 ProducerPerformance sends values of the same size without keys. Throughput is messages per second from
 the first send until every message is acknowledged; a warm-up round is not counted. Both run at the
-producer processes' niceness (`acklab.workload.forkserver.yield_cpu_to_brokers`). The last line is
+producer processes' niceness (`acklab.workload.worker.yield_cpu_to_brokers`). The last line is
 `ratio java/kafka-perf: X`, the median of the per-round ratios."""
 
 from __future__ import annotations
@@ -29,10 +29,10 @@ from acklab.cluster.topology import load_topology
 from acklab.store.runs import ScenarioDir
 from acklab.tools.bench_load import RDKAFKA_LOG, kafka_perf
 from acklab.workload import java_client
-from acklab.workload.forkserver import yield_cpu_to_brokers
 from acklab.workload.producer import run_load
 from acklab.workload.profiles import get_profile
 from acklab.workload.spec import LoadSpec
+from acklab.workload.worker import yield_cpu_to_brokers
 
 
 def main() -> None:

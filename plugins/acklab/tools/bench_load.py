@@ -7,7 +7,7 @@ users actually run: it counts failures), (c) the instrumented workload (`run_loa
 `org.apache.kafka.tools.ProducerPerformance` from the cluster's jars. Throughput is messages per
 second from the first send until every message is acknowledged. A first warm-up round (the brokers'
 JIT) is run and not counted. Once its brokers are up, the benchmark yields the CPU to them as the
-workload's producer processes do (`acklab.workload.forkserver.yield_cpu_to_brokers`), so every
+workload's producer processes do (`acklab.workload.worker.yield_cpu_to_brokers`), so every
 contender runs at the same niceness. The ratios printed as the last three lines are medians of
 per-round ratios: the contenders of a round run back to back, so a slow spell of this shared
 machine slows both sides of a ratio alike.
@@ -35,10 +35,10 @@ from acklab.cluster.cluster import Cluster
 from acklab.cluster.topology import load_topology
 from acklab.store.runs import ScenarioDir
 from acklab.workload import librdkafka
-from acklab.workload.forkserver import yield_cpu_to_brokers
 from acklab.workload.producer import run_load
 from acklab.workload.profiles import ProducerProfile, get_profile
 from acklab.workload.spec import LoadSpec
+from acklab.workload.worker import yield_cpu_to_brokers
 
 PERF_TOOL = "org.apache.kafka.tools.ProducerPerformance"
 PERF_TOTAL = re.compile(r"(\d+) records sent, ([\d.]+) records/sec")

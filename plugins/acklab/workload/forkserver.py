@@ -249,18 +249,9 @@ def _fork(control: socket.socket, fds: list[int]) -> int:
         os._exit(code)
 
 
-PRODUCER_NICENESS = 5  # load generators yield the CPU to the brokers under test (their heartbeats time out otherwise)
-
-
-def yield_cpu_to_brokers() -> None:
-    """Run this process (and the processes it starts from now on) at a niceness of at least
-    PRODUCER_NICENESS: raised to it, never lowered, never added twice."""
-    os.nice(max(0, PRODUCER_NICENESS - os.nice(0)))
-
-
 def main() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the whole group: the client decides
-    yield_cpu_to_brokers()  # inherited by every producer process it forks
+    worker.yield_cpu_to_brokers()  # inherited by every producer process it forks
     worker.preload()
     with socket.socket(fileno=int(sys.argv[1])) as control:
         serve(control)

@@ -31,7 +31,7 @@ from acklab.workload.partitioners import partition_for
 from acklab.workload.sendlog import ProducerLog
 from acklab.workload.spec import key
 from acklab.workload.stats import STATS_INTERVAL_MS
-from acklab.workload.worker import PARENT_GONE, PROGRESS_FILE, SIGTERM_STOP, WorkerJob, pacing_chunk
+from acklab.workload.worker import PARENT_GONE, PROGRESS_FILE, SIGTERM_STOP, WorkerJob, pacing_chunk, yield_cpu_to_brokers
 
 # The driver's statistics line (AcklabProducer.sampleOnce), after ts.
 STATS_FIELDS = (*STATS_COUNTERS, *STATS_GAUGES)
@@ -142,6 +142,7 @@ def request_timeouts(log: Path) -> np.ndarray:
 
 def main() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the whole group: the parent decides
+    yield_cpu_to_brokers()  # and so does the JVM it starts
     stop_reason: list[str] = []
     signal.signal(signal.SIGTERM, lambda *_: stop_reason.append(SIGTERM_STOP))
     job = WorkerJob.model_validate_json(sys.stdin.readline())

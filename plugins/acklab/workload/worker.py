@@ -64,6 +64,15 @@ TICK_S = 0.25  # delivery reports folded into the arrays, progress published
 STOP_FLUSH_S = 5.0  # flush budget once interrupted
 DEADLINE = "duration_s reached"  # the stop reason of a load ended by its clock, as planned
 SIGTERM_STOP, PARENT_GONE = "stopped by SIGTERM", "the parent process went away"  # interrupted: flush briefly
+PRODUCER_NICENESS = 5  # load generators yield the CPU to the brokers under test (their heartbeats time out otherwise)
+
+
+def yield_cpu_to_brokers() -> None:
+    """Run this process (and the processes it starts from now on) at a niceness of at least
+    PRODUCER_NICENESS: raised to it, never lowered, never added twice. Every producer process
+    (librdkafka's, forked by `acklab.workload.forkserver`; the Java driver, started by
+    `acklab.workload.java_worker`) runs so."""
+    os.nice(max(0, PRODUCER_NICENESS - os.nice(0)))
 
 
 class WorkerJob(BaseModel):
