@@ -19,7 +19,7 @@ pytestmark = pytest.mark.integration
 
 
 def _checked(rows: list[dict]) -> list[dict]:
-    """A run's matrix rows but its negative control."""
+    """A run's matrix rows (or manifest entries) but its negative control's."""
     return [row for row in rows if not row["control"]]
 ACKLAB = str(Path(sys.executable).parent / "acklab")
 
@@ -41,7 +41,7 @@ def test_kafka_14402_leaves_a_hanging_transaction_on_3_5_2_not_on_3_6_2_and_beco
     entries = {}
     for result in runs.glob("2*/result.json"):
         manifest = json.loads((result.parent / "manifest.json").read_text())
-        entries[manifest["topology"]["kafka_version"]] = (result.parent, manifest["scenarios"][0])
+        entries[manifest["topology"]["kafka_version"]] = (result.parent, _checked(manifest["scenarios"])[0])
     for version, appended in (("3.5.2", True), ("3.6.2", False)):
         (withheld,) = [w for record in entries[version][1]["fault_timeline"] for w in record["withheld"] if not w["queued"]]
         assert withheld["transactional_id"].endswith("txn-rto3s__withhold-replay-p0") and withheld["batches"] and withheld["released_at"] > withheld["held_at"]
@@ -69,7 +69,7 @@ def test_an_injected_init_producer_id_error_reaches_the_java_client_which_retrie
     (row,) = [row for row in json.loads(done.stdout) if not row["control"]]  # one run: its matrix rows (and its negative control)
     assert row["acked"] == row["planned"] and row["fault_effective"] and row["evidence_complete"], row
     (run,) = (tmp_path / "runs").glob("2*/manifest.json")
-    (record,) = json.loads(run.read_text())["scenarios"][0]["fault_timeline"]
+    (record,) = _checked(json.loads(run.read_text())["scenarios"])[0]["fault_timeline"]
     assert record["counts"]["injected_errors"] >= 1 and record["target"].startswith("brokers 1, 2, 3"), record
 
 
