@@ -48,7 +48,7 @@ def _smoke(kafka_version: str, client_versions: list[str | None]) -> None:
     for plan, run in runs:
         verdict = validate_matrix(run, expectations_dir(), run.run_id)
         assert {s.status for s in verdict.checked} == {"pass"}, verdict.summary_lines()
-        for row in run.read_matrix():
+        for row in (row for row in run.read_matrix() if not row["control"]):
             assert (row["client_version"], row["librdkafka_version"]) == (plan.client.version, plan.client.librdkafka), row
             assert row["sent"] == row["planned"] == SMOKE["messages"]
         entry = next(s for s in run.read_manifest().scenarios if not s.control)
