@@ -30,6 +30,16 @@ def test_cli_run_prints_matrix_json(acklab_env: dict[str, str]) -> None:
     assert "report: " in result.stderr.splitlines()[-1]
 
 
+def test_cli_run_prints_the_table_the_control_and_the_status(acklab_env: dict[str, str]) -> None:
+    result = acklab(acklab_env, "run", "--topology", "single-broker", "--profile", "leader-ack", "--fault", "none", "--messages", "2000", "--rate", "0")
+    assert result.returncode == 0, result.stderr[-3000:] + result.stdout[-3000:]
+    lines = result.stdout.splitlines()
+    caught = [line for line in lines if line.startswith("negative control caught: the proxy swallowed ")]
+    assert len(caught) == 1 and lines.index(caught[0]) < lines.index("status: pass"), result.stdout[-3000:]
+    (row,) = [line for line in lines if "negative-control__planted-loss" in line]  # the matrix table
+    assert "caught" in row and "leader-ack__none" in result.stdout, row
+
+
 def test_cli_rejects_bad_input_before_starting(acklab_env: dict[str, str], tmp_path: Path) -> None:
     result = acklab(acklab_env, "run", "--fault", "meteor")
     assert result.returncode == 2

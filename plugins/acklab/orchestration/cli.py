@@ -565,9 +565,10 @@ def _print_result(run: RunDir, result: dict[str, Any], err: bool = False) -> Non
     from rich.table import Table
 
     echo = partial(typer.echo, err=err)
+    control = "NOT caught" if result["status"] == "invalid" else "caught"  # the negative control's row
     table = Table(*MATRIX_COLUMNS, "verdict", title="delivery matrix")
     for row in run.read_matrix():
-        table.add_row(*(str(row.get(c)) for c in MATRIX_COLUMNS), result["scenarios"][row["scenario"]])
+        table.add_row(*(str(row.get(c)) for c in MATRIX_COLUMNS), result["scenarios"].get(row["scenario"], control))
     Console(width=160, stderr=err).print(table)
     for regression in result.get("regressions", []):
         echo(f"REGRESSION {regression['scenario']}: {regression['status']} now, passed in green run {regression['last_green_run']}")
@@ -577,6 +578,8 @@ def _print_result(run: RunDir, result: dict[str, Any], err: bool = False) -> Non
         echo(beliefs.describe(item))
     for seen in result.get("observations", []):
         echo(describe_claim(seen))
+    for line in result.get("control", []):
+        echo(line)
     echo(f"status: {result['status']}")
     echo(f"html report: {result['html']}")
     echo(f"matrix: {result['matrix']}")
