@@ -4,11 +4,18 @@ Prints the wall time of the whole DAG run and the median scenario overhead: for 
 wall time of its group (fresh topics, load, fault recovery, health gate) minus its own load, plus an
 equal share of the run's fixed costs (Airflow, provisioning, Spark audit, GX validation, report).
 Scenarios of a group run side by side, but each is charged its whole group's overhead; the
-amortized figure (all non-load wall time over all scenarios) is printed too, for information."""
+amortized figure (all non-load wall time over all scenarios) is printed too, for information.
+
+Then one line per phase, from the DAG test log's task spans (`task_spans`): plan, provision, each
+group's task with its longest load and the rest (its overhead), the audit, validation (with the
+report), teardown; and last `matrix wall seconds: W`, `loads seconds: L` (each group's longest
+load, added up) and `ratio wall/loads: W/L`."""
 
 from __future__ import annotations
 
+import datetime as dt
 import os
+import re
 import statistics
 import subprocess
 import sys
@@ -21,6 +28,21 @@ from acklab.base.paths import runs_dir
 from acklab.store.runs import runs
 
 DAG_ID = "kafka_delivery_matrix"
+SPAN = re.compile(r"^(?P<at>\S+Z) .*\[DAG TEST\] (?P<what>starting|end task) task_id=(?P<task>\S+) map_index=(?P<index>-?\d+)", re.M)
+
+
+def task_spans(log: str) -> list[tuple[str, int, float]]:
+    """(task id, map index, seconds) of each task `airflow dags test` ran, in the order they ended."""
+    started: dict[tuple[str, int], float] = {}
+    spans = []
+    for match in SPAN.finditer(log):
+        key = (match["task"], int(match["index"]))
+        at = dt.datetime.fromisoformat(match["at"].replace("Z", "+00:00")).timestamp()
+        if match["what"] == "starting":
+            started[key] = at
+        elif key in started:
+            spans.append((*key, at - started.pop(key)))
+    return spans
 
 
 def main(conf: str = typer.Option("{}", help="DAG params as JSON (default: the standard matrix)")) -> None:
@@ -55,8 +77,17 @@ def main(conf: str = typer.Option("{}", help="DAG params as JSON (default: the s
     print(f"amortized overhead seconds per scenario (matrix wall minus each group's longest load, / scenarios): {amortized:.1f}")
     print(f"incomplete scenarios: {sum(1 for s in statuses.values() if s == 'incomplete')}")
     print(f"scenarios run again (first run's evidence incomplete): {sum(1 for s in scenarios if s.earlier_attempts)}")
-    print(f"matrix wall seconds: {wall:.0f}")
     print(f"median scenario overhead seconds: {statistics.median(overheads):.1f}")
+    labels = {s.group.index: s.fault + (" (negative control)" if s.control else "") for s in scenarios if s.group}
+    for task, index, seconds in task_spans(done.stdout + done.stderr):
+        if task == "run_group" and index in longest:
+            print(f"phase group {index} {labels[index]}: {seconds:.1f} s, load {longest[index]:.1f} s, overhead {seconds - longest[index]:.1f} s")
+        else:
+            print(f"phase {task}{f'[{index}]' if index >= 0 else ''}: {seconds:.1f} s")
+    loads_total = sum(longest.values())
+    print(f"matrix wall seconds: {wall:.0f}")
+    print(f"loads seconds: {loads_total:.0f}")
+    print(f"ratio wall/loads: {wall / loads_total:.2f}")
 
 
 if __name__ == "__main__":
