@@ -79,7 +79,7 @@ test: setup postgres-deps browser-deps docker-deps
 	$(BIN)/ruff check .
 	$(BIN)/python -m pytest tests -q --durations=40 || { status=$$?; head -n 80 $${ACKLAB_TEST_ARTIFACTS:-test-artifacts}/pytest-crash.txt 2>/dev/null; exit $$status; }
 
-# The `slow` family: repeated real-cluster experiments (README "Tests and benchmarks").
+# The `slow` family: repeated real-cluster experiments (docs/reference.md "Tests and benchmarks").
 .PHONY: test-slow
 test-slow: setup
 	$(BIN)/python -m pytest tests -q -m slow
@@ -121,7 +121,7 @@ bench-dag-parse: setup
 bench-audit: setup
 	$(BIN)/python -m acklab.tools.bench_audit $(BENCH_AUDIT_ARGS)
 
-# The Docker backend (README "Docker"): Debian's engine, started with vfs storage, no iptables and no
+# The Docker backend (docs/reference.md "Docker"): Debian's engine, started with vfs storage, no iptables and no
 # default bridge when none answers; the local Kafka image built from host files (cached by a content
 # tag); its integration tests (they start and stop an engine themselves when none answers).
 .PHONY: docker-deps docker-engine docker-image test-docker

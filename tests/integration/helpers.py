@@ -33,11 +33,11 @@ def dags_test(env: dict[str, str], conf: dict, dag_id: str = "kafka_delivery_smo
 
 
 def readme_commands(after: str) -> list[str]:
-    """The commands of the first bash block in README.md after the text `after` (continuation
-    lines joined, comments dropped)."""
-    readme = (PROJECT_ROOT / "README.md").read_text()
+    """The commands of the first bash block after the text `after` in README.md or the reference it
+    points to, docs/reference.md (continuation lines joined, comments dropped)."""
+    readme = "\n".join((PROJECT_ROOT / name).read_text() for name in ("README.md", "docs/reference.md"))
     block = re.search(r"```bash\n(.*?)```", readme[readme.index(after):], re.S)
-    assert block, f"no bash block after {after!r} in README.md"
+    assert block, f"no bash block after {after!r} in README.md or docs/reference.md"
     joined = re.sub(r"\\\n\s*", " ", block[1])
     return [line.split("  #")[0].strip() for line in joined.splitlines() if line.strip() and not line.lstrip().startswith("#")]
 

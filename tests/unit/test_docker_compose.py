@@ -1,4 +1,4 @@
-"""docker-compose.yaml: the services of the stack, wired as the README says (no images are built or
+"""docker-compose.yaml: the services of the stack, wired as docs/reference.md says (no images are built or
 pulled here; `docker compose config` / `docker-compose config` also validates it where installed)."""
 
 from __future__ import annotations
