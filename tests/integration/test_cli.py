@@ -30,9 +30,13 @@ def test_cli_run_prints_matrix_json(acklab_env: dict[str, str]) -> None:
     assert "report: " in result.stderr.splitlines()[-1]
 
 
-def test_cli_run_prints_the_table_the_control_and_the_status(acklab_env: dict[str, str]) -> None:
-    result = acklab(acklab_env, "run", "--topology", "single-broker", "--profile", "leader-ack", "--fault", "none", "--messages", "2000", "--rate", "0")
+def test_cli_run_is_quiet_and_prints_the_table_the_control_and_the_status(acklab_env: dict[str, str]) -> None:
+    """One scenario prints at most 60 lines in all at 120 columns; the libraries' logging goes to the run's run.log."""
+    result = acklab({**acklab_env, "COLUMNS": "120"}, "run", "--profile", "leader-ack", "--fault", "none", "--messages", "2000", "--rate", "1000")
     assert result.returncode == 0, result.stderr[-3000:] + result.stdout[-3000:]
+    assert len(result.stdout.splitlines()) + len(result.stderr.splitlines()) <= 60, result.stderr + result.stdout
+    run_log = Path(result.stdout.split("html report: ")[1].split()[0]).parent.parent / "run.log"
+    assert "great_expectations" in run_log.read_text() and "great_expectations" not in result.stderr
     lines = result.stdout.splitlines()
     caught = [line for line in lines if line.startswith("negative control caught: the proxy swallowed ")]
     assert len(caught) == 1 and lines.index(caught[0]) < lines.index("status: pass"), result.stdout[-3000:]

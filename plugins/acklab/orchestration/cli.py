@@ -144,6 +144,7 @@ def run(
     standard: Annotated[bool, typer.Option("--standard", help="the daily DAG's standard matrix (every profile x every fault)")] = False,
     one_at_a_time: Annotated[bool, typer.Option(help="one scenario at a time instead of a fault's profiles side by side")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="print the matrix rows as JSON")] = False,
+    verbose: Annotated[bool, typer.Option("--verbose", "-v", help="also show the libraries' logging (always in the run's run.log)")] = False,
 ) -> None:
     """Run scenarios (profiles x faults) end to end and print the delivery matrix; exit 1 unless all pass.
 
@@ -152,7 +153,7 @@ def run(
     client) pair and print the comparison, scenarios whose verdict differs first."""
     from acklab.plan.planner import librdkafka_clients, version_grid
 
-    _log_to_console()
+    _log_to_console(verbose)
     base = standard_matrix() if standard else DEFAULTS
     params: dict[str, Any] = {
         "topology": topology,
@@ -176,7 +177,7 @@ def run(
     def plan() -> Any:
         nonlocal params
         if params_file is not None:
-            if given := [name for name in ctx.params if name not in ("params_file", "as_json") and ctx.get_parameter_source(name).name != "DEFAULT"]:
+            if given := [name for name in ctx.params if name not in ("params_file", "as_json", "verbose") and ctx.get_parameter_source(name).name != "DEFAULT"]:
                 raise UserError(f"--params fixes the run: --{given[0].replace('_', '-')} cannot be combined with it (only --json)")
             loaded = load_yaml(params_file, "params")
             if not isinstance(loaded, dict):
@@ -184,7 +185,7 @@ def run(
             _writable_runs()
             return version_grid(loaded, [loaded.pop("kafka_version", None)], [loaded.pop("client", None)], minimum=1)
         if preset is not None:
-            combined = {"preset", "as_json", *VERSIONED}
+            combined = {"preset", "as_json", "verbose", *VERSIONED}
             # typer ships its own click: compare the source by name
             if given := [name for name in ctx.params if name not in combined and ctx.get_parameter_source(name).name != "DEFAULT"]:
                 raise UserError(
@@ -230,8 +231,17 @@ def _run_one(plan: Any, as_json: bool, err: bool = False) -> Any:
     from acklab.workload import families
 
     console.print(f"Kafka {plan.topology.kafka_version}, {families.of(plan.client).label(plan.client)}")
-    with LoadBars([(plan.group_label(g), len(g) * plan.load_of(g).messages) for g in plan.groups()], console) as bars:
-        result = run_failures(lambda: user_errors(lambda: run_pipeline(plan, progress=bars)))
+    run = RunDir.create()
+    run.write_plan(plan)
+    everything = logging.FileHandler(run.log)
+    everything.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    logging.getLogger().addHandler(everything)
+    try:
+        with LoadBars([(plan.group_label(g), len(g) * plan.load_of(g).messages) for g in plan.groups()], console) as bars:
+            result = run_failures(lambda: user_errors(lambda: run_pipeline(plan, run, progress=bars)))
+    finally:
+        logging.getLogger().removeHandler(everything)
+        everything.close()
     summary = write_result(result.run, result.verdict)
     for line in result.verdict.summary_lines():
         console.print(line, highlight=False)
@@ -586,10 +596,15 @@ def _print_result(run: RunDir, result: dict[str, Any], err: bool = False) -> Non
     echo(f"report: {result['report']}")
 
 
-def _log_to_console() -> None:
+def _log_to_console(verbose: bool = False) -> None:
+    """INFO logging on the console: acklab's (and any library's errors) only, or everything if
+    `verbose`. A run also logs everything to its `run.log`."""
     from rich.logging import RichHandler
 
-    logging.basicConfig(level=logging.INFO, format="%(message)s", handlers=[RichHandler(console=console, show_path=False)])
+    shown = RichHandler(console=console, show_path=False)
+    if not verbose:
+        shown.addFilter(lambda record: record.name.startswith("acklab") or record.levelno >= logging.ERROR)
+    logging.basicConfig(level=logging.INFO, format="%(message)s", handlers=[shown])
     logging.getLogger("acklab.rdkafka").setLevel(logging.CRITICAL)
 
 

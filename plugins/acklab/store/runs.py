@@ -40,6 +40,7 @@ LAYOUT: tuple[tuple[str, str], ...] = (
     ("result.json", "the verdict: status per scenario, regressions, paths of the matrix and reports"),
     ("report/index.html", "the HTML report (matrix, model, verdicts) with `heatmap.png` and `timeline-<scenario>.png`"),
     ("dags-test.log", "`make bench-matrix` only: the output of `airflow dags test`"),
+    ("run.log", "`acklab run` only: everything logged during the run, the libraries' logging included (the console shows acklab's)"),
 )
 HISTORY_FILE = "history.sqlite"  # in the runs root: every validated run's rows and verdicts
 FIELD_NOTES_DIR = "field-notes"  # FieldNotesDir folders, beside the runs
@@ -351,6 +352,10 @@ class RunDir:
     @property
     def dags_test_log(self) -> Path:
         return self.root / "dags-test.log"
+
+    @property
+    def log(self) -> Path:
+        return self.root / "run.log"
 
     def write_plan(self, plan: BaseModel) -> None:
         """Keep the run's plan; a folder has one plan, written once."""
