@@ -37,10 +37,12 @@ def test_cli_run_is_quiet_and_prints_the_table_the_control_and_the_status(acklab
     assert len(result.stdout.splitlines()) + len(result.stderr.splitlines()) <= 60, result.stderr + result.stdout
     run_log = Path(result.stdout.split("html report: ")[1].split()[0]).parent.parent / "run.log"
     assert "great_expectations" in run_log.read_text() and "great_expectations" not in result.stderr
-    lines = result.stdout.splitlines()
-    caught = [line for line in lines if line.startswith("negative control caught: the proxy swallowed ")]
-    assert len(caught) == 1 and lines.index(caught[0]) < lines.index("status: pass"), result.stdout[-3000:]
-    (row,) = [line for line in lines if "negative-control__planted-loss" in line]  # the matrix table
+    verdicts, lines = result.stderr.splitlines(), result.stdout.splitlines()
+    caught = [n for n, line in enumerate(verdicts) if line.startswith("negative control caught: the proxy swallowed ")]
+    passed = [n for n, line in enumerate(verdicts) if line.startswith("PASS leader-ack__none ")]
+    assert len(caught) == len(passed) == 1 and caught[0] < passed[0], result.stderr  # said once, before the verdicts
+    assert "negative control" not in result.stdout.split("delivery matrix")[1] and "status: pass" in lines
+    (row,) = [line for line in lines if line.lstrip("│┃ ").startswith("negative-control__planted-loss")]  # the matrix table
     assert "caught" in row and "leader-ack__none" in result.stdout, row
 
 

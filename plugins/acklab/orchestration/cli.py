@@ -251,7 +251,7 @@ def _run_one(plan: Any, as_json: bool, err: bool = False) -> Any:
         typer.echo(json.dumps(result.run.read_matrix(), indent=2))
         console.print(f"matrix: {summary['matrix']}\nreport: {summary['report']}")
     else:
-        _print_result(result.run, summary, err=err)
+        _print_result(result.run, summary, err=err, control=False)  # its line opened the verdicts above
     return result
 
 
@@ -567,18 +567,19 @@ def airflow_down() -> None:
         typer.echo(f"stopped: {', '.join(f'{p.name} ({p.pid})' for p in state.all_processes)}")
 
 
-def _print_result(run: RunDir, result: dict[str, Any], err: bool = False) -> None:
-    """The matrix as a table with each scenario's verdict, then the status and the two paths (on
-    stderr if `err`: stdout is then kept for one JSON document)."""
+def _print_result(run: RunDir, result: dict[str, Any], err: bool = False, control: bool = True) -> None:
+    """The matrix as a table with each scenario's verdict, then (if `control`) what the negative
+    control showed, the status and the paths (on stderr if `err`: stdout is then kept for one JSON
+    document)."""
     from functools import partial
 
     from rich.table import Table
 
     echo = partial(typer.echo, err=err)
-    control = "NOT caught" if result["status"] == "invalid" else "caught"  # the negative control's row
+    caught = "NOT caught" if result["status"] == "invalid" else "caught"  # the negative control's row
     table = Table(*MATRIX_COLUMNS, "verdict", title="delivery matrix")
     for row in run.read_matrix():
-        table.add_row(*(str(row.get(c)) for c in MATRIX_COLUMNS), result["scenarios"].get(row["scenario"], control))
+        table.add_row(*(str(row.get(c)) for c in MATRIX_COLUMNS), result["scenarios"].get(row["scenario"], caught))
     Console(width=160, stderr=err).print(table)
     for regression in result.get("regressions", []):
         echo(f"REGRESSION {regression['scenario']}: {regression['status']} now, passed in green run {regression['last_green_run']}")
@@ -588,7 +589,7 @@ def _print_result(run: RunDir, result: dict[str, Any], err: bool = False) -> Non
         echo(beliefs.describe(item))
     for seen in result.get("observations", []):
         echo(describe_claim(seen))
-    for line in result.get("control", []):
+    for line in result.get("control", []) if control else []:
         echo(line)
     echo(f"status: {result['status']}")
     echo(f"html report: {result['html']}")
