@@ -209,10 +209,11 @@ def _attempt(
     ]
     if watch is None:
         return entries
-    for entry in entries:
-        if seen := watch.of_topic(entry.topic or ""):
-            log.warning("scenario %s: unplanned during the load: %s", entry.scenario, "; ".join(seen))
-    return [entry.model_copy(update={"disturbances": watch.of_topic(entry.topic or "")}) for entry in entries]
+    disturbed = [entry.model_copy(update={"disturbances": watch.of_topic(entry.topic or "")}) for entry in entries]
+    for entry in disturbed:
+        if entry.disturbances:
+            log.warning("scenario %s: unplanned during the load: %s", entry.scenario, "; ".join(entry.disturbances))
+    return disturbed
 
 
 def planted_losses(cluster: Cluster, outcome: FaultOutcome, topics: list[str]) -> dict[str, int]:

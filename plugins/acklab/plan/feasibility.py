@@ -16,18 +16,19 @@ KAFKA_MESSAGE_MAX_BYTES = 1048588  # Kafka's default message.max.bytes (a record
 LIBRDKAFKA_BATCH_BYTES = 1_000_000  # librdkafka's default batch.size and message.max.bytes (CONFIGURATION.md)
 
 
-def message_max_bytes(topology: Topology) -> int:
-    """The largest record batch the brokers of `topology` accept."""
-    return int(broker_settings(topology).get("message.max.bytes", KAFKA_MESSAGE_MAX_BYTES))
+def message_max_bytes(settings: Mapping[str, str]) -> int:
+    """The largest record batch brokers with `settings` (`broker_settings`) accept."""
+    return int(settings.get("message.max.bytes", KAFKA_MESSAGE_MAX_BYTES))
 
 
-def check_batches(topology: Topology, family: str, profile: ProducerProfile, config: Mapping[str, object]) -> None:
-    """SpecError when librdkafka (`family`), with `config`, may build record batches the brokers
-    refuse: it does not split a batch the broker answered MESSAGE_TOO_LARGE (the Java client does)."""
+def check_batches(settings: Mapping[str, str], family: str, profile: ProducerProfile, config: Mapping[str, object]) -> None:
+    """SpecError when librdkafka (`family`), with `config`, may build record batches brokers with
+    `settings` refuse: it does not split a batch the broker answered MESSAGE_TOO_LARGE (the Java
+    client does)."""
     if family != "librdkafka":
         return
     batch = min(int(str(config.get(key, LIBRDKAFKA_BATCH_BYTES))) for key in ("batch.size", "message.max.bytes"))
-    if batch > (limit := message_max_bytes(topology)):
+    if batch > (limit := message_max_bytes(settings)):
         raise SpecError(
             f"params.broker_config: message.max.bytes {limit} is below the batches librdkafka builds for profile {profile.name} "
             f"(up to {batch} bytes: its batch.size and message.max.bytes), and it does not split a refused batch: every such write "
@@ -35,12 +36,13 @@ def check_batches(topology: Topology, family: str, profile: ProducerProfile, con
         )
 
 
-def check_feasible(topology: Topology, profiles: Iterable[ProducerProfile], load: LoadSpec, steps: Iterable[FaultStep]) -> None:
+def check_feasible(topology: Topology, profiles: Iterable[ProducerProfile], load: LoadSpec, steps: Iterable[FaultStep]) -> dict[str, str]:
     """SpecError naming the setting when the brokers of `topology` (their rendered settings,
     `broker_overrides` and a run's `broker_config` included) would refuse the load's records,
-    every acks=all write, a transactional producer's first step, or the fault's effect."""
+    every acks=all write, a transactional producer's first step, or the fault's effect. Returns
+    those settings (for `check_batches`)."""
     settings = broker_settings(topology)
-    limit = message_max_bytes(topology)
+    limit = message_max_bytes(settings)
     if load.largest_batch_bytes > limit:
         raise SpecError(
             f"params.message_bytes: a record of {load.message_bytes} bytes with its key and batch header (about "
@@ -68,3 +70,4 @@ def check_feasible(topology: Topology, profiles: Iterable[ProducerProfile], load
                 f"with transaction.state.log.replication.factor {state_rf} and transaction.state.log.min.isr {state_isr} on "
                 f"{topology.brokers} broker(s): the producer would never initialise"
             )
+    return settings

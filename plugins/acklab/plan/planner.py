@@ -71,7 +71,7 @@ class RunPlan(BaseModel):
         (side_by_side), of every client or of each client apart (`clients_together`), in fault
         order; else one each."""
         control = [[scenario] for scenario in self.scenarios if scenario.control]
-        scenarios = [scenario for scenario in self.scenarios if not scenario.control]
+        scenarios = self.checked
         if not self.params.side_by_side:
             return control + [[scenario] for scenario in scenarios]
         faults = list(dict.fromkeys(s.fault for s in scenarios))
@@ -139,14 +139,14 @@ def make_plan(params: RunParams | dict[str, object]) -> RunPlan:
         if params.partitioner is not None:
             profile = parse_model(ProducerProfile, {**profile.model_dump(), "partitioner": params.partitioner}, "params.partitioner")
         profiles.append(profile)
-    check_feasible(topology, profiles, load, [step for steps in schedules.values() for step in steps])
+    settings = check_feasible(topology, profiles, load, [step for steps in schedules.values() for step in steps])
     clients = _clients(params)
     resolved = {}
     for client in clients:  # every client accepts every profile before anything starts
         family = families.of(client)
         resolved[client] = [family.resolve(profile, client) for profile in profiles]
         for profile in resolved[client]:
-            check_batches(topology, client.family, profile, family.config(profile))
+            check_batches(settings, client.family, profile, family.config(profile))
         family.validate(client, resolved[client], load)
     before_load = sorted({step.fault for steps in schedules.values() for step in steps if step.before_load})
     transactional = [p.name for own in resolved.values() for p in own if p.transaction is not None]

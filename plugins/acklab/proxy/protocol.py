@@ -17,7 +17,7 @@ a response can be rewritten field by field.
 from __future__ import annotations
 
 import struct
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 
 from acklab.proxy.codes import END_TXN, PRODUCE
@@ -512,28 +512,27 @@ def decode_response(body: bytes, version: int) -> tuple[int, ProduceResponse]:
 # ---- what the faults write ----------------------------------------------------------------
 
 
-def error_response(header: RequestHeader, request: ProduceRequest, error_code: int) -> bytes:
-    """The body a broker would answer `request` with if it refused every partition with
-    `error_code`: same correlation id, same topics and partitions, no offsets."""
+def _answer(header: RequestHeader, request: ProduceRequest, partition: Callable[[TopicData, PartitionData], PartitionResponse]) -> bytes:
+    """A response body to `request` (same correlation id, topics and partitions), each partition
+    answered by `partition`."""
     topics = tuple(
-        TopicResponse(topic.name, tuple(PartitionResponse(p.index, error_code) for p in topic.partitions), topic.topic_id)
-        for topic in request.topics
+        TopicResponse(topic.name, tuple(partition(topic, p) for p in topic.partitions), topic.topic_id) for topic in request.topics
     )
     return encode_response(header.correlation_id, ProduceResponse(topics), header.api_version)
+
+
+def error_response(header: RequestHeader, request: ProduceRequest, error_code: int) -> bytes:
+    """The body a broker would answer `request` with if it refused every partition with
+    `error_code`: no offsets."""
+    return _answer(header, request, lambda topic, p: PartitionResponse(p.index, error_code))
 
 
 def success_response(header: RequestHeader, request: ProduceRequest, base_offsets: Mapping[tuple[str | bytes, int], int]) -> bytes:
     """The body a broker would answer `request` with had it appended every partition: each at its
     `base_offsets[(topic name, or topic id from version 13, partition)]`."""
-    topics = tuple(
-        TopicResponse(
-            topic.name,
-            tuple(PartitionResponse(p.index, 0, base_offsets[(topic.name or topic.topic_id, p.index)], log_start_offset=0) for p in topic.partitions),
-            topic.topic_id,
-        )
-        for topic in request.topics
+    return _answer(
+        header, request, lambda topic, p: PartitionResponse(p.index, 0, base_offsets[(topic.name or topic.topic_id, p.index)], log_start_offset=0)
     )
-    return encode_response(header.correlation_id, ProduceResponse(topics), header.api_version)
 
 
 def with_error(body: bytes, version: int, error_code: int) -> tuple[bytes, int]:
