@@ -12,16 +12,21 @@ record, no silent skips under CI, and a count per family at the end.
 
 from __future__ import annotations
 
+import email
 import faulthandler
+import json
 import os
 from collections import Counter
-from collections.abc import Generator
+from collections.abc import Generator, Iterator
+from email.message import Message
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 import pytest
+from aiosmtpd.controller import Controller
 
 from acklab.base.paths import PROJECT_ROOT
+from acklab.cluster.layout import free_ports
 
 CRASH_RECORD = Path(os.environ.get("ACKLAB_TEST_ARTIFACTS", PROJECT_ROOT / "test-artifacts")) / "pytest-crash.txt"
 _record: IO[str] | None = None
@@ -64,6 +69,39 @@ def isolated_run_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
     runs = tmp_path_factory.mktemp("runs")
     os.environ["ACKLAB_RUNS"] = str(runs)
     return runs
+
+
+class Mailbox:
+    """What a real SMTP server (aiosmtpd, on 127.0.0.1) received; `connection` is the Airflow
+    connection (JSON) that sends to it, with `to` as recipients."""
+
+    def __init__(self) -> None:
+        self.messages: list[Message] = []
+        self.recipients: list[list[str]] = []
+        self.connection = ""
+
+    async def handle_DATA(self, server: Any, session: Any, envelope: Any) -> str:
+        self.messages.append(email.message_from_bytes(envelope.content))
+        self.recipients.append(list(envelope.rcpt_tos))
+        return "250 OK"
+
+    def html(self, n: int = 0) -> str:
+        return next(part.get_payload(decode=True).decode() for part in self.messages[n].walk() if part.get_content_type() == "text/html")
+
+
+@pytest.fixture
+def mailbox() -> Iterator[Mailbox]:
+    box = Mailbox()
+    server = Controller(box, hostname="127.0.0.1", port=free_ports(1)[0])
+    server.start()
+    box.connection = json.dumps({
+        "conn_type": "smtp", "host": "127.0.0.1", "port": server.port,
+        "extra": {"disable_tls": True, "disable_ssl": True, "from_email": "acklab@localhost", "to": "sre@localhost", "retry_limit": 0},
+    })
+    try:
+        yield box
+    finally:
+        server.stop()
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -3,9 +3,15 @@
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
+from urllib.parse import quote
 
 import pytest
+import sqlalchemy as sa
+
+from acklab.plan.planner import make_plan
+from acklab.store.history import RUNS, RunRecord, engine, record_run, runs_of
 
 from .helpers import assert_nothing_left, dags_test
 
@@ -13,10 +19,21 @@ pytestmark = pytest.mark.integration
 COUNTS = ("sent", "acked", "failed", "unknown", "lost", "duplicates", "reordered", "records_read", "delivered")
 
 
-def test_dag_run_matrix_and_verdicts_under_leader_kill(acklab_env: dict[str, str], isolated_run_store: Path) -> None:
+def test_dag_run_matrix_and_verdicts_under_leader_kill(acklab_env: dict[str, str], isolated_run_store: Path, mailbox, tmp_path: Path) -> None:
+    """Also: the history is where the connection `acklab_history` says, and a verdict changed from the
+    last run of the same settings (planted there: idempotent failed) is mailed to a real SMTP server."""
     before = set(isolated_run_store.iterdir())
     conf = {"profiles": ["leader-ack", "idempotent"], "faults": ["leader-kill"], "messages": 60000, "rate": 5000}  # 12 s: the load outlasts the fault window
-    result = dags_test(acklab_env, conf)
+    history = tmp_path / "history.sqlite"
+    plan = make_plan(conf)
+    earlier = {"leader-ack__leader-kill": "pass", "idempotent__leader-kill": "fail"}
+    record_run(
+        RunRecord("earlier-run", time.time(), "fail", plan.topology.name, plan.topology.kafka_version, plan.scenarios[-1].client.version),
+        [{"scenario": s, "profile": s.split("__")[0], "fault": "leader-kill", "guarantee": ""} for s in earlier], earlier, history,
+    )
+    env = {**acklab_env, "AIRFLOW_CONN_ACKLAB_SMTP": mailbox.connection,
+           "AIRFLOW_CONN_ACKLAB_HISTORY": json.dumps({"conn_type": "sqlite", "host": str(history)})}
+    result = dags_test(env, conf)
     output = result.stdout + result.stderr
     assert result.returncode == 0, output[-5000:]
 
@@ -39,6 +56,22 @@ def test_dag_run_matrix_and_verdicts_under_leader_kill(acklab_env: dict[str, str
     assert all("moved" in s["fault_effect"] for s in manifest["scenarios"] if not s["control"])
     assert "PASS idempotent__leader-kill [exactly-once]" in output
     assert_nothing_left(run_dir / "cluster")
+
+    (recorded,) = _dag_runs(history)
+    assert (recorded.run_id, recorded.status) == (run_dir.name, "pass")
+    assert runs_of("kafka_delivery_smoke", recorded.dag_run_id, history) == [recorded]
+    (message,) = mailbox.messages
+    assert message["Subject"] == f"acklab kafka_delivery_smoke: 1 verdict changed (Kafka {plan.topology.kafka_version}, client {recorded.client_version})"
+    html = mailbox.html()
+    for said in ("idempotent__leader-kill", "<td>fail</td>", "<b>pass</b>", "earlier-run", (run_dir / "report" / "index.html").as_uri(),
+                 f"/dags/kafka_delivery_smoke/runs/{quote(recorded.dag_run_id)}"):
+        assert said in html, said
+    assert "leader-ack__leader-kill" not in html  # it passed before and now
+
+
+def _dag_runs(history: Path) -> list[RunRecord]:
+    with engine(history).connect() as connection:
+        return [RunRecord(**row._mapping) for row in connection.execute(sa.select(RUNS).where(RUNS.c.dag_id.is_not(None)))]
 
 
 def test_invalid_param_fails_before_any_cluster_starts(acklab_env: dict[str, str], isolated_run_store: Path) -> None:

@@ -41,6 +41,10 @@ def test_matrix_dag_shape(dagbag, dag_id: str) -> None:
 
     assert tasks["audit"].task_type == "AuditOperator" and issubclass(AuditOperator, SparkSubmitOperator)
     assert {t.task_id for t in tasks["audit"].downstream_list} == {"teardown_cluster", "validate"}
+    assert [a.name for a in tasks["validate"].outlets] == ["acklab_delivery_matrix"]  # every validated matrix, red or green
+    assert [t.task_id for t in tasks["validate"].downstream_list] == ["verdict"]
+    assert all(type(c).__name__ == "VerdictChangeNotifier" for c in (*tasks["verdict"].on_success_callback, *tasks["verdict"].on_failure_callback))
+    assert tasks["verdict"].on_success_callback and tasks["verdict"].on_failure_callback
     group = tasks["run_group"]
     assert group.pool == airflow_pool.NAME and group.is_mapped, "scenario groups: mapped, serialized by the pool"
     assert {t.task_id for t in group.upstream_list} == {"provision_cluster", "scenario_groups"}
@@ -77,6 +81,8 @@ def test_version_dag_compares_two_versions(dagbag) -> None:
     assert tasks["audit"].task_type == "AuditOperator" and tasks["audit"].is_mapped
     assert tasks["teardown_cluster"].trigger_rule == "all_done" and "audit" in tasks["teardown_cluster"].upstream_task_ids
     assert {t.task_id for t in tasks["compare"].upstream_list} == {"validate"}
+    assert [a.name for a in tasks["validate"].outlets] == ["acklab_delivery_matrix"]
+    assert tasks["compare"].on_success_callback and tasks["compare"].on_failure_callback  # the changed verdicts are mailed
     versions = dag.params["kafka_versions"]
     assert len(versions) >= 2 and len(set(versions)) == len(versions)
 

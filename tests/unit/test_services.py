@@ -18,6 +18,7 @@ def test_stack_env_is_loopback_local_executor_and_never_binds_clusters_to_task_p
     assert env["AIRFLOW_HOME"] == str(tmp_path) and env["PATH"].endswith("/usr/bin")
     with_db = stack_env(tmp_path, 8123, "postgresql+psycopg2://u:p@127.0.0.1:5/airflow", base)
     assert with_db["AIRFLOW__DATABASE__SQL_ALCHEMY_CONN"].startswith("postgresql+psycopg2://")
+    assert with_db["AIRFLOW_CONN_ACKLAB_HISTORY"] == "postgresql://u:p@127.0.0.1:5/airflow"  # the run history beside it
     assert "--skip-serve-logs" in COMPONENTS["scheduler"]  # its log server would listen on every interface
 
 

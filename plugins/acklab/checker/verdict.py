@@ -65,6 +65,11 @@ ASSET = "delivery_matrix_row"
 BATCH_DEFINITION = "whole_row"
 SITE = "local_site"
 SITE_DIR = Path("uncommitted/data_docs/local_site")  # as in great_expectations.yml
+
+
+def data_docs_site() -> Path:
+    """The folder of the local Data Docs site (of the GX project at `expectations_dir()`)."""
+    return expectations_dir() / "gx" / SITE_DIR
 MODEL_PAGE = "guarantees.html"
 INTEGRITY_SUITE = "matrix_integrity"
 INTEGRITY = "integrity"  # the kind of the integrity suite's expectations
@@ -188,11 +193,17 @@ class Verdict:
         """The negative control first, then one line per other scenario, in matrix order."""
         return [*self.control_lines(), *(scenario.summary_line() for scenario in self.checked)]
 
+    def failure(self) -> str:
+        """Why the run did not pass: the control if it was not caught, every scenario that did not pass ("" if it passed)."""
+        if self.status == "pass":
+            return ""
+        lines = [line for line in self.control_lines() if line.startswith("INVALID")]
+        return "\n".join(lines + [s.summary_line() for s in self.checked if s.status != "pass"])
+
     def raise_for_status(self) -> None:
-        """Raise GuaranteeViolation naming the control if it was not caught and every scenario that did not pass."""
+        """Raise GuaranteeViolation with `failure()` unless the run passed."""
         if self.status != "pass":
-            lines = [line for line in self.control_lines() if line.startswith("INVALID")]
-            raise GuaranteeViolation("\n".join(lines + [s.summary_line() for s in self.checked if s.status != "pass"]))
+            raise GuaranteeViolation(self.failure())
 
 
 @dataclass(frozen=True)

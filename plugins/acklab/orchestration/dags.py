@@ -1,7 +1,9 @@
 """The delivery DAGs' shapes, shared by the files in dags/ (which only pick defaults and a schedule).
 
 Matrix DAG: plan -> provision (setup) -> one mapped task per scenario group, serialized by the
-one-slot pool `acklab.services.airflow_pool` (they share the cluster) -> collect -> Spark audit -> validate, teardown.
+one-slot pool `acklab.services.airflow_pool` (they share the cluster) -> collect -> Spark audit ->
+validate (an event of the asset MATRIX, red or green), teardown; then verdict, which fails the run
+unless every scenario passed. Each DAG's last task mails the verdicts that changed (`acklab.orchestration.notify`).
 Version DAG: per (Kafka version, client version) pair (mapped): provision, every group (pool), Spark
 audit, validation and teardown (after the audit, whatever happened), then the side-by-side comparison.
 Field-notes DAG: per preset (mapped, one pool slot), its whole run in one task; then one page.
@@ -17,10 +19,11 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
-from airflow.sdk import DAG, TriggerRule, dag, get_current_context, setup, task, teardown
+from airflow.sdk import DAG, Asset, TriggerRule, dag, get_current_context, setup, task, teardown
 
 from acklab.base.paths import spark_job
 from acklab.checker.spark_job import APPLICATION, SPARK_CONF
+from acklab.orchestration.notify import VerdictChangeNotifier
 from acklab.orchestration.params import client_versions_param, clients_param, dag_params, kafka_versions_param, preset_param, version_params
 from acklab.plan.params import RunParams
 from acklab.services import airflow_pool
@@ -67,6 +70,27 @@ def _user_errors(plan: Callable[[], T]) -> T:
         return plan()
     except SpecError as exc:
         raise AirflowFailException(str(exc)) from None
+
+
+def _dag_run(context: Any) -> tuple[str, str]:
+    """The (dag id, run id) the history keeps a run under."""
+    return context["dag_run"].dag_id, context["dag_run"].run_id
+
+
+def _tell() -> dict[str, VerdictChangeNotifier]:
+    """The callbacks of each DAG's last task: mail the DAG run's changed verdicts (`acklab.orchestration.notify`)."""
+    return {"on_success_callback": VerdictChangeNotifier(), "on_failure_callback": VerdictChangeNotifier()}
+
+
+MATRIX = Asset(name="acklab_delivery_matrix", uri="acklab://delivery-matrix")
+"""Every validated delivery matrix, green or red (the matrix and version DAGs' `validate` tasks): an
+event's extra holds the run id, status, versions and the paths of matrix, result and report."""
+
+
+def _publish(context: Any, summary: dict[str, Any]) -> None:
+    """Attach the validated run to the task's MATRIX event."""
+    keys = ("run_dir", "status", "kafka_version", "matrix", "html")
+    context["outlet_events"][MATRIX].extra = {key: summary[key] for key in keys}
 
 
 def _label(**values: Any) -> None:
@@ -117,11 +141,19 @@ def delivery_matrix_dag(dag_id: str, schedule: str | None, defaults: RunParams, 
 
             tasks.teardown_cluster(run)
 
-        @task
-        def validate(audit: dict[str, Any]) -> dict[str, Any]:
+        @task(outlets=[MATRIX])
+        def validate(audit: dict[str, Any], **context: Any) -> dict[str, Any]:
             from acklab.orchestration import tasks
 
-            return tasks.validate(audit)
+            summary = tasks.validate(audit, _dag_run(context), raise_on_failure=False)
+            _publish(context, summary)
+            return summary
+
+        @task(**_tell())
+        def verdict(summary: dict[str, Any]) -> None:
+            from acklab.orchestration import tasks
+
+            tasks.gate(summary)
 
         planned = plan()
         cluster = provision_cluster(planned)
@@ -134,7 +166,9 @@ def delivery_matrix_dag(dag_id: str, schedule: str | None, defaults: RunParams, 
         )
         groups >> collected >> audit
         audit >> teardown_cluster(cluster)
-        audit >> validate(collected)
+        validated = validate(collected)
+        audit >> validated
+        verdict(validated)
 
     return matrix()
 
@@ -169,13 +203,13 @@ def field_notes_dag(dag_id: str, schedule: str | None, doc: str) -> DAG:
             return _user_errors(lambda: tasks.plan_presets(dict(context["params"])))
 
         @task(pool=airflow_pool.NAME, map_index_template="{{ label }}")
-        def run_preset(run: dict[str, Any]) -> dict[str, Any]:
+        def run_preset(run: dict[str, Any], **context: Any) -> dict[str, Any]:
             from acklab.orchestration import tasks
 
             _label(label=run["label"])
-            return tasks.run_preset(run)
+            return tasks.run_preset(run, _dag_run(context))
 
-        @task
+        @task(**_tell())
         def publish(summaries: list[dict[str, Any]]) -> dict[str, Any]:
             from acklab.orchestration import tasks
 
@@ -223,14 +257,16 @@ def _runs_dag(dag_id: str, schedule: str | None, params: dict[str, Any], doc: st
             _label(label=run["label"])
             tasks.teardown_cluster(run)
 
-        @task(map_index_template="{{ label }}")
-        def validate(audit: dict[str, Any]) -> dict[str, Any]:
+        @task(map_index_template="{{ label }}", outlets=[MATRIX])
+        def validate(audit: dict[str, Any], **context: Any) -> dict[str, Any]:
             from acklab.orchestration import tasks
 
             _label(label=audit["label"])
-            return tasks.validate(audit, raise_on_failure=False)
+            summary = tasks.validate(audit, _dag_run(context), raise_on_failure=False)
+            _publish(context, summary)
+            return summary
 
-        @task(task_id=finish.split("_")[0])
+        @task(task_id=finish.split("_")[0], **_tell())
         def report(summaries: list[dict[str, Any]]) -> dict[str, Any]:
             from acklab.orchestration import tasks
 

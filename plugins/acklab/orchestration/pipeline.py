@@ -15,9 +15,9 @@ from acklab.model import beliefs
 from acklab.orchestration.execution import run_scenarios
 from acklab.plan import presets
 from acklab.plan.planner import RunPlan, make_plan
-from acklab.report.history import record_run, regressions, unverified
 from acklab.report.html import build_report, write_beliefs_page
 from acklab.report.known_bugs import write_known_bugs
+from acklab.store.history import RunRecord, record_run, regressions, unverified
 from acklab.store.runs import RunDir
 from acklab.workload.producer import Progress
 
@@ -35,14 +35,19 @@ def verdict(run: RunDir) -> Verdict:
     return validate_matrix(run, expectations_dir(), run_name=run.run_id)
 
 
-def write_result(run: RunDir, result: Verdict) -> dict[str, Any]:
-    """Keep the run in the history, call out regressions, build the HTML report, and record the
-    status and the paths of matrix, Data Docs and report in the run's result."""
+def write_result(run: RunDir, result: Verdict, dag_run: tuple[str, str] | None = None) -> dict[str, Any]:
+    """Keep the run in the history (with the Airflow `(dag_id, run_id)` that made it, if any), call
+    out regressions, build the HTML report, and record the status and the paths of matrix, Data Docs
+    and report in the run's result."""
     manifest, rows = run.read_manifest(), run.read_matrix()
     statuses = {s.scenario: s.status for s in result.scenarios}
+    dag_id, dag_run_id = dag_run or (None, None)
     record_run(
-        run.run_id, time.time(), result.status, manifest.topology["name"], manifest.topology["kafka_version"],
-        rows, statuses, client_version=manifest.client_version,
+        RunRecord(
+            run.run_id, time.time(), result.status, manifest.topology["name"], manifest.topology["kafka_version"],
+            manifest.client_version, dag_id, dag_run_id, str(run.report.index),
+        ),
+        rows, statuses,
     )
     found, unknown_now = regressions(run.run_id), unverified(run.run_id)
     checked = beliefs.summary(

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from acklab.checker.submit import audit_job
+from acklab.checker.verdict import GuaranteeViolation
 from acklab.cluster.cluster import Cluster
 from acklab.cluster.state import STATE_FILE, keep_alive
 from acklab.model import beliefs
@@ -137,15 +138,16 @@ def teardown_cluster(run: dict[str, Any]) -> None:
         Cluster.attach(root).teardown()
 
 
-def validate(audit: dict[str, Any], raise_on_failure: bool = True) -> dict[str, Any]:
-    """GX verdict per matrix row; raises (failing the run) unless every scenario passes."""
+def validate(audit: dict[str, Any], dag_run: tuple[str, str], raise_on_failure: bool = True) -> dict[str, Any]:
+    """GX verdict per matrix row, kept in the history under `dag_run` (dag id, run id); raises
+    (failing the run) unless every scenario passes."""
     run = RunDir(Path(audit["run_dir"]))
     result = verdict(run)
     for row in run.read_matrix():
         log.info("matrix row: %s", json.dumps(row))
     for line in result.summary_lines():
         log.info("%s", line)
-    summary = write_result(run, result)
+    summary = write_result(run, result, dag_run)
     for regression in summary["regressions"]:
         log.error("REGRESSION %(scenario)s: %(status)s now, passed in green run %(last_green_run)s", regression)
     for lost in summary["unverified"]:
@@ -159,7 +161,14 @@ def validate(audit: dict[str, Any], raise_on_failure: bool = True) -> dict[str, 
     log.info("report: %s", result.data_docs_index)
     if raise_on_failure:
         result.raise_for_status()
-    return {**summary, "run_dir": str(run.root), "kafka_version": run.read_plan(RunPlan).topology.kafka_version}
+    return {**summary, "failure": result.failure(), "run_dir": str(run.root), "kafka_version": run.read_plan(RunPlan).topology.kafka_version}
+
+
+def gate(summary: dict[str, Any]) -> None:
+    """Fail (the task, so the DAG run) unless the validated run passed; say why."""
+    if summary["failure"]:
+        raise GuaranteeViolation(summary["failure"])
+    log.info("every scenario passed: %s", summary["html"])
 
 
 def compare_versions(summaries: list[dict[str, Any]]) -> dict[str, Any]:
@@ -184,12 +193,12 @@ def plan_presets(params: dict[str, Any], create: bool = True) -> list[dict[str, 
     return [_new_run(plan, label=plan.params.preset) for plan in plans]
 
 
-def run_preset(run: dict[str, Any]) -> dict[str, Any]:
+def run_preset(run: dict[str, Any], dag_run: tuple[str, str]) -> dict[str, Any]:
     """One preset's run, whole, from its stored plan: its cluster, load, Spark audit (spark-submit),
-    GX verdict and teardown."""
+    GX verdict (kept in the history under `dag_run`) and teardown."""
     run_dir = RunDir(Path(run["run_dir"]))
     result = run_pipeline(run_dir.read_plan(RunPlan), run_dir, progress=ProgressMeter(log.info))
-    summary = write_result(result.run, result.verdict)
+    summary = write_result(result.run, result.verdict, dag_run)
     for line in result.verdict.summary_lines():
         log.info("%s", line)
     for seen in summary["observations"]:

@@ -1,7 +1,9 @@
-"""PNG charts of a run: the verdict heatmap (profiles x faults) and per-scenario timelines."""
+"""PNG charts: a run's verdict heatmap (faults x profiles) and per-scenario timelines; the verdicts per run of the history."""
 
 from __future__ import annotations
 
+import io
+import time
 from pathlib import Path
 
 import matplotlib
@@ -17,31 +19,44 @@ from acklab.workload import families
 COLOURS = {"pass": "#2e7d32", "fail": "#c62828", "incomplete": "#f9a825", None: "#e0e0e0"}
 
 
+CELL_IN = (1.45, 0.52)  # a cell's width and height: three lines of 8-point text
+LABELS_IN = (2.3, 1.2)  # the faults' labels on the left, title and profiles' labels above a panel
+TITLE_IN = 5.5  # a panel is never narrower than its title
+
+
 def heatmap(rows: list[dict], statuses: dict[str, str], path: Path) -> Path:
-    """Profiles (one line per profile and client: the scenario name before its fault) x faults, each cell
-    coloured by verdict with its key counts."""
+    """One panel per client (stacked): faults down, profiles across, each cell coloured by verdict
+    with its key counts; at 110 dpi a panel of 7 profiles is about 1,400 px wide, whatever the number
+    of faults, so the cells stay legible on a laptop screen."""
 
     def line(row: dict) -> str:
         return str(row["scenario"]).rsplit("__", 1)[0]
 
-    profiles = sorted({line(r) for r in rows})
+    clients = sorted({families.row_label(r) for r in rows}) or [""]
     faults = sorted({r["fault"] for r in rows})
-    cells = {(line(r), r["fault"]): r for r in rows}
-    fig, ax = plt.subplots(figsize=(1.6 + 1.9 * len(faults), 0.9 + 0.85 * len(profiles)))
-    for y, profile in enumerate(profiles):
-        for x, fault in enumerate(faults):
-            row = cells.get((profile, fault))
-            status = statuses.get(row["scenario"]) if row else None
-            ax.add_patch(plt.Rectangle((x, y), 1, 1, facecolor=COLOURS[status], edgecolor="white", linewidth=2))
-            if row:
-                text = f"{status}\nlost {row['lost']} dup {row['duplicates']}\nfailed {row['failed']}"
-                ax.text(x + 0.5, y + 0.5, text, ha="center", va="center", fontsize=7, color="white" if status != "incomplete" else "black")
-    ax.set_xlim(0, len(faults))
-    ax.set_ylim(len(profiles), 0)
-    ax.set_xticks(np.arange(len(faults)) + 0.5, faults, rotation=30, ha="right")
-    ax.set_yticks(np.arange(len(profiles)) + 0.5, profiles)
-    clients = ", ".join(sorted({families.row_label(r) for r in rows}))
-    ax.set_title(f"delivery matrix: verdict per profile x fault ({clients})" if clients else "delivery matrix: verdict per profile x fault")
+    panels = {client: [r for r in rows if families.row_label(r) == client] for client in clients}
+    widest = max(len({line(r) for r in panel}) for panel in panels.values()) or 1
+    fig, axes = plt.subplots(
+        len(clients), 1, squeeze=False,
+        figsize=(LABELS_IN[0] + max(CELL_IN[0] * widest, TITLE_IN), len(clients) * (LABELS_IN[1] + CELL_IN[1] * len(faults))),
+    )
+    for ax, (client, panel) in zip(axes[:, 0], panels.items(), strict=True):
+        profiles = sorted({line(r) for r in panel})
+        cells = {(line(r), r["fault"]): r for r in panel}
+        for x, profile in enumerate(profiles):
+            for y, fault in enumerate(faults):
+                row = cells.get((profile, fault))
+                status = statuses.get(row["scenario"]) if row else None
+                ax.add_patch(plt.Rectangle((x, y), 1, 1, facecolor=COLOURS[status], edgecolor="white", linewidth=2))
+                if row:
+                    text = f"{status}\nlost {row['lost']} dup {row['duplicates']}\nfailed {row['failed']}"
+                    ax.text(x + 0.5, y + 0.5, text, ha="center", va="center", fontsize=8, color="white" if status != "incomplete" else "black")
+        ax.set_xlim(0, widest)
+        ax.set_ylim(len(faults), 0)
+        ax.xaxis.tick_top()
+        ax.set_xticks(np.arange(len(profiles)) + 0.5, profiles, rotation=20, ha="left", fontsize=9)
+        ax.set_yticks(np.arange(len(faults)) + 0.5, faults, fontsize=9)
+        ax.set_title(f"verdict per fault x profile{f' ({client})' if client else ''}", loc="left", fontsize=11)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
@@ -85,3 +100,22 @@ def timeline(send_log: Path, load_started: float, fault_timeline: list[FaultReco
     fig.savefig(path, dpi=100)
     plt.close(fig)
     return path
+
+
+def verdict_history(runs: list[tuple[str, time.struct_time, list[str]]]) -> bytes:
+    """PNG bytes: one stacked bar per run (oldest left) of its scenarios passed, failed, incomplete."""
+    fig, ax = plt.subplots(figsize=(max(6.0, 0.45 * len(runs) + 2), 3.2))
+    bottom = np.zeros(len(runs))
+    for status in ("pass", "fail", "incomplete"):
+        counts = np.array([statuses.count(status) for _, _, statuses in runs], dtype=float)
+        ax.bar(np.arange(len(runs)), counts, bottom=bottom, color=COLOURS[status], label=status)
+        bottom += counts
+    ax.set_xticks(np.arange(len(runs)), [time.strftime("%m-%d %H:%M", finished) for _, finished, _ in runs], rotation=45, ha="right", fontsize=8)
+    ax.set_ylabel("scenarios")
+    ax.set_title("verdicts per run (oldest left)", loc="left", fontsize=11)
+    ax.legend(loc="upper left", bbox_to_anchor=(1, 1), fontsize=8)
+    fig.tight_layout()
+    out = io.BytesIO()
+    fig.savefig(out, format="png", dpi=100)
+    plt.close(fig)
+    return out.getvalue()

@@ -10,7 +10,7 @@ from jinja2 import Environment, PackageLoader, select_autoescape
 
 from acklab.plan.presets import BUGS
 from acklab.report.charts import heatmap, timeline
-from acklab.report.history import Regression
+from acklab.store.history import Regression
 from acklab.store.runs import Manifest, RunDir, known_bugs_dir
 from acklab.workload.java_errors import with_java
 

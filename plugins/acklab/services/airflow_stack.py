@@ -45,6 +45,7 @@ class StackState(BaseModel):
     database: str  # "sqlite" or "postgresql"
     processes: list[ServiceProcess]
     postgres: ServiceProcess | None = None
+    history: str | None = None  # the run history's database (connection acklab_history) when on PostgreSQL
 
     @property
     def all_processes(self) -> list[ServiceProcess]:
@@ -66,7 +67,8 @@ def running(home: Path) -> StackState | None:
 
 
 def stack_env(home: Path, port: int, database_url: str | None, base: Mapping[str, str]) -> dict[str, str]:
-    """`base` plus what every component needs: the home, LocalExecutor, the DB, the project's DAGs,
+    """`base` plus what every component needs: the home, LocalExecutor, the DB (also the run
+    history's, as the connection `acklab_history`), the project's DAGs,
     the api-server's URL for task workers, a shared JWT secret, the login and local Spark."""
     venv_bin = str(Path(sys.executable).parent)
     env = {k: v for k, v in base.items() if k not in NOT_INHERITED}
@@ -89,8 +91,9 @@ def stack_env(home: Path, port: int, database_url: str | None, base: Mapping[str
         "SPARK_LOCAL_IP": "127.0.0.1",
     })
     env.setdefault("AIRFLOW__API_AUTH__JWT_SECRET", secrets.token_urlsafe(48))  # 64 bytes: HS512
-    if database_url:
+    if database_url:  # the run history (acklab.store.history) in the same database, in tables of its own
         env["AIRFLOW__DATABASE__SQL_ALCHEMY_CONN"] = database_url
+        env["AIRFLOW_CONN_ACKLAB_HISTORY"] = database_url.replace("+psycopg2://", "://", 1)
     return env
 
 
@@ -143,7 +146,7 @@ def start(
     url = f"http://127.0.0.1:{port}"
     state = StackState(
         url=url, user=USER, password=_password(home), database="postgresql" if server else "sqlite",
-        processes=[], postgres=server.process if server else None,
+        processes=[], postgres=server.process if server else None, history=env.get("AIRFLOW_CONN_ACKLAB_HISTORY") if server else None,
     )
     try:
         _airflow(env, "db", "migrate")

@@ -7,8 +7,12 @@ import json
 from pathlib import Path
 
 import pytest
+import sqlalchemy as sa
+from alembic.autogenerate import compare_metadata
+from alembic.migration import MigrationContext
 
 from acklab.services.airflow_stack import StackState
+from acklab.store.history import METADATA, VERSION_TABLE, engine, ours, runs_of
 
 from ..airflow_rest import AirflowRest
 from ..helpers import assert_nothing_left
@@ -47,7 +51,9 @@ def test_stack_listens_on_loopback_only(airflow_stack: StackState) -> None:
     assert airflow_stack.database == "postgresql"
 
 
-def test_rest_trigger_with_params_runs_the_smoke_dag(airflow_rest: AirflowRest, isolated_run_store: Path) -> None:
+def test_rest_trigger_with_params_runs_the_smoke_dag(
+    airflow_stack: StackState, airflow_rest: AirflowRest, isolated_run_store: Path
+) -> None:
     airflow_rest.wait_for_dag(SMOKE)
     airflow_rest.set_paused(SMOKE, False)
     bad = airflow_rest.trigger(SMOKE, {**CONF, "faults": ["meteor"]})
@@ -63,7 +69,16 @@ def test_rest_trigger_with_params_runs_the_smoke_dag(airflow_rest: AirflowRest, 
     assert run["run_type"] == "manual" and run["conf"] == CONF
     assert set(states.values()) == {"success"} and "run_group[0]" in states, states
     assert "PASS idempotent__leader-kill [exactly-once]" in airflow_rest.task_log(SMOKE, run_id, "validate")
-    _check_passed(_new_run(isolated_run_store, before))
+    stored = _new_run(isolated_run_store, before)
+    _check_passed(stored)
+    (event,) = [e for e in airflow_rest.get("/assets/events", name="acklab_delivery_matrix")["asset_events"] if e["source_run_id"] == run_id]
+    assert event["extra"]["run_dir"] == str(stored) and event["extra"]["status"] == "pass"  # downstream DAGs can be scheduled on it
+    history = sa.make_url(str(airflow_stack.history)).set(drivername="postgresql+psycopg2")  # the connection acklab_history
+    (recorded,) = runs_of(SMOKE, run_id, history)  # the history is in the deployment's PostgreSQL
+    assert (recorded.run_id, recorded.status, recorded.report) == (stored.name, "pass", str(stored / "report" / "index.html"))
+    with engine(history).connect() as connection:
+        assert connection.dialect.name == "postgresql"
+        assert compare_metadata(MigrationContext.configure(connection, opts={"version_table": VERSION_TABLE, "include_name": ours}), METADATA) == []
 
 
 def test_backfill_runs_the_daily_dag_through_the_scheduler(airflow_rest: AirflowRest, isolated_run_store: Path) -> None:

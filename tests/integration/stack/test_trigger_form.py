@@ -7,62 +7,21 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
-from collections.abc import Iterator
 from pathlib import Path
 
-import psutil
 import pytest
-from playwright.sync_api import Locator, Page, expect, sync_playwright
+from playwright.sync_api import Locator, Page, expect
 
 from acklab.orchestration.params import run_params_schema
 from acklab.services.airflow_stack import StackState
 
 from ..airflow_rest import AirflowRest
 from ..helpers import assert_nothing_left
+from .conftest import SMOKE
 
 pytestmark = [pytest.mark.integration, pytest.mark.browser]
 
-SMOKE = "kafka_delivery_smoke"
-# Headless Chromium as root, on a machine without network: no sandbox, nothing phoning home.
-CHROMIUM_ARGS = [
-    "--no-sandbox", "--disable-background-networking", "--disable-component-update", "--disable-sync",
-    "--no-first-run", "--disable-quic",
-]
 GOOD = {"topology": "single-broker", "profiles": ["idempotent"], "faults": ["none"], "messages": 5000, "rate": 5000}
-
-
-def _chromium_children() -> list[psutil.Process]:
-    return [p for p in psutil.Process().children(recursive=True) if "chrom" in p.name()]
-
-
-@pytest.fixture(scope="module")
-def screenshots(artifacts_dir: Path) -> Path:
-    folder = artifacts_dir / "trigger-form"
-    shutil.rmtree(folder, ignore_errors=True)
-    folder.mkdir(parents=True)
-    return folder
-
-
-@pytest.fixture(scope="module")
-def page(airflow_stack: StackState, airflow_rest: AirflowRest) -> Iterator[Page]:
-    """A logged-in page of the stack's UI; the browser is gone afterwards."""
-    chromium = shutil.which("chromium")
-    if chromium is None:
-        pytest.fail("no chromium on PATH (make browser-deps)")
-    airflow_rest.wait_for_dag(SMOKE)
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS)
-        page = browser.new_page(viewport={"width": 1400, "height": 1000})
-        page.set_default_timeout(30_000)
-        page.goto(f"{airflow_stack.url}/")
-        page.locator("input[name=username]").fill(airflow_stack.user)
-        page.locator("input[name=password]").fill(airflow_stack.password)
-        page.locator("button[type=submit]").click()
-        expect(page.get_by_role("heading", name="Welcome")).to_be_visible()
-        yield page
-        browser.close()
-    assert _chromium_children() == [], "Chromium processes left behind"
 
 
 def _open_trigger_form(page: Page, url: str) -> Locator:
@@ -118,7 +77,7 @@ def test_form_describes_every_param_offers_enums_and_refuses_a_bad_value(
     _field(dialog, "kafka_version").locator("input").fill("2.8.0")
     dialog.get_by_role("button", name="Trigger").click()
     expect(dialog.get_by_text("Invalid input for param kafka_version")).to_be_visible()
-    expect(page.get_by_text("Failed to Trigger Dag")).to_be_visible()
+    expect(page.get_by_text("Failed to Trigger Dag").first).to_be_visible()  # the toast may render twice
     page.screenshot(path=screenshots / "03-bad-value.png")
     assert len(airflow_rest.runs(SMOKE)) == runs_before
 

@@ -1,0 +1,67 @@
+"""The verdict-change notifier: what it says (pure), and that it mails through the SMTP provider and
+an Airflow connection to a real SMTP server (aiosmtpd) only when a verdict changed or a run is invalid."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from acklab.orchestration.notify import VerdictChangeNotifier, compose
+from acklab.store.history import Change, RunRecord, record_run
+
+DAG = "kafka_delivery_matrix"
+
+
+def run(run_id: str, status: str = "fail", **more: object) -> RunRecord:
+    return RunRecord(run_id, 2.0, status, "three-brokers", "4.3.1", "2.16.1", DAG, "manual__1", f"/runs/{run_id}/report/index.html", **more)
+
+
+def test_nothing_changed_and_nothing_invalid_says_nothing() -> None:
+    assert compose(DAG, "http://x", [(run("r1", "pass"), [])]) is None
+
+
+def test_the_message_names_the_changed_rows_their_versions_and_links() -> None:
+    message = compose(DAG, "http://airflow/dags/m/runs/1", [(run("r2"), [Change("idempotent__leader-kill", "pass", "fail", "r1")])])
+    assert message is not None
+    assert message.subject == f"acklab {DAG}: 1 verdict changed (Kafka 4.3.1, client 2.16.1)"
+    for said in ("idempotent__leader-kill", "<td>pass</td>", "<b>fail</b>", "r1", "file:///runs/r2/report/index.html", "http://airflow/dags/m/runs/1"):
+        assert said in message.html
+
+
+def test_an_invalid_run_is_told_even_without_changes() -> None:
+    message = compose(DAG, "http://x", [(run("r3", "invalid"), []), (run("r4", "pass"), [])])
+    assert message is not None and message.subject.startswith(f"acklab {DAG}: 1 run INVALID")
+    assert "negative control was not caught" in message.html and "r4" not in message.html
+
+
+def seed(db: Path) -> None:
+    rows = [{"scenario": "idempotent__leader-kill", "profile": "idempotent", "fault": "leader-kill", "guarantee": "exactly-once"}]
+    record_run(RunRecord("r1", 1.0, "pass", "three-brokers", "4.3.1", "2.16.1"), rows, {"idempotent__leader-kill": "pass"}, db)
+    record_run(run("r2"), rows, {"idempotent__leader-kill": "fail"}, db)
+
+
+def context(run_id: str = "manual__1") -> dict:
+    return {"dag_run": SimpleNamespace(dag_id=DAG, run_id=run_id)}
+
+
+def test_a_changed_verdict_reaches_a_real_smtp_server(tmp_path: Path, mailbox, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("AIRFLOW_CONN_ACKLAB_HISTORY", f'{{"conn_type": "sqlite", "host": "{tmp_path / "h.sqlite"}"}}')
+    monkeypatch.setenv("AIRFLOW_CONN_ACKLAB_SMTP", mailbox.connection)
+    seed(tmp_path / "h.sqlite")
+    VerdictChangeNotifier().notify(context("manual__2"))  # another DAG run: nothing of it in the history
+    assert mailbox.messages == []
+    VerdictChangeNotifier().notify(context())
+    (message,) = mailbox.messages
+    assert mailbox.recipients == [["sre@localhost"]] and message["From"] == "acklab@localhost"
+    assert message["Subject"] == f"acklab {DAG}: 1 verdict changed (Kafka 4.3.1, client 2.16.1)"
+    assert "idempotent__leader-kill" in mailbox.html() and "<b>fail</b>" in mailbox.html()
+
+
+def test_without_the_smtp_connection_nobody_is_told_and_the_task_goes_on(tmp_path: Path, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("AIRFLOW_CONN_ACKLAB_HISTORY", f'{{"conn_type": "sqlite", "host": "{tmp_path / "h.sqlite"}"}}')
+    monkeypatch.delenv("AIRFLOW_CONN_ACKLAB_SMTP", raising=False)
+    seed(tmp_path / "h.sqlite")
+    VerdictChangeNotifier().notify(context())
+    assert "nobody told: no connection acklab_smtp" in caplog.text
