@@ -29,6 +29,7 @@ module should not.
 from __future__ import annotations
 
 import datetime as dt
+import logging
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -65,6 +66,7 @@ ASSET = "delivery_matrix_row"
 BATCH_DEFINITION = "whole_row"
 SITE = "local_site"
 SITE_DIR = Path("uncommitted/data_docs/local_site")  # as in great_expectations.yml
+logging.getLogger("great_expectations").setLevel(logging.WARNING)  # its import alone logs ~200 INFO lines, none of use
 
 
 def data_docs_site() -> Path:
@@ -199,11 +201,6 @@ class Verdict:
             return ""
         lines = [line for line in self.control_lines() if line.startswith("INVALID")]
         return "\n".join(lines + [s.summary_line() for s in self.checked if s.status != "pass"])
-
-    def raise_for_status(self) -> None:
-        """Raise GuaranteeViolation with `failure()` unless the run passed."""
-        if self.status != "pass":
-            raise GuaranteeViolation(self.failure())
 
 
 @dataclass(frozen=True)

@@ -145,7 +145,7 @@ def delivery_matrix_dag(dag_id: str, schedule: str | None, defaults: RunParams, 
         def validate(audit: dict[str, Any], **context: Any) -> dict[str, Any]:
             from acklab.orchestration import tasks
 
-            summary = tasks.validate(audit, _dag_run(context), raise_on_failure=False)
+            summary = tasks.validate(audit, _dag_run(context))
             _publish(context, summary)
             return summary
 
@@ -262,7 +262,7 @@ def _runs_dag(dag_id: str, schedule: str | None, params: dict[str, Any], doc: st
             from acklab.orchestration import tasks
 
             _label(label=audit["label"])
-            summary = tasks.validate(audit, _dag_run(context), raise_on_failure=False)
+            summary = tasks.validate(audit, _dag_run(context))
             _publish(context, summary)
             return summary
 

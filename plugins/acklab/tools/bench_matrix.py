@@ -77,6 +77,7 @@ def main(conf: str = typer.Option("{}", help="DAG params as JSON (default: the s
     print(f"amortized overhead seconds per scenario (matrix wall minus each group's longest load, / scenarios): {amortized:.1f}")
     print(f"incomplete scenarios: {sum(1 for s in statuses.values() if s == 'incomplete')}")
     print(f"scenarios run again (first run's evidence incomplete): {sum(1 for s in scenarios if s.earlier_attempts)}")
+    print(f"scenarios disturbed (unplanned leader change, ISR shrink or controller move): {sum(1 for s in scenarios if s.disturbances)}")
     print(f"median scenario overhead seconds: {statistics.median(overheads):.1f}")
     labels = {s.group.index: s.fault + (" (negative control)" if s.control else "") for s in scenarios if s.group}
     for task, index, seconds in task_spans(done.stdout + done.stderr):
