@@ -15,7 +15,7 @@ from acklab.model import beliefs
 from acklab.orchestration.execution import run_scenarios
 from acklab.plan import presets
 from acklab.plan.planner import RunPlan, make_plan
-from acklab.report.html import build_report, write_beliefs_page
+from acklab.report.html import beliefs_page, build_report, write_beliefs_page
 from acklab.report.known_bugs import write_known_bugs
 from acklab.store.history import RunRecord, record_run, regressions, unverified
 from acklab.store.runs import RunDir
@@ -55,7 +55,7 @@ def write_result(run: RunDir, result: Verdict, dag_run: tuple[str, str] | None =
     )
     observed = presets.observe(run, manifest, rows, statuses)
     if result.data_docs_index is not None:
-        write_beliefs_page(result.data_docs_index.parent / f"beliefs_{run.run_id}.html", run.run_id, checked)
+        write_beliefs_page(result.data_docs_index.parent / beliefs_page(run.run_id), run.run_id, checked)
     html = build_report(run, statuses, result.status, result.data_docs_index, found, unknown_now, checked, observed, result.control_lines())
     summary = {
         "status": result.status,

@@ -76,6 +76,11 @@ def delivery_errors(manifest: Manifest) -> list[dict[str, Any]]:
     return [{"scenario": e.scenario, "errors": with_java(e.delivery_errors)} for e in manifest.scenarios if e.delivery_errors]
 
 
+def beliefs_page(run_id: str) -> str:
+    """The name of a run's beliefs page in the Data Docs site."""
+    return f"beliefs_{run_id}.html"
+
+
 def write_beliefs_page(path: Path, run_id: str, beliefs: list[dict[str, Any]]) -> Path:
     """Write the run's belief findings as a page (of the Data Docs site) at `path`."""
     path.parent.mkdir(parents=True, exist_ok=True)

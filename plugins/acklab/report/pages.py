@@ -7,7 +7,9 @@ import time
 
 from jinja2 import Environment, PackageLoader, select_autoescape
 
+from acklab.checker.verdict import data_docs_site
 from acklab.report.charts import verdict_history
+from acklab.report.html import beliefs_page
 from acklab.store.history import RunRecord, recent_runs, runs_of, verdicts
 
 COUNTS = ("sent", "acked", "failed", "lost", "duplicates", "reordered")
@@ -25,9 +27,10 @@ def settings(run: RunRecord) -> str:
 
 def _runs_page(root: str, title: str, empty: str, runs: list[RunRecord]) -> str:
     finished = {run.run_id: time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(run.finished)) for run in runs}
+    beliefs = {run.run_id: beliefs_page(run.run_id) for run in runs if (data_docs_site() / beliefs_page(run.run_id)).exists()}
     return _render(
         "ui_runs.html.j2", root=root, title=title, empty=empty, runs=runs, finished=finished,
-        verdicts=verdicts([run.run_id for run in runs]), counts=COUNTS,
+        verdicts=verdicts([run.run_id for run in runs]), counts=COUNTS, beliefs=beliefs,
     )
 
 
