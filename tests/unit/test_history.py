@@ -4,7 +4,10 @@ run, the migrated schema against the tables the code queries, and a pre-Alembic 
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
+import subprocess
+import sys
 from pathlib import Path
 
 import sqlalchemy as sa
@@ -84,3 +87,16 @@ def test_a_history_from_before_alembic_is_taken_over(tmp_path: Path) -> None:
     (found,) = regressions("new", db)
     assert (found.scenario, found.last_green_run) == ("a__x", "old")
     assert set(sa.inspect(engine(db)).get_table_names()) == {"acklab_runs", "acklab_verdicts", VERSION_TABLE}
+
+
+def test_finding_the_history_leaves_a_cli_s_logging_alone(tmp_path: Path) -> None:
+    """Importing Airflow to look up the connection must not send the CLI's log lines to stdout (its `--json`)."""
+    code = (
+        "import logging, sys; logging.basicConfig(level=logging.INFO, stream=sys.stderr)\n"
+        "from acklab.store.history import history_url; history_url()\n"
+        "logging.getLogger('acklab.cli').info('a log line')\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "ACKLAB_RUNS": str(tmp_path)})
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout == "" and "a log line" in done.stderr

@@ -3,6 +3,7 @@ folder or the Data Docs names a file that is there; the file route never leaves 
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 
@@ -11,8 +12,9 @@ from fastapi import HTTPException
 
 from acklab.checker.verdict import data_docs_site
 from acklab.orchestration.ui import _file
-from acklab.report.pages import dag_run_page, history_chart, history_page, latest_page
+from acklab.report.pages import dag_run_page, history_chart, history_page, latest_page, served_report
 from acklab.store.history import RunRecord, record_run
+from acklab.store.runs import RunDir
 
 
 @pytest.fixture
@@ -53,6 +55,13 @@ def test_a_dag_runs_page_and_the_history_show_every_run(history: Path) -> None:
     timeline = history_page("/acklab")
     assert re.search(r'class="cell pass"[^>]*>P<.*class="cell fail"[^>]*>F<', timeline, re.S)
     assert history_chart().startswith(b"\x89PNG")
+
+
+def test_the_served_report_links_the_data_docs_route(history: Path) -> None:
+    run = RunDir(history / "r1")
+    on_disk = os.path.relpath(data_docs_site() / "index.html", run.report.root)  # as build_report writes it
+    run.report.index.write_text(f'<a href="{on_disk}">Great Expectations Data Docs</a> <a href="heatmap.png">x</a>')
+    assert served_report(run, "/acklab") == '<a href="/acklab/data-docs/index.html">Great Expectations Data Docs</a> <a href="heatmap.png">x</a>'
 
 
 def test_the_file_route_serves_report_files_inside_their_folder_only(history: Path) -> None:

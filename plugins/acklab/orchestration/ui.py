@@ -60,12 +60,17 @@ def dag_run(request: Request, dag_id: str, dag_run_id: str) -> str:
 
 
 @app.get("/runs/{run_id}/{path:path}")
-def run_file(run_id: str, path: str) -> FileResponse:
+def run_file(request: Request, run_id: str, path: str) -> Response:
     from acklab.base.paths import runs_dir
+    from acklab.report.pages import served_report
+    from acklab.store.runs import RunDir
 
     if "/" in run_id or run_id in {"", ".", ".."}:
         raise HTTPException(404, f"no such run: {run_id}")
-    return _file(runs_dir() / run_id, path)
+    run = RunDir(runs_dir() / run_id)
+    if path == run.report.index.relative_to(run.root).as_posix() and run.report.index.is_file():
+        return HTMLResponse(served_report(run, _root(request)))
+    return _file(run.root, path)
 
 
 @app.get("/known-bugs/{path:path}")

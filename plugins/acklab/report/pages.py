@@ -3,6 +3,7 @@ each setting, the runs of one DAG run, and the verdict timeline per scenario wit
 
 from __future__ import annotations
 
+import os
 import time
 
 from jinja2 import Environment, PackageLoader, select_autoescape
@@ -11,6 +12,7 @@ from acklab.checker.verdict import data_docs_site
 from acklab.report.charts import verdict_history
 from acklab.report.html import beliefs_page
 from acklab.store.history import RunRecord, recent_runs, runs_of, verdicts
+from acklab.store.runs import RunDir
 
 COUNTS = ("sent", "acked", "failed", "lost", "duplicates", "reordered")
 HISTORY_RUNS = 30
@@ -77,3 +79,10 @@ def history_chart() -> bytes:
         for run in runs
     ]
     return verdict_history([(run.run_id, time.gmtime(run.finished), statuses) for run, statuses in counted])
+
+
+def served_report(run: RunDir, root: str) -> str:
+    """The run's HTML report as the UI serves it: its Data Docs link, a path relative to the file on
+    disk, points at the Data Docs route under `root` instead."""
+    on_disk = os.path.relpath(data_docs_site() / "index.html", run.report.root)
+    return run.report.index.read_text().replace(f'href="{on_disk}"', f'href="{root}/data-docs/index.html"')

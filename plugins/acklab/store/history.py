@@ -14,6 +14,7 @@ from __future__ import annotations
 import fcntl
 import json
 import logging
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -100,8 +101,9 @@ Database = str | sa.URL | Path | None
 
 def history_url(conn_id: str = CONN_ID) -> sa.URL:
     """The history database: the Airflow connection `conn_id` if defined, else the runs root's SQLite file."""
-    from airflow.sdk import BaseHook
-    from airflow.sdk.exceptions import AirflowNotFoundException
+    with _own_logging():
+        from airflow.sdk import BaseHook
+        from airflow.sdk.exceptions import AirflowNotFoundException
 
     try:
         conn = BaseHook.get_connection(conn_id)
@@ -114,6 +116,20 @@ def history_url(conn_id: str = CONN_ID) -> sa.URL:
     return sa.URL.create(
         DIALECTS[conn.conn_type], username=conn.login, password=conn.password, host=conn.host, port=conn.port, database=conn.schema,
     )
+
+
+@contextmanager
+def _own_logging() -> Iterator[None]:
+    """Importing Airflow the first time points the root logger at stdout; a process with its own
+    logging (the CLI: its console on stderr, `--json` on stdout) gets its handlers back."""
+    root = logging.getLogger()
+    handlers, level, first = root.handlers[:], root.level, "airflow.sdk" not in sys.modules
+    try:
+        yield
+    finally:
+        if first and handlers:
+            root.handlers[:] = handlers
+            root.setLevel(level)
 
 
 def _sqlite(path: Path) -> sa.URL:

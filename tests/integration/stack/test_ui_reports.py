@@ -94,6 +94,8 @@ def test_a_dag_run_tab_shows_its_verdicts_and_its_links_work(
     expect(heatmap).to_be_visible()
     assert heatmap.evaluate("img => img.complete && img.naturalWidth > 0")
     page.screenshot(path=screenshots / "05-report.png")
+    frame.get_by_role("link", name="Great Expectations Data Docs").click()  # the report's own link, inside the UI
+    expect(frame.get_by_text("Expectation Suites").first).to_be_visible()
 
     page.goto(f"{airflow_stack.url}/plugin/acklab")
     _plugin_frame(page).get_by_role("link", name="Data Docs").click()
