@@ -12,7 +12,6 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 from airflow.sdk import BaseNotifier
-from jinja2 import Environment, PackageLoader, select_autoescape
 
 if TYPE_CHECKING:
     from acklab.store.history import Change, RunRecord
@@ -29,6 +28,8 @@ class Message:
 
 def compose(dag_id: str, dag_run_url: str, runs: list[tuple[RunRecord, list[Change]]]) -> Message | None:
     """The message about `runs` (each with its changed verdicts), or None when none changed and none is invalid."""
+    from jinja2 import Environment, PackageLoader, select_autoescape  # not at DAG parse time
+
     told = [(run, changed) for run, changed in runs if changed or run.status == "invalid"]
     if not told:
         return None
