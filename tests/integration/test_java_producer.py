@@ -100,11 +100,12 @@ def test_a_java_load_stopped_by_sigterm_writes_its_evidence_and_leaves_no_jvm(cl
 
 
 def _workers(scenario: Path) -> list[int]:
-    """The Java producer processes (the worker, not its JVM) of a scenario folder: found by their log."""
+    """The Java producer processes (the worker forked by the fork server, not its JVM) of a scenario
+    folder: found by their log."""
     log = str(ScenarioDir(scenario).producer_file("p0", ".log"))
     return [
         p.pid for p in psutil.process_iter(["cmdline", "open_files"])
-        if "acklab.workload.java_worker" in (p.info["cmdline"] or []) and any(f.path == log for f in p.info["open_files"] or [])
+        if "acklab.workload.forkserver" in (p.info["cmdline"] or []) and any(f.path == log for f in p.info["open_files"] or [])
     ]
 
 

@@ -174,14 +174,18 @@ def test_the_java_worker_and_its_jvm_yield_the_cpu_to_the_brokers(tmp_path) -> N
 
     import psutil
 
+    from acklab.workload.forkserver import ForkServer
     from acklab.workload.worker import PRODUCER_NICENESS
 
-    worker = java_client.JavaLauncher(java_client.client(None)).spawn(tmp_path / "p0.log")  # waits for its job on stdin
+    client = java_client.client(None)
+    worker = java_client.JavaLauncher(client).spawn(tmp_path / "p0.log")  # waits for its job on stdin
     try:
         deadline = time.monotonic() + 20
         while psutil.Process(worker.pid).nice() < PRODUCER_NICENESS and time.monotonic() < deadline:
             time.sleep(0.05)
         assert psutil.Process(worker.pid).nice() == max(psutil.Process().nice(), PRODUCER_NICENESS)  # the JVM it starts inherits it
+        # Forked from the pre-imported server, as librdkafka's workers are, not started from scratch.
+        assert psutil.Process(worker.pid).ppid() == ForkServer.shared(client.python, client.env).pid
     finally:
         worker.kill()
         worker.wait()

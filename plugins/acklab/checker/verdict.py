@@ -2,9 +2,10 @@
 
 The guarantee model (``acklab.model.guarantees``) decides at plan time which expectations each scenario's
 row must meet and records them in the run manifest. The ``matrix_integrity`` suite (columns
-present, counts non-negative, conservation) validates the whole matrix; each row is validated, as
-a one-row dataframe, by each suite its manifest entry names: the suite of its guarantee class and
-the suites of the availability and efficacy rules that match it. The suites are built from the model's tables, so
+present, counts non-negative, conservation) validates the whole matrix; each row is validated by
+each suite its manifest entry names: the suite of its guarantee class and the suites of the
+availability and efficacy rules that match it. Each suite validates once, the rows that name it
+together (failures name their rows by ``scenario``). The suites are built from the model's tables, so
 before anything runs, each row's recorded expectations are checked to be exactly what its suites
 apply. Suites, validation definitions and checkpoints live in a File Data Context whose JSON is
 committed; validation results and Data Docs go to its ``uncommitted/`` directory, next to a page
@@ -75,7 +76,7 @@ def data_docs_site() -> Path:
 MODEL_PAGE = "guarantees.html"
 INTEGRITY_SUITE = "matrix_integrity"
 INTEGRITY = "integrity"  # the kind of the integrity suite's expectations
-REASON_PARAMETER = "guarantee_reason"  # a suite parameter: the row's classification reason, from its manifest entry
+PLANNED_REASON = "planned guarantee_reason"  # derived: the row's classification reason, from its manifest entry
 
 # Descriptive columns every row must fill (the others may be null where they do not apply).
 IDENTITY_COLUMNS = ("scenario", "profile", "fault", "guarantee", "fault_effective", "evidence_complete")
@@ -311,12 +312,12 @@ def build_suites() -> list[ExpectationSuite]:
                     value_set=[guarantee],
                 ),
                 explained(
-                    gxe.ExpectColumnValuesToBeInSet,
-                    "The row carries the reason the model gave for its class at plan time (shown here per scenario).",
+                    gxe.ExpectColumnPairValuesToBeEqual,
+                    "The row carries the reason the model gave for its class at plan time (its manifest entry's).",
                     "guarantee_reason as planned",
                     INTEGRITY,
-                    column="guarantee_reason",
-                    value_set={"$PARAMETER": REASON_PARAMETER},
+                    column_A="guarantee_reason",
+                    column_B=PLANNED_REASON,
                 ),
             ]
         summary = _suite_summary(name, first)
@@ -386,14 +387,10 @@ def ensure_project(root: Path | None = None) -> FileDataContext:
         definition = context.validation_definitions.add_or_update(
             gx.ValidationDefinition(name=suite.name, data=batch_definition, suite=suite)
         )
-        # The integrity suite judges the whole matrix: its failures must name their rows.
-        whole_matrix = {"result_format": "COMPLETE", "unexpected_index_column_names": ["scenario"]}
+        # Every suite judges several rows at once: its failures must name their rows.
+        by_row = {"result_format": "COMPLETE", "unexpected_index_column_names": ["scenario"]}
         context.checkpoints.add_or_update(
-            gx.Checkpoint(
-                name=suite.name,
-                validation_definitions=[definition],
-                **({"result_format": whole_matrix} if suite.name == INTEGRITY_SUITE else {}),
-            )
+            gx.Checkpoint(name=suite.name, validation_definitions=[definition], result_format=by_row)
         )
     site = Path(context.root_directory) / SITE_DIR
     site.mkdir(parents=True, exist_ok=True)
@@ -428,10 +425,9 @@ def _keep_expectation_ids(suite: ExpectationSuite, stored: ExpectationSuite) -> 
 def validate_matrix(run: RunDir, root: Path, run_name: str) -> Verdict:
     """Validate every row of the run's matrix against its manifest and return the verdict.
 
-    The integrity checkpoint runs once on the whole matrix (run name ``<run_name>``; failures name
-    their scenarios); each row's model suites run on that row alone under the run name
-    ``<run_name>__<scenario>``, so Data Docs list the results per scenario. Data Docs are built
-    once, at the end.
+    Each checkpoint runs once under the run name ``<run_name>``: the integrity suite's on the whole
+    matrix, each model suite's on the rows that name it; a failure names its rows by ``scenario``
+    (Data Docs show them in each suite's result). Data Docs are built once, at the end.
 
     Raises:
         ValueError: the matrix is empty, a row lacks a required column, or its manifest entry is
@@ -451,28 +447,22 @@ def validate_matrix(run: RunDir, root: Path, run_name: str) -> Verdict:
     for row in rows:
         _check_suites(context, row, str(run.manifest))
 
-    run_time = dt.datetime.now(dt.UTC)
+    run_id = RunIdentifier(run_name=run_name, run_time=dt.datetime.now(dt.UTC))
     scenarios = [row.record["scenario"] for row in rows]
-    result = context.checkpoints.get(INTEGRITY_SUITE).run(
-        batch_parameters={"dataframe": _frame(records)},
-        run_id=RunIdentifier(run_name=run_name, run_time=run_time),
-    )
-    validated = list(result.run_results)
-    failed = _failures(INTEGRITY_SUITE, result, scenarios)
+    frame = _frame(records, [row.reason for row in rows])
+    members = {INTEGRITY_SUITE: scenarios}  # suite -> the scenarios whose rows it judges
     for row, scenario in zip(rows, scenarios, strict=True):
-        # One frame per row, so one row's nulls cannot turn another row's counts into floats.
-        frame = _frame([dict(row.record)])
-        run_id = RunIdentifier(run_name=f"{run_name}__{scenario}", run_time=run_time)
-        parameters = {REASON_PARAMETER: [row.reason]}
         for name in row.suites:
-            result = context.checkpoints.get(name).run(
-                batch_parameters={"dataframe": frame}, expectation_parameters=parameters, run_id=run_id
-            )
-            validated += result.run_results
-            for found in _failures(name, result, [scenario]).values():
-                failed[scenario] += found
-    suites = {INTEGRITY_SUITE, *(name for row in rows for name in row.suites)}
-    pages = [*validated, *(ExpectationSuiteIdentifier(name) for name in sorted(suites))]
+            members.setdefault(name, []).append(scenario)
+    failed: dict[str, list[FailedExpectation]] = {scenario: [] for scenario in scenarios}
+    validated = []
+    for name, judged in members.items():
+        batch = frame if name == INTEGRITY_SUITE else frame[frame["scenario"].isin(judged)]
+        result = context.checkpoints.get(name).run(batch_parameters={"dataframe": batch}, run_id=run_id)
+        validated += result.run_results
+        for scenario, found in _failures(name, result, judged).items():
+            failed[scenario] += found
+    pages = [*validated, *(ExpectationSuiteIdentifier(name) for name in sorted(members))]
     context.build_data_docs(site_names=[SITE], resource_identifiers=pages)
     verdicts = tuple(_judge(row, failed[scenario]) for row, scenario in zip(rows, scenarios, strict=True))
     return Verdict(run_name, verdicts, _index_path(context))
@@ -527,12 +517,14 @@ def _check_suites(context: FileDataContext, row: _Row, manifest: str) -> None:
             )
 
 
-def _frame(records: list[dict[str, Any]]) -> pd.DataFrame:
-    """The rows as a frame, plus the derived columns: the matrix columns each row lacks, and one
-    column per conservation sum (null where a part is null or missing)."""
+def _frame(records: list[dict[str, Any]], reasons: Sequence[str | None]) -> pd.DataFrame:
+    """The rows as a frame, plus the derived columns: the matrix columns each row lacks, the
+    classification reason each row's manifest entry planned (``reasons``), and one column per
+    conservation sum (null where a part is null or missing)."""
     import pandas as pd
 
     frame = pd.DataFrame(records)
+    frame[PLANNED_REASON] = list(reasons)
     frame[MISSING] = [", ".join(c for c in MATRIX_COLUMNS if c not in record) for record in records]
     for _, parts in IDENTITIES:
         frame[conservation_column(parts)] = frame.reindex(columns=list(parts)).sum(axis=1, min_count=len(parts))
@@ -584,7 +576,8 @@ def _failures(suite: str, result: CheckpointResult, scenarios: list[str]) -> dic
     """The failed expectations of a checkpoint run, per scenario.
 
     A failure that names its unexpected rows (by ``scenario``) belongs to those rows, with their
-    values as observed; any other failure (an exception, a missing column) to every scenario.
+    values as observed; any other failure (an exception, a missing column) to every scenario of
+    ``scenarios`` (those the checkpoint judged).
     """
     found: dict[str, list[FailedExpectation]] = {scenario: [] for scenario in scenarios}
     for suite_result in result.run_results.values():
@@ -598,11 +591,8 @@ def _failures(suite: str, result: CheckpointResult, scenarios: list[str]) -> dic
             if errors := _errors(expectation_result.exception_info):
                 message = f"exception: {'; '.join(sorted(set(errors)))}"
                 observed = dict.fromkeys(scenarios, message)
-            elif "unexpected_index_list" in detail and len(scenarios) > 1:
-                observed = {
-                    entry["scenario"]: _values([v for k, v in entry.items() if k != "scenario"])
-                    for entry in detail["unexpected_index_list"]
-                }
+            elif entries := detail.get("unexpected_index_list"):
+                observed = {entry["scenario"]: _values([v for k, v in entry.items() if k != "scenario"]) for entry in entries}
             elif "observed_value" in detail:
                 observed = dict.fromkeys(scenarios, detail["observed_value"])
             else:

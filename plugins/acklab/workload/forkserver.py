@@ -3,13 +3,15 @@
 Starting Python and importing numpy, pyarrow, pydantic and confluent_kafka costs ~0.8 s of CPU per
 producer process; a scenario group starts seven at once, which took 3-5 s on 2 cores before its
 loads could begin. `ForkServer.shared()` starts `python -m acklab.workload.forkserver` once per
-client process. The server imports the worker's modules, then forks one child per `spawn`; the
-child runs `acklab.workload.worker.main` on the caller's pipes (stdin, stdout) and log file
-(stderr), passed over a Unix socket. The server is single-threaded and holds no Kafka client, so
-forking it is safe.
+client process. The server imports the workers' modules, then forks one child per `spawn`; the
+child runs the main of the worker named (`WORKERS`: the librdkafka worker, or the Java client's,
+which starts its JVM from there) on the caller's pipes (stdin, stdout) and log file (stderr),
+passed over a Unix socket. The server is single-threaded and holds no Kafka client, so forking it
+is safe.
 
-Messages on the socket (SOCK_SEQPACKET, one per datagram): client -> server ``spawn`` (with the three
-fds) and ``signal <pid> <signum>``; server -> client ``pid <pid>`` or ``error <text>`` (the reply to
+Messages on the socket (SOCK_SEQPACKET, one per datagram): client -> server ``spawn <worker>
+[NAME=VALUE...]`` (with the three fds; the child's environment gets the settings) and ``signal <pid>
+<signum>``; server -> client ``pid <pid>`` or ``error <text>`` (the reply to
 a spawn) and ``exit <pid> <returncode>``. The server signals only children it has not reaped, so never
 a recycled pid, and exits when the client's end closes (the client process ended); its children then
 see their parent change and stop, writing their evidence as they do when their parent goes away.
@@ -18,6 +20,7 @@ see their parent change and stop, writing their evidence as they do when their p
 from __future__ import annotations
 
 import atexit
+import importlib
 import os
 import queue
 import select
@@ -33,6 +36,8 @@ from typing import ClassVar, TextIO
 
 from acklab.workload import worker
 
+# The workers a child can run (each module's main()); the server imports them all before it forks.
+WORKERS = {"librdkafka": "acklab.workload.worker", "java": "acklab.workload.java_worker"}
 SERVER_GONE = -255  # returncode of children whose server died before reporting their exit
 SPAWN_TIMEOUT_S = 30.0
 
@@ -114,13 +119,17 @@ class ForkServer:
     def alive(self) -> bool:
         return not self._gone and self._process.poll() is None
 
-    def spawn(self, stderr: Path) -> ForkedProcess:
-        """Fork a producer process reading its job from the returned process's stdin."""
+    def spawn(self, stderr: Path, worker: str = "librdkafka", env: Mapping[str, str] | None = None) -> ForkedProcess:
+        """Fork a producer process of `worker` (a `WORKERS` name, `env` added to its environment)
+        reading its job from the returned process's stdin."""
+        if worker not in WORKERS or any(" " in f"{k}{v}" or "=" in k for k, v in (env or {}).items()):
+            raise ValueError(f"spawn: worker {worker!r} (one of {', '.join(WORKERS)}) with env {env!r} (no spaces)")
+        message = " ".join(["spawn", worker, *(f"{k}={v}" for k, v in (env or {}).items())]).encode()
         stdin_r, stdin_w = os.pipe()
         stdout_r, stdout_w = os.pipe()
         try:
             with stderr.open("w") as err, self._spawn_lock:
-                socket.send_fds(self._control, [b"spawn"], [stdin_r, stdout_w, err.fileno()])
+                socket.send_fds(self._control, [message], [stdin_r, stdout_w, err.fileno()])
                 try:
                     reply = self._replies.get(timeout=SPAWN_TIMEOUT_S)
                 except queue.Empty:  # a late reply would answer the next spawn: retire this server
@@ -207,7 +216,7 @@ def serve(control: socket.socket) -> None:
             command, *args = message.decode().split()
             if command == "spawn":
                 try:
-                    pid = _fork(control, fds)
+                    pid = _fork(control, fds, args[0], dict(arg.split("=", 1) for arg in args[1:]))
                 except OSError as exc:
                     control.send(f"error {exc}".encode())
                 else:
@@ -226,7 +235,7 @@ def serve(control: socket.socket) -> None:
             control.send(f"exit {pid} {os.waitstatus_to_exitcode(status)}".encode())
 
 
-def _fork(control: socket.socket, fds: list[int]) -> int:
+def _fork(control: socket.socket, fds: list[int], name: str, env: dict[str, str]) -> int:
     pid = os.fork()
     if pid:
         return pid
@@ -237,7 +246,8 @@ def _fork(control: socket.socket, fds: list[int]) -> int:
             os.dup2(fd, target)
             os.close(fd)
         sys.stdin, sys.stdout, sys.stderr = (open(n, mode, closefd=False) for n, mode in ((0, "r"), (1, "w"), (2, "w")))  # noqa: SIM115 - the process's own streams
-        worker.main()
+        os.environ.update(env)
+        importlib.import_module(WORKERS[name]).main()
         code = 0
     except SystemExit as exit_:
         code = exit_.code if isinstance(exit_.code, int) else int(exit_.code is not None)
@@ -253,6 +263,8 @@ def main() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the whole group: the client decides
     worker.yield_cpu_to_brokers()  # inherited by every producer process it forks
     worker.preload()
+    for module in WORKERS.values():
+        importlib.import_module(module)
     with socket.socket(fileno=int(sys.argv[1])) as control:
         serve(control)
 

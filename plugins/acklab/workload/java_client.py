@@ -33,7 +33,7 @@ from pydantic import ValidationError
 from acklab.base.maven import DEFAULT_KAFKA_VERSION, SetupError, fetch_java_client
 from acklab.base.paths import cache_dir
 from acklab.base.spec import SpecError
-from acklab.workload.client import Client, Launcher
+from acklab.workload.client import Client, Launcher, ProducerProcess
 from acklab.workload.profiles import IDEMPOTENT_MAX_IN_FLIGHT, ProducerProfile
 from acklab.workload.spec import LoadSpec
 
@@ -318,18 +318,16 @@ CLIENT_ENV = "ACKLAB_JAVA_CLIENT"  # the kafka-clients version a Java producer p
 
 
 class JavaLauncher:
-    """Starts Java producer processes (`acklab.workload.java_worker`) of a client (`acklab.workload.client.Launcher`)."""
+    """Starts Java producer processes (`acklab.workload.java_worker`) of a client (`acklab.workload.client.Launcher`),
+    forked from the shared fork server of its interpreter (`acklab.workload.forkserver`)."""
 
     def __init__(self, client: Client) -> None:
         self.client = client
 
-    def spawn(self, log: Path) -> subprocess.Popen[str]:
-        with log.open("ab") as stderr:
-            return subprocess.Popen(
-                [self.client.python, "-m", "acklab.workload.java_worker"],
-                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr, text=True,
-                env={**self.client.env, CLIENT_ENV: self.client.version},
-            )
+    def spawn(self, log: Path) -> ProducerProcess:
+        from acklab.workload.forkserver import ForkServer  # imports the workers: only when a load starts
+
+        return ForkServer.shared(self.client.python, self.client.env).spawn(log, "java", {CLIENT_ENV: self.client.version})
 
 
 class Java:
