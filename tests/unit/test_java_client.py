@@ -189,3 +189,27 @@ def test_the_java_worker_and_its_jvm_yield_the_cpu_to_the_brokers(tmp_path) -> N
     finally:
         worker.kill()
         worker.wait()
+
+
+def test_the_driver_starts_from_its_class_archive_and_a_bad_archive_only_slows_it(tmp_path) -> None:
+    """Set up, the driver's JVM maps the producer's classes from the client's class archive (a group
+    starts seven JVMs at once on two cores); an archive the JVM cannot use is reported on stderr and
+    leaves stdout, the driver's protocol, as it was."""
+    import subprocess
+
+    java_client.client(None)  # set up
+    properties = tmp_path / "p.properties"
+    java_client.write_properties(properties, {"acks": "all"})
+    command = java_client.java_command(java_client.LOCKED, "validate", str(properties))
+    at = command.index("-cp")
+    traced = subprocess.run([*command[:at], "-Xlog:class+load=info:stdout", *command[at:]], capture_output=True, text=True, timeout=60)
+    loaded = [line for line in traced.stdout.splitlines() if "clients.producer.KafkaProducer " in line]
+    assert loaded and loaded[0].endswith("source: shared objects file (top)"), loaded
+
+    bad = tmp_path / "bad.jsa"
+    bad.write_bytes(b"\0" * 4096)
+    archive = next(i for i, arg in enumerate(command) if arg.startswith("-XX:SharedArchiveFile="))
+    command[archive] = f"-XX:SharedArchiveFile={bad}"
+    done = subprocess.run(command, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0
+    assert done.stdout.startswith('{"property": null, "error": null'), done.stdout
