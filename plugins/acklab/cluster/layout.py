@@ -16,6 +16,7 @@ from acklab.cluster.state import ClusterState, NodeState
 from acklab.cluster.topology import Topology
 
 LOG_CONFIG = "log4j.properties"  # each node's logging config, in its folder
+GC_LOG = "gc-%p.log"  # each node JVM's GC pauses and safepoints (%p: its pid), in the node's folder: a stalled broker misses its heartbeats
 SERVER_CONFIG = "server.properties"
 
 

@@ -10,6 +10,7 @@ import re
 import subprocess
 import threading
 import time
+from collections.abc import Collection, Sequence
 from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass
 
@@ -19,6 +20,7 @@ from acklab.nemesis.actions import FaultContext
 from acklab.nemesis.events import FaultEvent, FaultOutcome
 from acklab.nemesis.faults import FAULTS, PLANTED_LOSS
 from acklab.nemesis.runner import Nemesis
+from acklab.nemesis.schedule import Target
 from acklab.nemesis.watch import LeaderWatch
 from acklab.plan.planner import RunPlan, ScenarioPlan
 from acklab.store.runs import EarlierAttempt, FaultRecord, GroupTiming, Manifest, RunDir, ScenarioEntry
@@ -125,7 +127,8 @@ def _attempt(
 ) -> list[ScenarioEntry]:
     """One run of `group` (scenarios of group `index`): the profiles of one fault side by side on fresh
     topics with the same replica assignment (so the fault's target, partition 0 of the first topic,
-    has the same leader and followers in every topic), one fault schedule for all, then the health gate.
+    has the same leader and followers in every topic; `replica_assignment`: the active controller never
+    leads a leader fault's target), one fault schedule for all, then the health gate.
 
     The schedule starts once every producer is connected, or, with a step before the load, once the
     topics exist and that step has shown its effect: the producers then start against it, with the
@@ -134,11 +137,11 @@ def _attempt(
     Returns each scenario's manifest entry (not written yet)."""
     topology = plan.topology
     topics = [topic_name(run, scenario.name) + ("" if attempt == 1 else f"-attempt-{attempt}") for scenario in group]
-    brokers = sorted(topology.broker_ids)
-    assignment = [
-        [brokers[(p + index + r) % len(brokers)] for r in range(topology.replication_factor)]
-        for p in range(topology.partitions)
-    ]
+    targets = [Target.parse(step.target) for step in group[0].schedule if step.target]
+    targeted = [target.partition for target in targets if target.kind == "leader" and target.topic is None]
+    assignment = replica_assignment(
+        sorted(topology.broker_ids), topology.partitions, topology.replication_factor, index, cluster.active_controller(), targeted
+    )
     nemesis = Nemesis(FaultContext(cluster, topics[0], topology.min_insync_replicas), group[0].schedule)
     moves_leaders = any(FAULTS[step.fault].moves_leaders for step in group[0].schedule)
     watch = None if moves_leaders else LeaderWatch(cluster, topics)
@@ -214,6 +217,27 @@ def _attempt(
         if entry.disturbances:
             log.warning("scenario %s: unplanned during the load: %s", entry.scenario, "; ".join(entry.disturbances))
     return disturbed
+
+
+def replica_assignment(
+    brokers: Sequence[int], partitions: int, replication_factor: int, index: int, controller: int, targeted: Collection[int]
+) -> list[list[int]]:
+    """The replicas of each partition of group `index`'s topics, rotated by the index so that leaders
+    spread over a run; the rotation skips any that would make `controller` (the active KRaft
+    controller) the leader of a `targeted` partition (a leader fault's target). A leader fault then
+    measures a leader's failover alone: a leader that is also the controller is fenced only once a new
+    controller is elected, which can outlast the fault's window on two cores (killing the controller
+    is controller-kill's case)."""
+    count = len(brokers)
+
+    def rotated(shift: int) -> list[list[int]]:
+        return [[brokers[(p + shift + r) % count] for r in range(replication_factor)] for p in range(partitions)]
+
+    for shift in range(index, index + count):
+        assignment = rotated(shift)
+        if all(assignment[p][0] != controller for p in targeted if p < partitions):
+            return assignment
+    return rotated(index)  # every broker leads a targeted partition in every rotation (e.g. one broker)
 
 
 def planted_losses(cluster: Cluster, outcome: FaultOutcome, topics: list[str]) -> dict[str, int]:

@@ -21,9 +21,10 @@ class RunParams(BaseModel):
     """What a user chooses for a run (DAG params, CLI options); validated before anything starts.
     The DAG trigger form is generated from this model's JSON schema.
 
-    The fault lasts 10 s by default: when the killed leader is also the active KRaft controller,
-    a new controller must be elected and then fence the broker (session timeout) before
-    leadership moves, which takes 5-7 s here."""
+    The fault lasts 10 s by default: when the killed broker is also the active KRaft controller
+    (controller-kill), a new controller must be elected and then fence the broker (session timeout)
+    before leadership moves, which takes 5-7 s here, more when the election splits its votes; a leader
+    fault's partition is never led by the active controller (`acklab.orchestration.execution.replica_assignment`)."""
 
     model_config = ConfigDict(extra="forbid")
     preset: str | None = Field(None, description="The named preset these params come from (acklab presets), if any")

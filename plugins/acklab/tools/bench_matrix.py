@@ -9,7 +9,8 @@ amortized figure (all non-load wall time over all scenarios) is printed too, for
 Then one line per phase, from the DAG test log's task spans (`task_spans`): plan, provision, each
 group's task with its longest load and the rest (its overhead), the audit, validation (with the
 report), teardown; and last `matrix wall seconds: W`, `loads seconds: L` (each group's longest
-load, added up) and `ratio wall/loads: W/L`."""
+load, added up) and `ratio wall/loads: W/L`. A line before them sums up the brokers' stalls
+(`acklab.cluster.stalls`): the controller's slow events and the GC pauses."""
 
 from __future__ import annotations
 
@@ -25,6 +26,7 @@ from pathlib import Path
 import typer
 
 from acklab.base.paths import runs_dir
+from acklab.cluster import stalls
 from acklab.store.runs import runs
 
 DAG_ID = "kafka_delivery_matrix"
@@ -79,6 +81,7 @@ def main(conf: str = typer.Option("{}", help="DAG params as JSON (default: the s
     print(f"scenarios run again (first run's evidence incomplete): {sum(1 for s in scenarios if s.earlier_attempts)}")
     print(f"scenarios disturbed (unplanned leader change, ISR shrink or controller move): {sum(1 for s in scenarios if s.disturbances)}")
     print(f"median scenario overhead seconds: {statistics.median(overheads):.1f}")
+    print(f"broker stalls: {stalls.summary(run.cluster)}")
     labels = {s.group.index: s.fault + (" (negative control)" if s.control else "") for s in scenarios if s.group}
     for task, index, seconds in task_spans(done.stdout + done.stderr):
         if task == "run_group" and index in longest:
