@@ -20,7 +20,6 @@ from acklab.nemesis.actions import FaultContext
 from acklab.nemesis.events import FaultEvent, FaultOutcome
 from acklab.nemesis.faults import FAULTS, PLANTED_LOSS
 from acklab.nemesis.runner import Nemesis
-from acklab.nemesis.schedule import Target
 from acklab.nemesis.watch import LeaderWatch
 from acklab.plan.planner import RunPlan, ScenarioPlan
 from acklab.store.runs import EarlierAttempt, FaultRecord, GroupTiming, Manifest, RunDir, ScenarioEntry
@@ -137,7 +136,7 @@ def _attempt(
     Returns each scenario's manifest entry (not written yet)."""
     topology = plan.topology
     topics = [topic_name(run, scenario.name) + ("" if attempt == 1 else f"-attempt-{attempt}") for scenario in group]
-    targets = [Target.parse(step.target) for step in group[0].schedule if step.target]
+    targets = [step.parsed_target for step in group[0].schedule if step.target]
     targeted = [target.partition for target in targets if target.kind == "leader" and target.topic is None]
     assignment = replica_assignment(
         sorted(topology.broker_ids), topology.partitions, topology.replication_factor, index, cluster.active_controller(), targeted
@@ -229,15 +228,12 @@ def replica_assignment(
     controller is elected, which can outlast the fault's window on two cores (killing the controller
     is controller-kill's case)."""
     count = len(brokers)
-
-    def rotated(shift: int) -> list[list[int]]:
-        return [[brokers[(p + shift + r) % count] for r in range(replication_factor)] for p in range(partitions)]
-
-    for shift in range(index, index + count):
-        assignment = rotated(shift)
-        if all(assignment[p][0] != controller for p in targeted if p < partitions):
-            return assignment
-    return rotated(index)  # every broker leads a targeted partition in every rotation (e.g. one broker)
+    rotations = [
+        [[brokers[(p + shift + r) % count] for r in range(replication_factor)] for p in range(partitions)]
+        for shift in range(index, index + count)
+    ]
+    # With no such rotation (e.g. one broker), the index's.
+    return next((a for a in rotations if all(a[p][0] != controller for p in targeted)), rotations[0])
 
 
 def planted_losses(cluster: Cluster, outcome: FaultOutcome, topics: list[str]) -> dict[str, int]:

@@ -116,7 +116,6 @@ def fetch_client(client_version: str) -> Client:
     folder.mkdir(parents=True, exist_ok=True)
     fetch_java_client(client_version, folder / "lib")
     shutil.rmtree(folder / "driver", ignore_errors=True)  # the classes' folder of layout 1
-    (folder / CLASS_ARCHIVE).unlink(missing_ok=True)
     lib = ":".join(map(str, sorted((folder / "lib").glob("*.jar"))))
     with tempfile.TemporaryDirectory(prefix="acklab-javac-") as classes:
         done = subprocess.run(["javac", "-nowarn", "-d", classes, "-cp", lib, str(SOURCE)], capture_output=True, text=True)
@@ -141,6 +140,7 @@ def _dump_class_archive(client_version: str) -> None:
     """Write the driver's class archive (`CLASS_ARCHIVE`); without one (the JVM could not dump it)
     the driver starts from its jars, only slower."""
     archive = client_dir(client_version) / CLASS_ARCHIVE
+    archive.unlink(missing_ok=True)  # the JVM dumping it must not start from the old one
     with tempfile.TemporaryDirectory(prefix="acklab-class-archive-") as work:
         training = Path(work) / "producer.properties"
         write_properties(training, ARCHIVE_TRAINING)
