@@ -84,6 +84,19 @@ def test_kafka_14417_is_red_on_kafka_clients_3_3_1_and_green_on_3_3_2(tmp_path: 
     assert "Unexpected error in InitProducerIdResponse; The request timed out." in done.stderr  # the claim quotes the producer log
     assert by_version["3.3.2"]["failed"] == 0 and by_version["3.3.2"]["acked"] == by_version["3.3.2"]["planned"]
 
+    repros = tmp_path / "repro-runs"
+    done = acklab(repros, "repro", "--preset", "kafka-14417", "--client", "java:3.3.1", "--shrink-runs", "1")
+    assert done.returncode == 0, done.stderr[-3000:]
+    (folder,) = (repros / "repros").iterdir()
+    assert "runs: 2 (1 to confirm it alone, 1 shrinking)" in done.stdout, done.stdout  # after the preset's own run
+    params = json.loads((folder / "params.json").read_text())
+    assert params["client"] == "java:3.3.1" and params["messages"] == 1_000, params  # halved once, still red
+    assert json.loads((folder / "versions.json").read_text())["client"] == "java 3.3.1"
+    assert "Unexpected error in InitProducerIdResponse" in (folder / "client.log").read_text()
+    replayed = subprocess.run(["bash", str(folder / "run.sh")], capture_output=True, text=True, timeout=600, cwd=tmp_path,
+                              env={**os.environ, "ACKLAB_RUNS": str(tmp_path / "replayed")})
+    assert replayed.returncode == 1, replayed.stderr[-3000:]  # the folder's one command: still red
+
 
 @pytest.mark.versions
 def test_librdkafka_4736_is_red_on_2_4_0_and_green_on_2_5_0(tmp_path: Path) -> None:

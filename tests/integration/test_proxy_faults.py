@@ -2,7 +2,8 @@
 librdkafka producers, audited by the real Spark job and judged by the GX verdict: injected
 retriable errors are retried (nothing lost, nothing failed), errors reported after the append
 duplicate at-least-once writes but not idempotent ones, held requests are released after their
-delay and acknowledged only then. Short loads (3 s, faults of 2 s) on one cluster."""
+delay and acknowledged only then, a Metadata answer whose topics the proxy failed is read and
+retried. Short loads (3 s, faults of 2 s) on one cluster."""
 
 from __future__ import annotations
 
@@ -25,6 +26,11 @@ SCHEDULES = [
     {"fault": "request-hold", "options": {"delay_s": HOLD_S}},
 ]
 
+METADATA_ERROR = {  # from before the producers start: librdkafka asks for the topic's metadata only then
+    "fault": "error-inject", "target": "every-broker", "before_load": True, "at_s": 0, "duration_s": 2,
+    "options": {"apis": ["Metadata"], "error": "UNKNOWN_TOPIC_OR_PARTITION"},
+}
+
 Audited = tuple[dict[str, dict], dict[str, dict], Verdict]
 
 
@@ -34,7 +40,7 @@ def audited(tmp_path_factory: pytest.TempPathFactory) -> Audited:
     run = run_audited([
         make_plan({"profiles": PROFILES, "schedule": [{**step, "at_s": 0.5, "duration_s": 2}], "messages": 6000, "rate": 2000})
         for step in SCHEDULES
-    ])
+    ] + [make_plan({"profiles": PROFILES, "schedule": [METADATA_ERROR], "messages": 6000, "rate": 2000})])
     verdict = validate_matrix(run, Path(tmp_path_factory.mktemp("expectations")), run.run_id)
     manifest = {s.scenario: s.model_dump() for s in run.read_manifest().scenarios}
     return manifest, {row["scenario"]: row for row in run.read_matrix()}, verdict
@@ -49,7 +55,7 @@ def counts(manifest: dict[str, dict], scenario: str) -> dict[str, int]:
 def test_every_scenario_passes_its_model_expectations(audited: Audited) -> None:
     _, _, verdict = audited
     assert verdict.status == "pass", verdict.summary_lines()
-    assert len(verdict.checked) == len(PROFILES) * len(SCHEDULES)
+    assert len(verdict.checked) == len(PROFILES) * (len(SCHEDULES) + 1)
 
 
 def test_injected_retriable_errors_are_retried(audited: Audited) -> None:
@@ -61,6 +67,19 @@ def test_injected_retriable_errors_are_retried(audited: Audited) -> None:
         assert (row["lost"], row["failed"], row["duplicates"], row["acked"]) == (0, 0, 0, row["sent"]), row
         assert row["ack_latency_max_ms"] > 1000  # written only after the refusals of the 2 s window
         assert manifest[scenario]["delivery_errors"] == {}
+
+
+def test_metadata_answers_failed_by_the_proxy_are_read_and_retried(audited: Audited) -> None:
+    """UNKNOWN_TOPIC_OR_PARTITION on every topic of the brokers' own Metadata answers (v13 from
+    librdkafka 2.16): the client keeps its records queued and asks again until the window ends."""
+    manifest, rows, _ = audited
+    for profile in PROFILES:
+        scenario = f"{profile}__error-inject-before-load"
+        seen = counts(manifest, scenario)
+        assert seen["injected_topic_errors"] >= 1 and seen["requests.3.v13"] >= seen["injected_errors"], seen
+        assert "unanswerable.Metadata" not in seen
+        row = rows[scenario]
+        assert (row["lost"], row["failed"], row["duplicates"], row["acked"]) == (0, 0, 0, row["sent"]), row
 
 
 def test_errors_after_the_append_duplicate_at_least_once_but_not_idempotent(audited: Audited) -> None:

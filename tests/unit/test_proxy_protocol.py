@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from acklab.proxy.answers import error_answer, top_error
+from acklab.proxy.answers import error_answer, metadata_with_error, top_error
 from acklab.proxy.codes import ADD_PARTITIONS_TO_TXN, END_TXN, ERRORS, FIND_COORDINATOR, INIT_PRODUCER_ID, PRODUCE
 from acklab.proxy.protocol import (
     PRODUCE_VERSIONS,
@@ -208,3 +208,74 @@ def test_error_answers_for_the_coordinator_requests_follow_kafkas_layouts() -> N
     with pytest.raises(ProtocolError, match="api 3 is not answered"):
         error_answer(request(3, 12, b"", True), 5)
     assert ERRORS["REQUEST_TIMED_OUT"].code == 7 and not ERRORS["INVALID_RECORD"].retriable
+
+
+def _metadata(version: int, topics: list[tuple[int, str, bytes, list[int]]]) -> bytes:
+    """A Metadata answer of `version` as Kafka's schema lays it out: two brokers, a cluster id, a
+    controller, and per topic (error, name, topic id, partitions led by broker 1)."""
+    flex = version >= 9
+    writer = Writer()
+    writer.int32(5)
+    if flex:
+        writer.tags({}, ())
+    if version >= 3:
+        writer.int32(0)
+    writer.length(2, flex)
+    for node in (1, 2):
+        writer.int32(node)
+        writer.string("127.0.0.1", flex)
+        writer.int32(9000 + node)
+        if version >= 1:
+            writer.string(None, flex)
+        if flex:
+            writer.tags({}, ())
+    if version >= 2:
+        writer.string("cluster", flex)
+    if version >= 1:
+        writer.int32(2)
+    writer.length(len(topics), flex)
+    for error, name, topic_id, partitions in topics:
+        writer.int16(error)
+        writer.string(name, flex)
+        if version >= 10:
+            writer.uuid(topic_id)
+        if version >= 1:
+            writer.int8(0)
+        writer.length(len(partitions), flex)
+        for index in partitions:
+            writer.int16(0)
+            writer.int32(index)
+            writer.int32(1)
+            if version >= 7:
+                writer.int32(4)
+            for nodes in ([1, 2], [1, 2], []) if version >= 5 else ([1, 2], [1, 2]):
+                writer.length(len(nodes), flex)
+                for node in nodes:
+                    writer.int32(node)
+            if flex:
+                writer.tags({}, ())
+        if version >= 8:
+            writer.int32(-2147483648)
+        if flex:
+            writer.tags({}, ())
+    if 8 <= version <= 10:
+        writer.int32(-2147483648)
+    if version >= 13:
+        writer.int16(0)
+    if flex:
+        writer.tags({}, ())
+    return bytes(writer.out)
+
+
+@pytest.mark.parametrize("version", range(14))
+def test_a_metadata_answer_rewritten_keeps_the_brokers_and_fails_every_topic(version: int) -> None:
+    """Every topic gets the error, no partitions and a zero id; brokers, cluster id and controller stay."""
+    topic_id = bytes(range(16))
+    answer = _metadata(version, [(0, "orders", topic_id, [0, 1, 2]), (0, "audit", topic_id, [0])])
+    rewritten, topics = metadata_with_error(answer, version, ERRORS["TOPIC_AUTHORIZATION_FAILED"].code)
+    assert topics == 2
+    assert rewritten == _metadata(version, [(29, "orders", bytes(16), []), (29, "audit", bytes(16), [])])
+    with pytest.raises(ProtocolError):
+        metadata_with_error(answer + b"\x00", version, 29)
+    with pytest.raises(ProtocolError):
+        metadata_with_error(answer[:-3], version, 29)

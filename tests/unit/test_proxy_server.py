@@ -285,7 +285,9 @@ def test_rules_validate_their_options() -> None:
         ProxyRule(action="replace_error", error="NOPE")
     with pytest.raises(ValueError, match="error 'NOT_ENOUGH_REPLICAS' is not one a broker answers EndTxn with"):
         ProxyRule(action="inject_error", apis=[END_TXN], error="NOT_ENOUGH_REPLICAS")
-    with pytest.raises(ValueError, match="cannot answer Metadata requests"):
+    with pytest.raises(ValueError, match="cannot answer ApiVersions requests"):
+        ProxyRule(action="inject_error", apis=[18], error="NOT_COORDINATOR")
+    with pytest.raises(ValueError, match="error 'NOT_COORDINATOR' is not one a broker answers Metadata with"):
         ProxyRule(action="inject_error", apis=[3], error="NOT_COORDINATOR")
 
 

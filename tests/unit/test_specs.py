@@ -95,7 +95,11 @@ def test_plan_names_scenarios_and_guarantees() -> None:
             "error 'NOT_ENOUGH_REPLICAS' is not one a broker answers EndTxn with; valid: COORDINATOR_LOAD_IN_PROGRESS (14, retriable)",
         ),
         ({"schedule": [{"fault": "error-inject", "options": {"apis": ["Fetch"]}}]}, "unknown request type 'Fetch'; valid: Produce, Metadata"),
-        ({"schedule": [{"fault": "error-inject", "options": {"apis": ["Metadata"], "error": "NOT_COORDINATOR"}}]}, "the proxy cannot answer Metadata requests with an error"),
+        (
+            {"schedule": [{"fault": "error-inject", "options": {"apis": ["Metadata"], "error": "NOT_COORDINATOR"}}]},
+            "error 'NOT_COORDINATOR' is not one a broker answers Metadata with; valid: UNKNOWN_TOPIC_OR_PARTITION (3, retriable)",
+        ),
+        ({"schedule": [{"fault": "error-inject", "options": {"apis": ["ApiVersions"]}}]}, "the proxy cannot answer ApiVersions requests with an error"),
         ({"schedule": [{"fault": "error-after-append", "options": {"apis": [1]}}]}, "params: schedule.0.apis: Extra inputs are not permitted"),
         ({"schedule": [{"fault": "withhold-replay", "options": {"replay_after": "Commit"}}]}, "unknown request type 'Commit'; valid: Produce"),
         (

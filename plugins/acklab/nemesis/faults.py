@@ -362,7 +362,8 @@ FAULTS: Mapping[str, FaultSpec] = {
         _proxy(
             "error-inject",
             "answer requests with a broker error (default: produce requests, NOT_ENOUGH_REPLICAS; apis: also FindCoordinator, "
-            "InitProducerId, AddPartitionsToTxn, AddOffsetsToTxn, EndTxn, with an error each may carry); they never reach the broker",
+            "InitProducerId, AddPartitionsToTxn, AddOffsetsToTxn, EndTxn, with an error each may carry); they never reach the broker "
+            "(Metadata: it does, and its answer's topics carry the error)",
             ErrorOptions, Proxy("inject_error", ("injected_errors",)), answers_error=True, precedes_load=True,
             effects=(
                 Effect(

@@ -8,7 +8,10 @@ answers. Layouts from Kafka's message schemas (``common/message/*Response.json``
 - FindCoordinator: v0 error_code, node_id, host, port; v1-3 throttle_time_ms first and an
   error_message after error_code (flexible from v3); v4+ one coordinator per requested key.
 - AddPartitionsToTxn v0-3 (flexible from v3): an error per requested topic partition. v4+ is the
-  brokers' batched form (KIP-890), not answered.
+  brokers' batched form (KIP-890): kafka-clients sends v3 at most (`LAST_CLIENT_VERSION`), and
+  brokers send v4+ to the coordinator on their inter-broker listener, which the proxy never sees.
+- Metadata (flexible from v9) is not answered in the broker's place: the broker's own answer is
+  rewritten (`metadata_with_error`), so its brokers, cluster id and controller stay true.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from __future__ import annotations
 from acklab.proxy.codes import ADD_OFFSETS_TO_TXN, ADD_PARTITIONS_TO_TXN, END_TXN, FIND_COORDINATOR, INIT_PRODUCER_ID
 from acklab.proxy.protocol import ProtocolError, Reader, RequestHeader, Writer, response_header
 
+ZERO_UUID = bytes(16)
 FLEXIBLE_FROM = {INIT_PRODUCER_ID: 2, ADD_PARTITIONS_TO_TXN: 3, ADD_OFFSETS_TO_TXN: 3, END_TXN: 3, FIND_COORDINATOR: 3}
 TOP_LEVEL = {INIT_PRODUCER_ID, ADD_OFFSETS_TO_TXN, END_TXN}  # throttle_time_ms then error_code
 
@@ -123,3 +127,72 @@ def top_error(body: bytes, api_key: int, version: int) -> int:
     if api_key == FIND_COORDINATOR and version == 0:
         return reader.int16()
     raise ProtocolError(f"no top-level error in answers to api {api_key} v{version}")
+
+
+def metadata_with_error(body: bytes, version: int, error_code: int) -> tuple[bytes, int]:
+    """A broker's Metadata answer (response body with its header, v0-13) in which every topic
+    carries `error_code` with no partitions and a zero topic id, as a broker reports a topic it
+    fails; brokers, cluster id, controller and the rest are kept. Also the number of topics
+    rewritten. ProtocolError if the body does not read as that version."""
+    if not 0 <= version <= 13:
+        raise ProtocolError(f"Metadata v{version} is not read by the proxy")
+    flex = version >= 9
+    reader, out = Reader(body), Writer()
+    out.int32(reader.int32())  # correlation id
+    if flex:
+        out.tags(reader.tags(), ())
+    if version >= 3:
+        out.int32(reader.int32())  # throttle_time_ms
+    brokers = reader.length(flex)
+    out.length(brokers, flex)
+    for _ in range(brokers):
+        out.int32(reader.int32())
+        out.string(reader.string(flex), flex)
+        out.int32(reader.int32())
+        if version >= 1:
+            out.string(reader.string(flex), flex)  # rack
+        if flex:
+            out.tags(reader.tags(), ())
+    if version >= 2:
+        out.string(reader.string(flex), flex)  # cluster id
+    if version >= 1:
+        out.int32(reader.int32())  # controller id
+    topics = reader.length(flex)
+    out.length(topics, flex)
+    for _ in range(topics):
+        reader.int16()
+        out.int16(error_code)
+        out.string(reader.string(flex), flex)
+        if version >= 10:
+            reader.uuid()
+            out.uuid(ZERO_UUID)
+        if version >= 1:
+            out.int8(reader.int8())  # is_internal
+        for _ in range(reader.length(flex)):
+            _skip_partition(reader, version, flex)
+        out.length(0, flex)
+        if version >= 8:
+            out.int32(reader.int32())  # topic_authorized_operations
+        if flex:
+            out.tags(reader.tags(), ())
+    if 8 <= version <= 10:
+        out.int32(reader.int32())  # cluster_authorized_operations
+    if version >= 13:
+        out.int16(reader.int16())  # top-level error code
+    if flex:
+        out.tags(reader.tags(), ())
+    reader.end()
+    return bytes(out.out), topics
+
+
+def _skip_partition(reader: Reader, version: int, flex: bool) -> None:
+    reader.int16()
+    reader.int32()
+    reader.int32()
+    if version >= 7:
+        reader.int32()
+    for _ in range(3 if version >= 5 else 2):  # replicas, isr, offline replicas
+        for _ in range(reader.length(flex)):
+            reader.int32()
+    if flex:
+        reader.tags()

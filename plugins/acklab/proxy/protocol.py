@@ -112,6 +112,9 @@ class Writer:
     def __init__(self) -> None:
         self.out = bytearray()
 
+    def int8(self, value: int) -> None:
+        self.out += value.to_bytes(1, "big", signed=True)
+
     def int16(self, value: int) -> None:
         self.out += _I16.pack(value)
 

@@ -42,8 +42,9 @@ class ProxyRule(BaseModel):
     - blackhole: nothing passes in either direction; new connections are accepted and ignored.
     - inject_error: a request is answered by the proxy with `error` (a PRODUCE request for each of
       its partitions) and never reaches the broker (acks=0: the connection is closed, as a broker
-      does). The requests the proxy can answer and the errors each may carry:
-      `acklab.proxy.answers.ANSWERABLE`; others pass untouched.
+      does). A Metadata request does reach the broker; every topic of its answer carries `error`
+      (`acklab.proxy.answers.metadata_with_error`). The requests the proxy can answer and the
+      errors each may carry: `acklab.proxy.codes.ANSWERABLE`; others pass untouched.
     - replace_error: a PRODUCE request reaches the broker; the partitions its response reports
       appended carry `error` instead.
     - hold_request: a matching request is withheld and forwarded `delay_s` after it arrived (0 =

@@ -11,7 +11,7 @@ first 4 of a response.
 
 Counters (`stats`): `requests.<api>.v<version>` and `responses.<api>` per frame forwarded; per
 fault dropped_requests/responses, blackholed_requests/responses, delayed_responses,
-injected_errors, replaced_errors, held_requests, released_requests (replayed_after_trigger of
+injected_errors (a Metadata answer counts once, and its topics in injected_topic_errors), replaced_errors, held_requests, released_requests (replayed_after_trigger of
 them by a `replay_after` answer), lost_requests; held_lost (held, but the broker connection closed first); discarded_responses
 (answers to requests whose client had gone) and, per partition of those to PRODUCE requests,
 discarded_produce_errors.<code> (0: a late write was appended); swallowed_requests and
@@ -42,7 +42,7 @@ from typing import Literal
 from pydantic import BaseModel
 
 from acklab.proxy import answers
-from acklab.proxy.codes import PRODUCE, api_name, error_name
+from acklab.proxy.codes import METADATA, PRODUCE, api_name, error_name
 from acklab.proxy.protocol import (
     PRODUCE_VERSIONS,
     ProduceRequest,
@@ -107,6 +107,7 @@ class Connection:
         self.expected: deque[tuple[int, int, int, bytes | None, float]] = deque()
         self.held: deque[Held] = deque()
         self.awaiting: dict[int, dict] = {}  # released requests not answered yet -> their log entry
+        self.rewrite: dict[int, int] = {}  # Metadata requests forwarded whose answer gets an error -> its code
         self.client_open = True
         self.stalled = False  # a request was dropped: every later one is (drop_request)
         self.deaf = False  # a response was dropped and the connection held: every later one is (drop_response)
@@ -359,7 +360,12 @@ class BrokerProxy:
     def _inject(self, conn: Connection, body: bytes, correlation: int, api_key: int, version: int, rule: ProxyRule) -> Literal["taken", "close", "forward"]:
         """Answer a request with the rule's error in the broker's place: "taken", "close" the
         connection (an error for an acks=0 PRODUCE, as a broker does), or "forward" a request the
-        proxy cannot answer (counted as unanswerable.<api>)."""
+        proxy cannot answer (counted as unanswerable.<api>). A Metadata request is forwarded and
+        its answer rewritten (`_responses`)."""
+        if api_key == METADATA:
+            conn.rewrite[correlation] = rule.error_code
+            self.affected += 1
+            return "forward"
         if api_key == PRODUCE:
             if (parsed := self._parse(body, version)) is None:
                 return "forward"
@@ -495,6 +501,9 @@ class BrokerProxy:
             if conn.deaf:
                 self.stats["dropped_responses"] += 1
                 continue
+            if (code := conn.rewrite.pop(correlation, None)) is not None:
+                body = self._metadata_error(body, version, code)
+                size = len(body).to_bytes(4, "big")
             rule = self.active(api_key)
             if rule is not None:
                 action = rule.action
@@ -537,6 +546,18 @@ class BrokerProxy:
             for topic in response.topics:
                 for partition in topic.partitions:
                     self.stats[f"discarded_produce_errors.{partition.error_code}"] += 1
+
+    def _metadata_error(self, body: bytes, version: int, code: int) -> bytes:
+        """A Metadata answer whose every topic carries `code` (unchanged if unread: unanswerable.Metadata)."""
+        try:
+            body, topics = answers.metadata_with_error(body, version, code)
+        except ProtocolError:
+            self.stats[f"unanswerable.{api_name(METADATA)}"] += 1
+            return body
+        if topics:
+            self.stats["injected_errors"] += 1
+            self.stats["injected_topic_errors"] += topics
+        return body
 
     def _replace_error(self, body: bytes, version: int, rule: ProxyRule) -> bytes:
         """A PRODUCE response whose appended partitions carry the rule's error (unchanged if unparsed)."""
