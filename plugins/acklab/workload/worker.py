@@ -64,7 +64,7 @@ TICK_S = 0.25  # delivery reports folded into the arrays, progress published
 STOP_FLUSH_S = 5.0  # flush budget once interrupted
 DEADLINE = "duration_s reached"  # the stop reason of a load ended by its clock, as planned
 SIGTERM_STOP, PARENT_GONE = "stopped by SIGTERM", "the parent process went away"  # interrupted: flush briefly
-PRODUCER_NICENESS = 5  # load generators yield the CPU to the brokers under test (their heartbeats time out otherwise)
+PRODUCER_NICENESS = 15  # load generators yield the CPU to the brokers under test (their controller stalls otherwise: docs/benchmarks.md)
 
 
 def yield_cpu_to_brokers() -> None:
