@@ -11,7 +11,8 @@ first 4 of a response.
 
 Counters (`stats`): `requests.<api>.v<version>` and `responses.<api>` per frame forwarded; per
 fault dropped_requests/responses, blackholed_requests/responses, delayed_responses,
-injected_errors (a Metadata answer counts once, and its topics in injected_topic_errors), replaced_errors, held_requests, released_requests (replayed_after_trigger of
+injected_errors (a rewritten Metadata answer counts once, its topics in injected_topic_errors),
+replaced_errors, held_requests, released_requests (replayed_after_trigger of
 them by a `replay_after` answer), lost_requests; held_lost (held, but the broker connection closed first); discarded_responses
 (answers to requests whose client had gone) and, per partition of those to PRODUCE requests,
 discarded_produce_errors.<code> (0: a late write was appended); swallowed_requests and
