@@ -17,9 +17,8 @@ answers. Layouts from Kafka's message schemas (``common/message/*Response.json``
 from __future__ import annotations
 
 from acklab.proxy.codes import ADD_OFFSETS_TO_TXN, ADD_PARTITIONS_TO_TXN, END_TXN, FIND_COORDINATOR, INIT_PRODUCER_ID
-from acklab.proxy.protocol import ProtocolError, Reader, RequestHeader, Writer, response_header
+from acklab.proxy.protocol import NO_UUID, ProtocolError, Reader, RequestHeader, Writer, response_header
 
-ZERO_UUID = bytes(16)
 FLEXIBLE_FROM = {INIT_PRODUCER_ID: 2, ADD_PARTITIONS_TO_TXN: 3, ADD_OFFSETS_TO_TXN: 3, END_TXN: 3, FIND_COORDINATOR: 3}
 TOP_LEVEL = {INIT_PRODUCER_ID, ADD_OFFSETS_TO_TXN, END_TXN}  # throttle_time_ms then error_code
 
@@ -165,7 +164,7 @@ def metadata_with_error(body: bytes, version: int, error_code: int) -> tuple[byt
         out.string(reader.string(flex), flex)
         if version >= 10:
             reader.uuid()
-            out.uuid(ZERO_UUID)
+            out.uuid(NO_UUID)
         if version >= 1:
             out.int8(reader.int8())  # is_internal
         for _ in range(reader.length(flex)):
