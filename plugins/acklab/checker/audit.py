@@ -160,8 +160,8 @@ def _read_same_schema(spark: SparkSession, files: Mapping[Path, str], present: S
     if set(uris) != set(files):
         raise RuntimeError(f"Spark read {sorted(uris)}, expected {sorted(files)}")
     # Each row's scenario by a broadcast join on its file (see _by_index).
-    names = spark.createDataFrame([(uris[path], name) for path, name in files.items()], "uri string, scenario string")
-    raw = raw.withColumn("_uri", F.input_file_name()).join(F.broadcast(names.withColumnRenamed("uri", "_uri")), "_uri")
+    scenarios = spark.createDataFrame([(uris[path], name) for path, name in files.items()], "_uri string, scenario string")
+    raw = raw.withColumn("_uri", F.input_file_name()).join(F.broadcast(scenarios), "_uri")
     columns = [F.col("scenario")]
     for field in SEND_LOG_SCHEMA.fields[1:]:
         column = F.col(field.name) if field.name in present else F.lit(SEND_LOG_DEFAULTS[field.name])
