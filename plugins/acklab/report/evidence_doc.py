@@ -85,7 +85,7 @@ def to_markdown() -> str:
     lines += ["## Producer statistics (`producer_stats.parquet`)", "", *_table(("column", "type", "meaning"), _columns(PRODUCER_STATS))]
     lines += ["## Topic records (`audit/topic_records.parquet`)", "", *_table(("column", "type", "meaning"), _columns(TOPIC_RECORDS))]
     lines += [RECORDS_RULES, ""]
-    lines += ["## Outcome table (`audit/outcomes.parquet`, partitioned by scenario)", "", *_table(("column", "type", "meaning"), _columns(OUTCOME_TABLE))]
+    lines += ["## Outcome table (`audit/outcomes.parquet`, one row per message of every scenario)", "", *_table(("column", "type", "meaning"), _columns(OUTCOME_TABLE))]
     classes = [*OUTCOME_DOCS.items(), (UNEXPECTED, "in the topic, not in the send log")]
     lines += ["Outcome classes (exclusive; `copies` = topic records carrying the id):", "", *_table(("outcome", "when"), ((f"`{n}`", d) for n, d in classes))]
     lines += ["## Delivery matrix (`audit/matrix.parquet`, `audit/matrix.json`: one row per scenario)", "", *_table(("column", "type", "meaning"), _columns(MATRIX))]

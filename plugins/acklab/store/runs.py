@@ -35,7 +35,7 @@ LAYOUT: tuple[tuple[str, str], ...] = (
     ("scenarios/<scenario>.attempt-<n>/", "an earlier run of the scenario whose evidence was incomplete, so its group ran it again: the same files, kept, not audited"),
     ("cluster/", "the cluster: `cluster.json` (pids, ports, owner), node folders with their logs (data removed at teardown)"),
     ("audit/topic_records.parquet", "every record the audit read from the scenario topics"),
-    ("audit/outcomes.parquet/scenario=<scenario>/", "one row per message: its outcome class and flags"),
+    ("audit/outcomes.parquet", "one row per message (all scenarios'): its outcome class and flags"),
     ("audit/matrix.parquet, audit/matrix.json", "the delivery matrix: one row per scenario"),
     ("result.json", "the verdict: status per scenario, regressions, paths of the matrix and reports"),
     ("report/index.html", "the HTML report (matrix, model, verdicts) with `heatmap.png` and `timeline-<scenario>.png`"),
