@@ -76,7 +76,11 @@ def timeline(send_log: Path, load_started: float, fault_timeline: list[FaultReco
     end = max(1.0, float(np.nanmax(t_ack)) if t_ack.size else 1.0)
     bins = np.arange(0, np.ceil(end) + 1)
     fig, (rate_ax, lat_ax) = plt.subplots(2, 1, figsize=(9, 4.6), sharex=True)
-    rate_ax.hist([t_ack[acked], t_ack[~acked]], bins=bins, stacked=True, color=["#1565c0", "#c62828"], label=["acked", "failed"])
+    # Stacked steps, one polygon each (a bar per second drew several times slower).
+    acked_per_s, _ = np.histogram(t_ack[acked], bins=bins)
+    failed_per_s, _ = np.histogram(t_ack[~acked], bins=bins)
+    rate_ax.stairs(acked_per_s, bins, fill=True, color="#1565c0", label="acked")
+    rate_ax.stairs(acked_per_s + failed_per_s, bins, baseline=acked_per_s, fill=True, color="#c62828", label="failed")
     rate_ax.set_ylabel("reports / s")
     rate_ax.legend(loc="upper right", fontsize=8)
     index = np.digitize(t_ack, bins) - 1
@@ -95,7 +99,7 @@ def timeline(send_log: Path, load_started: float, fault_timeline: list[FaultReco
         stop = (event.ended or event.started) - load_started
         for ax in (rate_ax, lat_ax):
             ax.axvspan(start, stop, color="#ffab00", alpha=0.25, label=None)
-    rate_ax.set_title(title + "  (shaded: fault window)", fontsize=10)
+    rate_ax.set_title(title + "  (shaded: fault window)", fontsize=10, y=1.0)  # placed, not fitted to tick labels
     # Fixed margins (tight_layout took a third of a timeline's time): room for the latency axis's
     # 10^n labels, the x label and the title.
     fig.subplots_adjust(left=0.085, right=0.985, bottom=0.11, top=0.93, hspace=0.08)
