@@ -2,8 +2,8 @@
 
 A Kafka JVM loads several thousand classes from about a hundred jars before it serves anything; an
 archive of them is mapped from one file instead. Measured on 2 cores (three brokers, 450 partitions):
-provisioning 11.0-11.2 s -> 7.2-8.2 s, a SIGKILLed broker back in sync 6.6-8.2 s -> 5.6-7.1 s, a
-stopped one 5.9-6.4 s -> 4.4-4.9 s. `acklab setup` dumps it from a training node (`dump`); local
+provisioning 11.0-11.2 s -> 7.6 s, a SIGKILLed broker back in sync 6.6-8.2 s -> 5.1-6.6 s, a
+stopped one 5.9-6.4 s -> 4.5-4.6 s. `acklab setup` dumps it from a training node (`dump`); local
 nodes start with it when it exists (`acklab.cluster.local`), and a JVM whose archive does not match
 (another JDK) starts without it, only slower."""
 
