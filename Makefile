@@ -53,7 +53,7 @@ $(RECORDS_EXT): plugins/acklab/workload/records.pyx $(VENV)/.installed
 	rm -f $@  # a new file, not one rewritten under the processes that have the old one loaded
 	cd plugins && $(BIN)/cythonize -i -q acklab/workload/records.pyx && rm -rf build
 
-.cache/.jars-%: $(VENV)/.installed $(RECORDS_EXT) plugins/acklab/base/maven.py plugins/acklab/cluster/class_archive.py plugins/acklab/workload/librdkafka.py plugins/acklab/workload/java_client.py $(JAVA_DRIVER)
+.cache/.jars-%: $(VENV)/.installed $(RECORDS_EXT) plugins/acklab/base/maven.py plugins/acklab/workload/librdkafka.py plugins/acklab/workload/java_client.py $(JAVA_DRIVER)
 	$(BIN)/acklab setup $(addprefix --kafka-version ,$(KAFKA_VERSIONS)) $(addprefix --client-version ,$(CLIENT_VERSIONS)) \
 	  $(addprefix --java-client-version ,$(JAVA_CLIENT_VERSIONS))
 	mkdir -p .cache && touch $@

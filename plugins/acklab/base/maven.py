@@ -83,11 +83,6 @@ def kafka_libs(version: str) -> Path:
     return _require(cache_dir() / "kafka" / version, f"acklab setup --kafka-version {version}")
 
 
-def kafka_class_archive(version: str) -> Path:
-    """Where the Kafka version's class-data-sharing archive is (`acklab.cluster.class_archive`; it may not exist)."""
-    return cache_dir() / "kafka" / f"{version}.jsa"
-
-
 def spark_kafka_jars(spark_version: str) -> list[Path]:
     """The Spark Kafka connector jars (for spark-submit --jars)."""
     folder = _require(cache_dir() / "spark-kafka" / spark_version, "acklab setup")

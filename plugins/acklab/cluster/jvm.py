@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 from acklab.cluster.layout import GC_LOG, LOG_CONFIG, uses_log4j1
 from acklab.cluster.state import NodeState
 from acklab.cluster.topology import Topology
@@ -12,17 +10,13 @@ KAFKA_MAIN = "kafka.Kafka"
 STORAGE_TOOL = "kafka.tools.StorageTool"
 
 
-def java_command(
-    java: str, libs: str, node: NodeState, topology: Topology, main: str, *args: str, sharing: Sequence[str] = ()
-) -> list[str]:
+def java_command(java: str, libs: str, node: NodeState, topology: Topology, main: str, *args: str) -> list[str]:
     """Run `main` with `args` from the jars in `libs` (a folder path as the JVM sees it), with the
-    node's heap, GC settings (its GC log beside its other logs) and logging config; `sharing`: the
-    class-data-sharing options (`acklab.cluster.class_archive`)."""
+    node's heap, GC settings (its GC log beside its other logs) and logging config."""
     log_config = node.dir / LOG_CONFIG
     logging = [f"-Dlog4j.configuration=file:{log_config}"] if uses_log4j1(topology.kafka_version) else [f"-Dlog4j2.configurationFile={log_config}"]
     return [
         java,
-        *sharing,
         f"-Xmx{topology.heap_mb}m",
         "-Xms128m",
         "-XX:+UseG1GC",

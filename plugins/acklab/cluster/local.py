@@ -5,12 +5,11 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
-from collections.abc import Sequence
 from pathlib import Path
 
 import psutil
 
-from acklab.base.maven import SetupError, kafka_class_archive, kafka_libs
+from acklab.base.maven import SetupError, kafka_libs
 from acklab.cluster.errors import ClusterStartError
 from acklab.cluster.jvm import KAFKA_MAIN, STORAGE_TOOL, java_command
 from acklab.cluster.layout import SERVER_CONFIG
@@ -28,8 +27,6 @@ class LocalRunner:
     def __init__(self, state: ClusterState, root: Path) -> None:
         self._state = state
         self._libs = str(kafka_libs(state.topology.kafka_version))
-        archive = kafka_class_archive(state.topology.kafka_version)
-        self._sharing = [f"-XX:SharedArchiveFile={archive}"] if archive.exists() else []
 
     @classmethod
     def check_ready(cls, topology: Topology) -> None:
@@ -42,9 +39,8 @@ class LocalRunner:
     def reap_strays(cls) -> list[str]:
         return []  # every local process is in some cluster.json: the reaper finds it there
 
-    def _java(self, node: NodeState, main: str, *args: str, sharing: Sequence[str] | None = None) -> list[str]:
-        java = os.environ.get("ACKLAB_JAVA", "java")
-        return java_command(java, self._libs, node, self._state.topology, main, *args, sharing=self._sharing if sharing is None else sharing)
+    def _java(self, node: NodeState, main: str, *args: str) -> list[str]:
+        return java_command(os.environ.get("ACKLAB_JAVA", "java"), self._libs, node, self._state.topology, main, *args)
 
     def create(self, node: NodeState) -> None:
         command = self._java(node, STORAGE_TOOL, "format", "-t", self._state.cluster_id, "-c", str(node.dir / SERVER_CONFIG))
@@ -52,13 +48,12 @@ class LocalRunner:
         if result.returncode != 0:
             raise ClusterStartError(f"formatting node {node.node_id} failed: {(result.stdout + result.stderr)[-800:]}")
 
-    def start(self, node: NodeState, *, sharing: Sequence[str] | None = None) -> None:
-        """Start the node's JVM (with the class archive, or with `sharing` instead if given)."""
+    def start(self, node: NodeState) -> None:
         if self.alive(node):
             return
         with open(node.dir / STDOUT_LOG, "ab") as log:
             process = subprocess.Popen(
-                self._java(node, KAFKA_MAIN, str(node.dir / SERVER_CONFIG), sharing=sharing),
+                self._java(node, KAFKA_MAIN, str(node.dir / SERVER_CONFIG)),
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 stdin=subprocess.DEVNULL,
