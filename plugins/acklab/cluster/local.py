@@ -13,7 +13,7 @@ from acklab.base.maven import SetupError, kafka_libs
 from acklab.cluster.errors import ClusterStartError
 from acklab.cluster.jvm import KAFKA_MAIN, STORAGE_TOOL, java_command
 from acklab.cluster.layout import SERVER_CONFIG
-from acklab.cluster.state import ClusterState, NodeState, kill_and_wait, process_create_time, process_matches, signal_node
+from acklab.cluster.state import ClusterState, NodeState, kill_and_wait, process_create_time, process_matches, signal_node, wait_exited
 from acklab.cluster.topology import Topology
 
 STDOUT_LOG = "stdout.log"  # each node's console output, in its folder (kept at teardown)
@@ -96,11 +96,6 @@ class LocalRunner:
             kill_and_wait(node)
 
     def _signal_and_wait(self, node: NodeState, sig: signal.Signals, timeout_s: float) -> None:
-        if signal_node(node, sig):
-            try:
-                psutil.Process(node.pid).wait(timeout=timeout_s)  # type: ignore[arg-type]
-            except psutil.TimeoutExpired:
-                kill_and_wait(node)
-            except psutil.NoSuchProcess:
-                pass
+        if signal_node(node, sig) and not wait_exited(node, timeout_s):
+            kill_and_wait(node)
         node.pid = node.create_time = None

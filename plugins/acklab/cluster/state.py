@@ -176,12 +176,45 @@ def signal_node(node: NodeState | ProcessState, sig: signal.Signals) -> bool:
     return True
 
 
+def wait_exited(process: NodeState | ProcessState, timeout_s: float) -> bool:
+    """Wait until the process we started has exited, reaping it if it is our child; False if it
+    still runs after `timeout_s`.
+
+    A zombie whose threads are all gone has exited (its memory, sockets and ports are released):
+    it is not waited for until its parent reaps it. A node started by an earlier task is reaped by
+    PID 1, which here took 1.1-1.8 s after the SIGKILL of each JVM (a run's teardown: 7.3 s for
+    three brokers and the proxy). A zombie leader whose other threads still exit may hold its ports."""
+    deadline = time.monotonic() + timeout_s
+    while not _exited(process.pid, process.create_time):
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.02)
+    if process.pid is not None:
+        try:
+            os.waitpid(process.pid, os.WNOHANG)
+        except ChildProcessError:  # not our child: its parent reaps it
+            pass
+    return True
+
+
+def _exited(pid: int | None, create_time: float | None) -> bool:
+    """The process started at `create_time` is gone, or a zombie with no thread left but its leader."""
+    if pid is None:
+        return True
+    try:
+        process = psutil.Process(pid)
+        if create_time is not None and abs(process.create_time() - create_time) >= 0.01:
+            return True  # the pid was reaped and reused
+        return process.status() == psutil.STATUS_ZOMBIE and process.num_threads() <= 1
+    except psutil.ZombieProcess:
+        return False  # a zombie whose threads could not be counted: wait until it is reaped
+    except psutil.NoSuchProcess:
+        return True
+
+
 def kill_and_wait(process: NodeState | ProcessState) -> None:
     """SIGCONT (a paused process cannot die otherwise) then SIGKILL, and wait; forget the pid."""
     signal_node(process, signal.SIGCONT)
     if signal_node(process, signal.SIGKILL):
-        try:
-            psutil.Process(process.pid).wait(timeout=10)  # type: ignore[arg-type]
-        except (psutil.NoSuchProcess, psutil.TimeoutExpired):
-            pass
+        wait_exited(process, 10)
     process.pid = process.create_time = None
