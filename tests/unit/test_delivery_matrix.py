@@ -312,6 +312,8 @@ def test_parse_value(spark: SparkSession) -> None:
         (b"12:3", None, None),  # prefix not terminated
         (b" 12:3:x", None, None),
         (b"-1:3:x", None, None),
+        (b"+1:3:x", None, None),  # a cast alone would take the sign and the blanks
+        (b"1: 3:x", None, None),
         (b"a:3:x", None, None),
         (b"\xff\xfe:1:", None, None),
         (b"", None, None),
