@@ -153,14 +153,22 @@ def process_create_time(pid: int) -> float:
     return psutil.Process(pid).create_time()
 
 
-def process_matches(pid: int | None, create_time: float | None) -> bool:
-    """True if `pid` is alive (not a zombie) and is the process started at `create_time`."""
+def _started(pid: int | None, create_time: float | None) -> psutil.Process | None:
+    """The process `pid` if it is the one started at `create_time` (a zombie included), else None."""
     if pid is None:
-        return False
+        return None
     try:
         process = psutil.Process(pid)
-        alive = process.status() != psutil.STATUS_ZOMBIE
-        return alive and (create_time is None or abs(process.create_time() - create_time) < 0.01)
+        return process if create_time is None or abs(process.create_time() - create_time) < 0.01 else None
+    except psutil.NoSuchProcess:
+        return None
+
+
+def process_matches(pid: int | None, create_time: float | None) -> bool:
+    """True if `pid` is alive (not a zombie) and is the process started at `create_time`."""
+    process = _started(pid, create_time)
+    try:
+        return process is not None and process.status() != psutil.STATUS_ZOMBIE
     except psutil.NoSuchProcess:
         return False
 
@@ -198,13 +206,12 @@ def wait_exited(process: NodeState | ProcessState, timeout_s: float) -> bool:
 
 
 def _exited(pid: int | None, create_time: float | None) -> bool:
-    """The process started at `create_time` is gone, or a zombie with no thread left but its leader."""
-    if pid is None:
+    """The process started at `create_time` is gone (its pid free or reused), or a zombie with no
+    thread left but its leader."""
+    process = _started(pid, create_time)
+    if process is None:
         return True
     try:
-        process = psutil.Process(pid)
-        if create_time is not None and abs(process.create_time() - create_time) >= 0.01:
-            return True  # the pid was reaped and reused
         return process.status() == psutil.STATUS_ZOMBIE and process.num_threads() <= 1
     except psutil.ZombieProcess:
         return False  # a zombie whose threads could not be counted: wait until it is reaped
