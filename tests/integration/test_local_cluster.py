@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -15,10 +16,11 @@ from confluent_kafka import Consumer, Producer
 
 from acklab.base.maven import kafka_libs
 from acklab.base.paths import runs_dir
+from acklab.cluster import layout
 from acklab.cluster.backends import reap_orphans
 from acklab.cluster.cluster import Cluster
-from acklab.cluster.state import ClusterState
-from acklab.cluster.topology import load_topology
+from acklab.cluster.state import ClusterState, NodeState
+from acklab.cluster.topology import Topology, load_topology
 
 from .helpers import assert_nothing_left
 
@@ -94,6 +96,41 @@ def test_kafka_39_single_broker_round_trip() -> None:
         assert "3.9.2" in (root / "node-1" / "server.log").read_text()
     finally:
         cluster.teardown()
+    assert_nothing_left(root)
+
+
+@pytest.mark.parametrize("taken", ["proxy control", "broker direct listener"])
+def test_a_planned_port_taken_before_its_server_binds_it_starts_the_cluster_again(monkeypatch: pytest.MonkeyPatch, taken: str) -> None:
+    """Another process binds a planned port first: the proxy or broker that needed it exits saying
+    so, and the cluster starts once more on fresh ports."""
+    root = runs_dir() / "port-taken" / "cluster"
+    held = socket.create_server(("127.0.0.1", 0))
+    plans = []
+
+    def plan_onto_the_held_port(topology: Topology, folder: Path) -> tuple[list[NodeState], int]:
+        nodes, control_port = layout.plan_nodes(topology, folder)
+        if not plans:
+            port = held.getsockname()[1]
+            if taken == "proxy control":
+                control_port = port
+            else:
+                nodes[0].direct_port = port
+        plans.append((nodes, control_port))
+        return nodes, control_port
+
+    monkeypatch.setattr("acklab.cluster.cluster.plan_nodes", plan_onto_the_held_port)
+    try:
+        cluster = Cluster.provision(load_topology("single-broker"), root, owner_pid=os.getpid())
+        try:
+            assert len(plans) == 2
+            assert held.getsockname()[1] not in {cluster.state.proxy.control_port, cluster.state.nodes[0].direct_port}
+            cluster.create_topic("after-retry", 1, 1)
+        finally:
+            cluster.teardown()
+    finally:
+        held.close()
+    log = root / ("proxy.log" if taken == "proxy control" else f"node-1/{layout.SERVER_LOG}")
+    assert "address already in use" in log.read_text(errors="replace").lower()
     assert_nothing_left(root)
 
 

@@ -15,18 +15,30 @@ from acklab.base.maven import kafka_libs
 from acklab.base.paths import runs_dir
 from acklab.cluster import backends, links, transactions
 from acklab.cluster.admin import PROBE_TOPIC, ClusterAdmin, PartitionState
-from acklab.cluster.errors import ClusterStartError
-from acklab.cluster.layout import free_ports, new_cluster_id, plan_nodes, write_configs
+from acklab.cluster.errors import ClusterStartError, PortTakenError
+from acklab.cluster.layout import SERVER_LOG, new_cluster_id, plan_nodes, write_configs
 from acklab.cluster.links import Links
+from acklab.cluster.local import STDOUT_LOG
 from acklab.cluster.runner import NodeRunner
 from acklab.cluster.state import ClusterState, ProcessState, beat, process_create_time, process_matches
 from acklab.cluster.topology import Topology
 from acklab.cluster.transactions import OpenTransaction
-from acklab.proxy.control import ProxyControl
+from acklab.proxy.control import ProxyControl, ProxyControlError
 from acklab.proxy.server import ProxySpec, Route
 
 METADATA_PARTITION = "__cluster_metadata-0"
 PROXY_SPEC, PROXY_LOG = "proxy.json", "proxy.log"  # in the cluster folder
+PORT_TAKEN = "address already in use"  # in a node's or the proxy's output (any case) when its port was taken
+
+
+def _start_error(message: str, *logs: Path) -> ClusterStartError:
+    """A PortTakenError quoting the line of `logs` (the failed process's output) that says a port
+    was taken; else a ClusterStartError."""
+    for log in logs:
+        lines = log.read_text(errors="replace").splitlines() if log.exists() else []
+        if taken := next((line.strip() for line in lines if PORT_TAKEN in line.lower()), None):
+            return PortTakenError(f"{message} ({taken})")
+    return ClusterStartError(message)
 
 
 class Cluster:
@@ -57,7 +69,27 @@ class Cluster:
         gone, or once its heartbeat is older than `heartbeat_s` (tasks of the run refresh it with
         `acklab.cluster.state.keep_alive`), and in any case after `lease_s`. `cut_links`: set up
         node-to-node link control (`acklab.cluster.links`) before the nodes start, for faults that
-        cut links."""
+        cut links. A node or the proxy that finds a planned port taken (the kernel handed it to
+        another process between planning and binding) makes the cluster start once more on fresh
+        ports."""
+        try:
+            return cls._provision(topology, root, backend, owner_pid, heartbeat_s, lease_s, timeout_s, cut_links)
+        except PortTakenError:
+            pass
+        return cls._provision(topology, root, backend, owner_pid, heartbeat_s, lease_s, timeout_s, cut_links)
+
+    @classmethod
+    def _provision(
+        cls,
+        topology: Topology,
+        root: Path,
+        backend: backends.Backend,
+        owner_pid: int | None,
+        heartbeat_s: float | None,
+        lease_s: float,
+        timeout_s: float,
+        cut_links: bool,
+    ) -> Cluster:
         runner_class = backends.runner_class(backend)
         backends.reap_orphans(runs_dir())
         runner_class.reap_strays()
@@ -66,12 +98,13 @@ class Cluster:
         if cut_links and (problem := links.unavailable()):
             raise ClusterStartError(f"node-to-node link faults are unavailable here: {problem}")
         root.mkdir(parents=True, exist_ok=True)
+        nodes, control_port = plan_nodes(topology, root)
         state = ClusterState(
             backend=backend,
             topology=topology,
             cluster_id=new_cluster_id(),
-            nodes=plan_nodes(topology, root),
-            proxy=ProcessState(control_port=free_ports(1)[0]),
+            nodes=nodes,
+            proxy=ProcessState(control_port=control_port),
             owner_pid=owner_pid,
             owner_create_time=process_create_time(owner_pid) if owner_pid else None,
             lease_deadline=time.time() + lease_s,
@@ -202,10 +235,10 @@ class Cluster:
     def _check_alive(self) -> None:
         """Fail fast when the proxy or a node exited on its own."""
         if not process_matches(self.state.proxy.pid, self.state.proxy.create_time):
-            raise ClusterStartError(f"fault proxy exited: {(self.root / PROXY_LOG).read_text(errors='replace')[-800:]}")
+            raise _start_error(f"fault proxy exited: {(self.root / PROXY_LOG).read_text(errors='replace')[-800:]}", self.root / PROXY_LOG)
         for node in self.state.nodes:
             if crash := self.runner.crashed(node):
-                raise ClusterStartError(crash)
+                raise _start_error(crash, node.dir / STDOUT_LOG, node.dir / SERVER_LOG)
 
     # ---- node control (faults) -------------------------------------------------------------
 
@@ -257,4 +290,7 @@ class Cluster:
             )
         self.state.proxy.pid, self.state.proxy.create_time = process.pid, process_create_time(process.pid)
         self.state.save(self.root)
-        self.proxy().wait_ready()
+        try:
+            self.proxy().wait_ready(alive=lambda: process.poll() is None)
+        except ProxyControlError as exc:
+            raise _start_error(f"{exc}: {(self.root / PROXY_LOG).read_text(errors='replace')[-800:]}", self.root / PROXY_LOG) from None

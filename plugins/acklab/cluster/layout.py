@@ -4,6 +4,7 @@ rendered broker configs (`clusters/templates/`). Shared by every backend."""
 from __future__ import annotations
 
 import base64
+import random
 import socket
 import uuid
 from contextlib import ExitStack
@@ -16,17 +17,43 @@ from acklab.cluster.state import ClusterState, NodeState
 from acklab.cluster.topology import Topology
 
 LOG_CONFIG = "log4j.properties"  # each node's logging config, in its folder
+SERVER_LOG = "server.log"  # each node's log, in its folder (kept at teardown)
 GC_LOG = "gc-%p.log"  # each node JVM's GC pauses and safepoints (%p: its pid), in the node's folder: a stalled broker misses its heartbeats
 SERVER_CONFIG = "server.properties"
+PORT_FLOOR = 10000  # ports acklab picks for its servers are at least this (above the common services')
+EPHEMERAL_RANGE = Path("/proc/sys/net/ipv4/ip_local_port_range")  # Linux: the local ports outgoing connections get
 
 
 def free_ports(count: int) -> list[int]:
-    """Ports the kernel reports free on 127.0.0.1 (held open together so they differ)."""
+    """Distinct ports free on 127.0.0.1, below the kernel's ephemeral range where it can: outgoing
+    connections draw their local port from that range, so a port chosen below it is not taken by
+    one before its server binds it, nor while its server is down (a killed broker)."""
+    first_ephemeral = _first_ephemeral_port()
+    candidates = list(range(PORT_FLOOR, first_ephemeral))
+    random.shuffle(candidates)
     with ExitStack() as stack:
-        sockets = [stack.enter_context(socket.socket()) for _ in range(count)]
-        for sock in sockets:
+        ports: list[int] = []
+        for port in candidates:
+            if len(ports) == count:
+                return ports
+            sock = stack.enter_context(socket.socket())
+            try:
+                sock.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            ports.append(port)
+        while len(ports) < count:  # no room below the ephemeral range: any port the kernel gives
+            sock = stack.enter_context(socket.socket())
             sock.bind(("127.0.0.1", 0))
-        return [sock.getsockname()[1] for sock in sockets]
+            ports.append(sock.getsockname()[1])
+        return ports
+
+
+def _first_ephemeral_port() -> int:
+    try:
+        return int(EPHEMERAL_RANGE.read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return PORT_FLOOR
 
 
 def new_cluster_id() -> str:
@@ -37,9 +64,10 @@ def new_cluster_id() -> str:
     return cluster_id
 
 
-def plan_nodes(topology: Topology, root: Path) -> list[NodeState]:
-    """One node per broker and controller id, with fresh ports and a folder under `root`."""
-    ports = iter(free_ports(4 * topology.brokers + len(topology.controller_ids)))
+def plan_nodes(topology: Topology, root: Path) -> tuple[list[NodeState], int]:
+    """One node per broker and controller id, each with a folder under `root`, and the fault proxy's
+    control port: every port fresh and distinct from the others."""
+    ports = iter(free_ports(4 * topology.brokers + len(topology.controller_ids) + 1))
     nodes = []
     for node_id in topology.node_ids:
         roles = [r for r, ids in (("broker", topology.broker_ids), ("controller", topology.controller_ids)) if node_id in ids]
@@ -56,7 +84,7 @@ def plan_nodes(topology: Topology, root: Path) -> list[NodeState]:
                 dir=root / f"node-{node_id}",
             )
         )
-    return nodes
+    return nodes, next(ports)
 
 
 def uses_log4j1(kafka_version: str) -> bool:
@@ -96,4 +124,4 @@ def write_configs(state: ClusterState) -> None:
         node.data_dir.mkdir(parents=True, exist_ok=True)
         rendered = templates.get_template("server.properties.j2").render(node=node, topology=topology, voters=voters)
         (node.dir / SERVER_CONFIG).write_text(rendered + "\n")
-        (node.dir / LOG_CONFIG).write_text(templates.get_template(log_template).render(log_dir=node.dir) + "\n")
+        (node.dir / LOG_CONFIG).write_text(templates.get_template(log_template).render(log_file=node.dir / SERVER_LOG) + "\n")

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
-from acklab.cluster.layout import GC_LOG
+from acklab.cluster.layout import GC_LOG, SERVER_LOG
 
 SLOW_EVENT = re.compile(r"^\[(?P<at>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3})\] \S+ \[QuorumController id=(?P<node>\d+)\] Exceptionally slow controller event (?P<name>\w+)\S* took (?P<ms>\d+) ms")
 GC_PAUSE = re.compile(r"^\[(?P<at>[^\]]+)\].*\] GC\(\d+\) (?P<name>Pause [A-Za-z]+).* (?P<ms>[\d.]+)ms$")
@@ -35,7 +35,7 @@ def controller_stalls(cluster_dir: Path) -> list[Stall]:
     """Every slow controller event the nodes logged (their server.log and its rolled files), in time order.
     The logs' local timestamps are read in this machine's time zone, the brokers' own."""
     stalls = []
-    for log in sorted(cluster_dir.glob("node-*/server.log*")):
+    for log in sorted(cluster_dir.glob(f"node-*/{SERVER_LOG}*")):
         for line in log.read_text(errors="replace").splitlines():
             if match := SLOW_EVENT.match(line):
                 end = datetime.strptime(match["at"], "%Y-%m-%d %H:%M:%S,%f").timestamp()

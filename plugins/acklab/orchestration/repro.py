@@ -23,6 +23,7 @@ import yaml
 from acklab.base.paths import PROJECT_ROOT
 from acklab.base.spec import SpecError
 from acklab.checker.verdict import Verdict
+from acklab.cluster.layout import SERVER_LOG
 from acklab.store.runs import RunDir, ScenarioEntry, repros_dir, write_json
 
 MIN_MESSAGES = 200  # shrinking stops halving the load below this
@@ -153,7 +154,7 @@ def write_folder(
 
     producer_logs = sorted(run.scenario(scenario).producers.glob("*.log"))
     (out / "client.log").write_text(_matching(producer_logs, None))
-    (out / "broker.log").write_text(_matching(sorted(run.cluster.glob("node-*/server.log")), entry.topic))
+    (out / "broker.log").write_text(_matching(sorted(run.cluster.glob(f"node-*/{SERVER_LOG}")), entry.topic))
     (out / "run.sh").write_text(
         "#!/bin/sh\n# Re-run this red row: acklab from a checkout (ACKLAB_HOME, default the one that wrote it), after `make setup`.\n"
         f'cd "${{ACKLAB_HOME:-{PROJECT_ROOT}}}" && exec .venv/bin/acklab run --params "{out}/params.json" "$@"\n'

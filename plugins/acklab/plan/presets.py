@@ -15,6 +15,7 @@ from statistics import median
 from typing import TYPE_CHECKING, Any, Literal
 
 from acklab.base.spec import SpecError
+from acklab.cluster.layout import SERVER_LOG
 from acklab.workload.java_errors import java_names
 
 if TYPE_CHECKING:
@@ -177,11 +178,11 @@ def send_paused(at_least_s: float) -> Check:
 
 
 def broker_log_lines(text: str, at_least: int) -> Check:
-    """Lines of the brokers' logs (`server.log` of each node in the run's cluster folder) containing `text`."""
+    """Lines of the brokers' logs (`layout.SERVER_LOG` of each node in the run's cluster folder) containing `text`."""
 
     def check(e: Evidence) -> tuple[bool, str]:
         found = sum(
-            text in line for log in e.run.cluster.rglob("server.log") for line in log.read_text(errors="replace").splitlines()
+            text in line for log in e.run.cluster.rglob(SERVER_LOG) for line in log.read_text(errors="replace").splitlines()
         )
         return found >= at_least, f"{found:,} broker log lines with {text}"
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import socket
 import time
+from collections.abc import Callable
 
 from acklab.proxy.rules import ProxyRule
 
@@ -25,13 +26,16 @@ class ProxyControl:
             raise ProxyControlError(f"proxy refused {command['op']}: {reply.get('error', 'no reply')}")
         return reply
 
-    def wait_ready(self, timeout_s: float = 15.0) -> None:
+    def wait_ready(self, timeout_s: float = 60.0, alive: Callable[[], bool] = lambda: True) -> None:
+        """Until the proxy answers a ping; raises after `timeout_s`, or as soon as `alive()` is false."""
         deadline = time.monotonic() + timeout_s
         while True:
             try:
                 self._call({"op": "ping"})
                 return
             except (OSError, ProxyControlError):
+                if not alive():
+                    raise ProxyControlError(f"proxy exited before its control port {self.port} answered") from None
                 if time.monotonic() > deadline:
                     raise ProxyControlError(f"proxy control port {self.port} not answering after {timeout_s:.0f}s") from None
                 time.sleep(0.1)
