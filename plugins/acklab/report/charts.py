@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import functools
 import io
+import threading
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import matplotlib
@@ -12,6 +15,10 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import numpy as np
 import pyarrow.parquet as pq
+from matplotlib.axes import Axes
+from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
+from matplotlib.patches import Rectangle, StepPatch
 
 from acklab.store.runs import FaultRecord
 from acklab.workload import families
@@ -63,8 +70,45 @@ def heatmap(rows: list[dict], statuses: dict[str, str], path: Path) -> Path:
     return path
 
 
+@dataclass
+class _TimelineFigure:
+    """The figure every timeline of a process is drawn on: its axes, ticks and legends are made
+    once (making them was a third of each timeline's time), each chart sets the data."""
+
+    fig: Figure
+    rate_ax: Axes
+    lat_ax: Axes
+    acked: StepPatch
+    failed: StepPatch
+    p50: Line2D
+    peak: Line2D
+    spans: list[Rectangle] = field(default_factory=list)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+
+@functools.cache
+def _timeline_figure() -> _TimelineFigure:
+    fig, (rate_ax, lat_ax) = plt.subplots(2, 1, figsize=(9, 4.6), sharex=True)
+    # Stacked steps, one polygon each, not a bar patch per second.
+    acked = rate_ax.stairs([0.0], [0.0, 1.0], fill=True, color="#1565c0", label="acked")
+    failed = rate_ax.stairs([0.0], [0.0, 1.0], baseline=[0.0], fill=True, color="#c62828", label="failed")
+    rate_ax.set_ylabel("reports / s")
+    rate_ax.legend(loc="upper right", fontsize=8)
+    (p50,) = lat_ax.plot([], [], label="p50", color="#1565c0")
+    (peak,) = lat_ax.plot([], [], label="max", color="#6a1b9a", alpha=0.7)
+    lat_ax.set_yscale("symlog", linthresh=10)
+    lat_ax.set_ylabel("ack latency ms")
+    lat_ax.set_xlabel("seconds since load start")
+    lat_ax.legend(loc="upper right", fontsize=8)
+    # Fixed margins (tight_layout took a third of a timeline's time): room for the latency axis's
+    # 10^n labels, the x label and the title.
+    fig.subplots_adjust(left=0.085, right=0.985, bottom=0.11, top=0.93, hspace=0.08)
+    return _TimelineFigure(fig, rate_ax, lat_ax, acked, failed, p50, peak)
+
+
 def timeline(send_log: Path, load_started: float, fault_timeline: list[FaultRecord], title: str, path: Path) -> Path:
-    """Acked/failed per second and ack latency (p50, max) per second, fault windows shaded."""
+    """Acked/failed per second and ack latency (p50, max) per second, fault windows shaded; the same
+    pixels as on a figure of its own."""
     table = pq.read_table(send_log, columns=["send_ts", "ack_ts", "state"])
     send = table["send_ts"].to_numpy(zero_copy_only=False)
     ack = table["ack_ts"].to_numpy(zero_copy_only=False)
@@ -75,36 +119,31 @@ def timeline(send_log: Path, load_started: float, fault_timeline: list[FaultReco
     acked = state[reported] == "acked"
     end = max(1.0, float(np.nanmax(t_ack)) if t_ack.size else 1.0)
     bins = np.arange(0, np.ceil(end) + 1)
-    fig, (rate_ax, lat_ax) = plt.subplots(2, 1, figsize=(9, 4.6), sharex=True)
-    # Stacked steps, one polygon each, not a bar patch per second (a timeline 225 -> 199 ms).
     acked_per_s, _ = np.histogram(t_ack[acked], bins=bins)
     failed_per_s, _ = np.histogram(t_ack[~acked], bins=bins)
-    rate_ax.stairs(acked_per_s, bins, fill=True, color="#1565c0", label="acked")
-    rate_ax.stairs(acked_per_s + failed_per_s, bins, baseline=acked_per_s, fill=True, color="#c62828", label="failed")
-    rate_ax.set_ylabel("reports / s")
-    rate_ax.legend(loc="upper right", fontsize=8)
     index = np.digitize(t_ack, bins) - 1
     p50 = [np.median(latency_ms[index == i]) if np.any(index == i) else np.nan for i in range(len(bins) - 1)]
     peak = [latency_ms[index == i].max() if np.any(index == i) else np.nan for i in range(len(bins) - 1)]
-    lat_ax.plot(bins[:-1] + 0.5, p50, label="p50", color="#1565c0")
-    lat_ax.plot(bins[:-1] + 0.5, peak, label="max", color="#6a1b9a", alpha=0.7)
-    lat_ax.set_yscale("symlog", linthresh=10)
-    lat_ax.set_ylabel("ack latency ms")
-    lat_ax.set_xlabel("seconds since load start")
-    lat_ax.legend(loc="upper right", fontsize=8)
-    for event in fault_timeline:
-        if event.started is None:
-            continue
-        start = event.started - load_started
-        stop = (event.ended or event.started) - load_started
-        for ax in (rate_ax, lat_ax):
-            ax.axvspan(start, stop, color="#ffab00", alpha=0.25, label=None)
-    rate_ax.set_title(title + "  (shaded: fault window)", fontsize=10, y=1.0)  # placed, not fitted to tick labels
-    # Fixed margins (tight_layout took a third of a timeline's time): room for the latency axis's
-    # 10^n labels, the x label and the title.
-    fig.subplots_adjust(left=0.085, right=0.985, bottom=0.11, top=0.93, hspace=0.08)
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
+    chart = _timeline_figure()
+    with chart.lock:
+        chart.acked.set_data(acked_per_s, bins)
+        chart.failed.set_data(acked_per_s + failed_per_s, bins, acked_per_s)
+        chart.p50.set_data(bins[:-1] + 0.5, p50)
+        chart.peak.set_data(bins[:-1] + 0.5, peak)
+        for span in chart.spans:
+            span.remove()
+        chart.spans = []
+        for event in fault_timeline:
+            if event.started is None:
+                continue
+            start = event.started - load_started
+            stop = (event.ended or event.started) - load_started
+            chart.spans += [ax.axvspan(start, stop, color="#ffab00", alpha=0.25, label=None) for ax in (chart.rate_ax, chart.lat_ax)]
+        for ax in (chart.rate_ax, chart.lat_ax):
+            ax.relim()
+            ax.autoscale_view()
+        chart.rate_ax.set_title(title + "  (shaded: fault window)", fontsize=10, y=1.0)  # placed, not fitted to tick labels
+        chart.fig.savefig(path, dpi=100)
     return path
 
 
