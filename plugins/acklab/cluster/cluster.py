@@ -235,7 +235,7 @@ class Cluster:
     def _check_alive(self) -> None:
         """Fail fast when the proxy or a node exited on its own."""
         if not process_matches(self.state.proxy.pid, self.state.proxy.create_time):
-            raise _start_error(f"fault proxy exited: {(self.root / PROXY_LOG).read_text(errors='replace')[-800:]}", self.root / PROXY_LOG)
+            raise self._proxy_failure("fault proxy exited")
         for node in self.state.nodes:
             if crash := self.runner.crashed(node):
                 raise _start_error(crash, node.dir / STDOUT_LOG, node.dir / SERVER_LOG)
@@ -277,6 +277,11 @@ class Cluster:
 
     # ---- the fault proxy -------------------------------------------------------------------
 
+    def _proxy_failure(self, message: str) -> ClusterStartError:
+        """`message` with the tail of the proxy's log (`_start_error`)."""
+        log = self.root / PROXY_LOG
+        return _start_error(f"{message}: {log.read_text(errors='replace')[-800:]}", log)
+
     def _start_proxy(self) -> None:
         spec = ProxySpec(
             control_port=self.state.proxy.control_port,
@@ -293,4 +298,4 @@ class Cluster:
         try:
             self.proxy().wait_ready(alive=lambda: process.poll() is None)
         except ProxyControlError as exc:
-            raise _start_error(f"{exc}: {(self.root / PROXY_LOG).read_text(errors='replace')[-800:]}", self.root / PROXY_LOG) from None
+            raise self._proxy_failure(str(exc)) from None
