@@ -39,3 +39,26 @@ def test_a_timeline_drawn_after_others_is_the_image_it_is_alone(tmp_path: Path) 
     after = pixels(charts.timeline(calm, START, [], "calm", tmp_path / "after.png"))
     assert alone.shape == after.shape and (alone == after).all()  # no span, limit or title of the busy chart left
     assert not (pixels(tmp_path / "busy.png") == after).all()
+
+
+def test_timelines_drawn_in_the_background_are_the_images_drawn_in_process_in_manifest_order(tmp_path: Path) -> None:
+    from acklab.report.html import POOL_FROM, TimelineDrawing
+    from acklab.store.runs import Manifest, RunDir, ScenarioEntry
+
+    run = RunDir(tmp_path / "20260101T000000-abcdef")
+    run.root.mkdir()
+    entries = []
+    for i in range(POOL_FROM):  # enough for a process per core
+        folder = run.scenario(f"s{i:02d}").root
+        folder.mkdir(parents=True)
+        log = send_log(folder / "send_log.parquet", 5 + i, 3 + i, 2 + i / 4)
+        windows = [FaultRecord(fault="leader-kill", started=START + 1 + i / 8, ended=START + 3)] if i % 2 else []
+        entries.append(ScenarioEntry(scenario=f"s{i:02d}", send_log=run.relative(log), load_started=START, fault_timeline=windows))
+    run.write_manifest(Manifest(run_id=run.run_id, bootstrap_servers="", topology={}, scenarios=entries))
+    with TimelineDrawing(run) as drawing:
+        assert drawing._pool is not None  # the pool path is the one under test
+        drawn = drawing.wait()
+    assert [d["scenario"] for d in drawn] == [e.scenario for e in entries]
+    for entry, item in zip(entries, drawn, strict=True):
+        alone = charts.timeline(run.root / entry.send_log, START, entry.fault_timeline, entry.scenario, tmp_path / "alone.png")
+        assert (pixels(run.report.root / item["png"]) == pixels(alone)).all(), entry.scenario

@@ -242,7 +242,7 @@ def _run_one(plan: Any, as_json: bool, err: bool = False) -> Any:
     finally:
         logging.getLogger().removeHandler(everything)
         everything.close()
-    summary = write_result(result.run, result.verdict)
+    summary = write_result(result.run, result.verdict, drawing=result.drawing)
     for line in result.verdict.summary_lines():
         console.print(line, highlight=False)
     if as_json:  # the matrix on stdout; the verdicts and the preset's claims stay on the console
@@ -348,7 +348,7 @@ def repro(
         plan = make_plan(params)
         console.print(f"run: {plan.scenarios[-1].name}, {params['messages']} messages", highlight=False)
         result = run_failures(lambda: run_pipeline(plan))
-        write_result(result.run, result.verdict)
+        write_result(result.run, result.verdict, drawing=result.drawing)
         for line in result.verdict.summary_lines():
             console.print(line, highlight=False)
         return result.run, result.verdict

@@ -15,7 +15,7 @@ from acklab.model import beliefs
 from acklab.orchestration.execution import run_scenarios
 from acklab.plan import presets
 from acklab.plan.planner import RunPlan, make_plan
-from acklab.report.html import beliefs_page, build_report, write_beliefs_page
+from acklab.report.html import TimelineDrawing, beliefs_page, build_report, write_beliefs_page
 from acklab.report.known_bugs import write_known_bugs
 from acklab.store.history import RunRecord, record_run, regressions, unverified
 from acklab.store.runs import RunDir
@@ -35,10 +35,12 @@ def verdict(run: RunDir) -> Verdict:
     return validate_matrix(run, expectations_dir(), run_name=run.run_id)
 
 
-def write_result(run: RunDir, result: Verdict, dag_run: tuple[str, str] | None = None) -> dict[str, Any]:
+def write_result(
+    run: RunDir, result: Verdict, dag_run: tuple[str, str] | None = None, drawing: TimelineDrawing | None = None
+) -> dict[str, Any]:
     """Keep the run in the history (with the Airflow `(dag_id, run_id)` that made it, if any), call
-    out regressions, build the HTML report, and record the status and the paths of matrix, Data Docs
-    and report in the run's result."""
+    out regressions, build the HTML report (its timelines from `drawing` when they are being drawn
+    already), and record the status and the paths of matrix, Data Docs and report in the run's result."""
     manifest, rows = run.read_manifest(), run.read_matrix()
     statuses = {s.scenario: s.status for s in result.scenarios}
     dag_id, dag_run_id = dag_run or (None, None)
@@ -56,7 +58,7 @@ def write_result(run: RunDir, result: Verdict, dag_run: tuple[str, str] | None =
     observed = presets.observe(run, manifest, rows, statuses)
     if result.data_docs_index is not None:
         write_beliefs_page(result.data_docs_index.parent / beliefs_page(run.run_id), run.run_id, checked)
-    html = build_report(run, statuses, result.status, result.data_docs_index, found, unknown_now, checked, observed, result.control_lines())
+    html = build_report(run, statuses, result.status, result.data_docs_index, found, unknown_now, checked, observed, result.control_lines(), drawing)
     summary = {
         "status": result.status,
         "control": result.control_lines(),
@@ -79,6 +81,7 @@ def write_result(run: RunDir, result: Verdict, dag_run: tuple[str, str] | None =
 class RunResult:
     run: RunDir
     verdict: Verdict
+    drawing: TimelineDrawing | None = None  # the report's timelines, drawn while GX validated (`write_result`)
 
 
 def run_pipeline(
@@ -98,4 +101,9 @@ def run_pipeline(
         submit(audit_job(run), spark_master)
     finally:
         cluster.teardown()
-    return RunResult(run, verdict(run))
+    drawing = TimelineDrawing(run)
+    try:
+        return RunResult(run, verdict(run), drawing)
+    except BaseException:
+        drawing.close()
+        raise

@@ -22,6 +22,7 @@ from acklab.plan.params import RunParams
 from acklab.plan.planner import RunPlan, librdkafka_clients, make_plan, version_grid
 from acklab.report.compare import build_comparison
 from acklab.report.field_notes import build_field_notes
+from acklab.report.html import TimelineDrawing
 from acklab.store.runs import RunDir
 from acklab.workload.producer import ProgressMeter
 
@@ -142,12 +143,13 @@ def validate(audit: dict[str, Any], dag_run: tuple[str, str]) -> dict[str, Any]:
     """GX verdict per matrix row, kept in the history under `dag_run` (dag id, run id); the summary's
     `failure` says why the run did not pass ("" if it did: `gate` fails the DAG run on it)."""
     run = RunDir(Path(audit["run_dir"]))
-    result = verdict(run)
-    for row in run.read_matrix():
-        log.info("matrix row: %s", json.dumps(row))
-    for line in result.summary_lines():
-        log.info("%s", line)
-    summary = write_result(run, result, dag_run)
+    with TimelineDrawing(run) as drawing:  # the report's timelines are drawn while GX validates
+        result = verdict(run)
+        for row in run.read_matrix():
+            log.info("matrix row: %s", json.dumps(row))
+        for line in result.summary_lines():
+            log.info("%s", line)
+        summary = write_result(run, result, dag_run, drawing)
     for regression in summary["regressions"]:
         log.error("REGRESSION %(scenario)s: %(status)s now, passed in green run %(last_green_run)s", regression)
     for lost in summary["unverified"]:
@@ -196,7 +198,7 @@ def run_preset(run: dict[str, Any], dag_run: tuple[str, str]) -> dict[str, Any]:
     GX verdict (kept in the history under `dag_run`) and teardown."""
     run_dir = RunDir(Path(run["run_dir"]))
     result = run_pipeline(run_dir.read_plan(RunPlan), run_dir, progress=ProgressMeter(log.info))
-    summary = write_result(result.run, result.verdict, dag_run)
+    summary = write_result(result.run, result.verdict, dag_run, result.drawing)
     for line in result.verdict.summary_lines():
         log.info("%s", line)
     for seen in summary["observations"]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -25,35 +26,61 @@ COLUMNS = (
 POOL_FROM = 16  # timelines from which drawing them in a process per core beats starting those processes
 
 
-def _draw_timelines(charts: list[tuple[Any, ...]]) -> list[Path]:
-    """``charts.timeline(*args)`` for each of ``charts``, in order; in a process per core when there are many."""
-    workers = min(os.cpu_count() or 1, len(charts))
-    if len(charts) < POOL_FROM or workers < 2:
-        return [timeline(*args) for args in charts]
-    # spawn, not fork: the Airflow task process that calls this runs threads.
-    with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) as pool:
-        return list(pool.map(timeline, *zip(*charts, strict=True), chunksize=max(1, len(charts) // (4 * workers))))
+class TimelineDrawing:
+    """Draws the per-scenario timelines of a run (``charts.timeline``, one PNG per scenario with a send
+    log) from its construction on: with many, in a process per core, so the caller can meanwhile do
+    other work (the verdict's GX validation does not need them); with few, when waited for.
+    ``close()`` (or leaving it as a context manager) stops what is still drawing."""
+
+    def __init__(self, run: RunDir) -> None:
+        out = run.report
+        out.root.mkdir(exist_ok=True)
+        self._drawn = [e for e in run.read_manifest().scenarios if e.send_log is not None and (run.root / e.send_log).exists()]
+        self._charts = [(run.root / e.send_log, e.load_started, e.fault_timeline, e.scenario, out.timeline(e.scenario)) for e in self._drawn]
+        workers = min(os.cpu_count() or 1, len(self._charts))
+        self._pool: ProcessPoolExecutor | None = None
+        self._pngs: Iterator[Path] | None = None
+        if len(self._charts) >= POOL_FROM and workers >= 2:
+            # spawn, not fork: the Airflow task process that calls this runs threads.
+            self._pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"))
+            chunks = max(1, len(self._charts) // (4 * workers))
+            self._pngs = self._pool.map(timeline, *zip(*self._charts, strict=True), chunksize=chunks)  # submitted now
+
+    def wait(self) -> list[dict[str, Any]]:
+        """The report's timeline entries, in manifest order, once every PNG is written."""
+        pngs = list(self._pngs) if self._pngs is not None else [timeline(*args) for args in self._charts]
+        self.close()
+        return [
+            {"scenario": entry.scenario, "effect": entry.fault_effect, "png": png.name, "earlier": entry.earlier_attempts}
+            for entry, png in zip(self._drawn, pngs, strict=True)
+        ]
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(cancel_futures=True)
+
+    def __enter__(self) -> TimelineDrawing:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.close()
 
 
 def build_report(
     run: RunDir, statuses: dict[str, str], status: str, data_docs: Path | None, regressions: list[Regression], unverified: list[Regression],
-    beliefs: list[dict[str, Any]], observations: list[dict[str, Any]], control: list[str],
+    beliefs: list[dict[str, Any]], observations: list[dict[str, Any]], control: list[str], drawing: TimelineDrawing | None = None,
 ) -> Path:
     """Write the run's HTML report with its PNGs; return the index path. `control`: what the
-    negative control showed (`acklab.checker.verdict.Verdict.control_lines`), said before the matrix."""
+    negative control showed (`acklab.checker.verdict.Verdict.control_lines`), said before the matrix;
+    `drawing`: the run's timelines if already being drawn (else they are drawn now; closed either way)."""
     from acklab.model.tables import default_tables
 
     out = run.report
-    out.root.mkdir(exist_ok=True)
-    manifest = run.read_manifest()
-    rows = run.read_matrix()
-    heatmap(rows, statuses, out.heatmap)
-    drawn = [entry for entry in manifest.scenarios if entry.send_log is not None and (run.root / entry.send_log).exists()]
-    charts = [(run.root / e.send_log, e.load_started, e.fault_timeline, e.scenario, out.timeline(e.scenario)) for e in drawn]
-    timelines = [
-        {"scenario": entry.scenario, "effect": entry.fault_effect, "png": png.name, "earlier": entry.earlier_attempts}
-        for entry, png in zip(drawn, _draw_timelines(charts), strict=True)
-    ]
+    with drawing or TimelineDrawing(run) as timelines:
+        manifest = run.read_manifest()
+        rows = run.read_matrix()
+        heatmap(rows, statuses, out.heatmap)
+        drawn = timelines.wait()
     disturbed = {
         entry.scenario: [f"run again: {a.incomplete_reason}" for a in entry.earlier_attempts] + [f"unplanned: {d}" for d in entry.disturbances]
         for entry in manifest.scenarios
@@ -71,7 +98,7 @@ def build_report(
             statuses=statuses,
             columns=COLUMNS,
             heatmap="heatmap.png",
-            timelines=timelines,
+            timelines=drawn,
             model_tables=default_tables(),
             regressions=regressions,
             unverified=unverified,
