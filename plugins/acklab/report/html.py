@@ -30,12 +30,14 @@ class TimelineDrawing:
     """Draws the per-scenario timelines of a run (``charts.timeline``, one PNG per scenario with a send
     log) from its construction on: with many, in a process per core, so the caller can meanwhile do
     other work (the verdict's GX validation does not need them); with few, when waited for.
-    ``close()`` (or leaving it as a context manager) stops what is still drawing."""
+    ``manifest`` is the run's, as read for them. ``close()`` (or leaving it as a context manager)
+    stops what is still drawing."""
 
     def __init__(self, run: RunDir) -> None:
         out = run.report
         out.root.mkdir(exist_ok=True)
-        self._drawn = [e for e in run.read_manifest().scenarios if e.send_log is not None and (run.root / e.send_log).exists()]
+        self.manifest = run.read_manifest()
+        self._drawn = [e for e in self.manifest.scenarios if e.send_log is not None and (run.root / e.send_log).exists()]
         self._charts = [(run.root / e.send_log, e.load_started, e.fault_timeline, e.scenario, out.timeline(e.scenario)) for e in self._drawn]
         workers = min(os.cpu_count() or 1, len(self._charts))
         self._pool: ProcessPoolExecutor | None = None
@@ -77,7 +79,7 @@ def build_report(
 
     out = run.report
     with drawing or TimelineDrawing(run) as timelines:
-        manifest = run.read_manifest()
+        manifest = timelines.manifest
         rows = run.read_matrix()
         heatmap(rows, statuses, out.heatmap)
         drawn = timelines.wait()
