@@ -6,6 +6,7 @@ import json
 from collections.abc import Iterator
 from pathlib import Path
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
@@ -393,6 +394,24 @@ def test_longest_ack_gap(spark: SparkSession, acks: list[float], start: float, g
     starts = spark.createDataFrame([("s", start), ("other", 0.0), ("no-acks", 1.0)], "scenario string, start double")
     got = {r.scenario: (r.gap_start, r.gap_end) for r in dm.longest_ack_gaps(spark, acks_df, starts).collect()}
     assert got == {"s": gap, "other": (0.0, 99.0)}
+
+
+@pytest.mark.parametrize(
+    "values",
+    [[], [7], [3, 3, 3], [1, 2], [5, 1, 4, 4, 9, 2, 8], list(range(1000, 0, -7)), [10**12, 3, 10**12 + 1, 17, 17, 17]],
+)
+def test_exact_percentile_is_sparks_percentile(spark: SparkSession, values: list[int]) -> None:
+    """The matrix's latency percentiles from a sorted array equal Spark's percentile() bit for bit,
+    and numpy's default (linear interpolation) up to rounding; null for no values."""
+    fractions = (*dm.LATENCY_PERCENTILES, 0.0, 0.25, 1.0)
+    frame = spark.createDataFrame([(v,) for v in values], "us long")
+    expected = frame.agg(F.percentile("us", list(fractions)).alias("p")).first().p
+    ours = frame.agg(F.sort_array(F.collect_list("us")).alias("a")).select(
+        *(dm.exact_percentile(F.col("a"), f).alias(str(i)) for i, f in enumerate(fractions))
+    ).first()
+    assert list(ours) == (expected or [None] * len(fractions))
+    if values:
+        assert list(ours) == pytest.approx([np.percentile(values, f * 100) for f in fractions], rel=1e-12)
 
 
 def test_matrix_rows_balance(matrix_rows: dict[str, dict]) -> None:
