@@ -17,10 +17,6 @@ SPARK_CONF = {
     # The send logs (one file per scenario) are listed by the driver, not by a Spark job of a task
     # per file once there are more than 32 (295 tasks, 2.3 s for the standard matrix).
     "spark.sql.sources.parallelPartitionDiscovery.threshold": "4096",
-    # The Kafka read's consumers (one per topic partition, 885 for the standard matrix) stay pooled to
-    # the job's end instead of being closed above the default 64: a synthetic night of 295 topics x 3
-    # partitions (11.8M records, 3 brokers) was read in 36.1-38.0 s (3 runs), 38.7-46.8 s (4) before.
-    "spark.kafka.consumer.cache.capacity": "1024",
     # INFO logs ~100 lines per Kafka consumer (one per topic partition): 79k lines for the standard
     # matrix, each one parsed again by the Airflow task log.
     "spark.log.level": "WARN",
