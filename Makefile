@@ -27,7 +27,8 @@ export AIRFLOW_CONN_SPARK_DEFAULT := {"conn_type":"spark","host":"local[*]"}
 
 .PHONY: setup system-deps run test test-unit reap clean bench-proxy bench-load
 
-setup: system-deps $(VENV)/.installed $(RECORDS_EXT) .cache/.jars-$(subst $() ,_,$(KAFKA_VERSIONS) $(CLIENT_VERSIONS) java $(JAVA_CLIENT_VERSIONS)) $(AIRFLOW_HOME)/.migrated
+JARS_STAMP := .cache/.jars-$(subst $() ,_,$(KAFKA_VERSIONS) $(CLIENT_VERSIONS) java $(JAVA_CLIENT_VERSIONS))
+setup: system-deps $(VENV)/.installed $(RECORDS_EXT) $(JARS_STAMP) .cache/.spark-classes $(AIRFLOW_HOME)/.migrated
 
 # Java 17 with its compiler (Kafka, Spark, the Java producer driver), Maven (jar downloads), ps (Spark's launcher), a C compiler and Python's headers
 # (RECORDS_EXT), from Debian's packages if missing; as root also iptables (node-to-node link faults need
@@ -53,10 +54,15 @@ $(RECORDS_EXT): plugins/acklab/workload/records.pyx $(VENV)/.installed
 	rm -f $@  # a new file, not one rewritten under the processes that have the old one loaded
 	cd plugins && $(BIN)/cythonize -i -q acklab/workload/records.pyx && rm -rf build
 
-.cache/.jars-%: $(VENV)/.installed $(RECORDS_EXT) plugins/acklab/base/maven.py plugins/acklab/workload/librdkafka.py plugins/acklab/workload/java_client.py $(JAVA_DRIVER)
+.cache/.jars-%: $(VENV)/.installed $(RECORDS_EXT) plugins/acklab/base/maven.py plugins/acklab/cluster/class_archive.py plugins/acklab/workload/librdkafka.py plugins/acklab/workload/java_client.py $(JAVA_DRIVER)
 	$(BIN)/acklab setup $(addprefix --kafka-version ,$(KAFKA_VERSIONS)) $(addprefix --client-version ,$(CLIENT_VERSIONS)) \
 	  $(addprefix --java-client-version ,$(JAVA_CLIENT_VERSIONS))
 	mkdir -p .cache && touch $@
+
+# The Spark driver's class archive, dumped by auditing synthetic evidence (acklab.tools.spark_classes).
+.cache/.spark-classes: $(VENV)/.installed $(JARS_STAMP) plugins/acklab/tools/spark_classes.py
+	$(BIN)/python -m acklab.tools.spark_classes
+	touch $@
 
 $(AIRFLOW_HOME)/.migrated: $(VENV)/.installed
 	mkdir -p $(AIRFLOW_HOME)/plugins

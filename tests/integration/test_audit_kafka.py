@@ -4,6 +4,7 @@ archive re-audits to the same matrix after the cluster is gone."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 
@@ -11,7 +12,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from acklab.base.paths import runs_dir
-from acklab.checker.submit import audit_job, submit
+from acklab.checker.submit import DRIVER_OPTIONS, audit_job, class_archive, submit, with_driver_options
 from acklab.cluster.cluster import Cluster
 from acklab.cluster.topology import load_topology
 from acklab.store.runs import AuditDir, Manifest, RunDir, ScenarioEntry
@@ -73,6 +74,9 @@ def test_audit_reads_committed_records_and_reaudits_from_the_archive() -> None:
     outcomes = run.audit.outcomes
     assert sorted(set(pq.read_table(outcomes, columns=["scenario"])["scenario"].to_pylist())) == sorted(SCENARIOS)
 
-    # The archive alone gives the same matrix.
+    # The archive alone gives the same matrix. Its driver starts from setup's class archive: with
+    # -Xshare:on a JVM that cannot map it refuses to start.
     reaudit = audit_job(run, out=AuditDir(run.root / "reaudit"), topic_records=run.audit.topic_records)
+    assert f"-XX:SharedArchiveFile={class_archive()}" in reaudit.conf[DRIVER_OPTIONS].split()
+    reaudit = dataclasses.replace(reaudit, conf=with_driver_options(reaudit.conf, "-Xshare:on"))
     assert json.loads(submit(reaudit).read_text()) == run.read_matrix()

@@ -16,7 +16,7 @@ from confluent_kafka import Consumer, Producer
 
 from acklab.base.maven import kafka_libs
 from acklab.base.paths import runs_dir
-from acklab.cluster import layout
+from acklab.cluster import jvm, layout
 from acklab.cluster.backends import reap_orphans
 from acklab.cluster.cluster import Cluster
 from acklab.cluster.state import ClusterState, NodeState
@@ -160,3 +160,23 @@ def test_cluster_of_a_killed_owner_is_reaped_at_next_start(tmp_path: Path) -> No
     finally:
         owner.kill()
     assert_nothing_left(root)
+
+
+def test_nodes_start_from_the_kafka_class_archive() -> None:
+    """Setup dumped the default Kafka's class archive; the JVM can map it for the nodes' classpath
+    (`-Xshare:on` refuses to start otherwise), and the local backend starts every node from it."""
+    topology = load_topology("single-broker")
+    options = jvm.sharing_options(topology.kafka_version)
+    assert options == [f"-XX:SharedArchiveFile={jvm.class_archive(topology.kafka_version)}"]
+    libs = kafka_libs(topology.kafka_version)
+    mapped = subprocess.run(
+        ["java", "-Xshare:on", *options, "-cp", f"{libs}/*", "kafka.tools.StorageTool", "random-uuid"], capture_output=True, text=True, timeout=60
+    )
+    assert mapped.returncode == 0, mapped.stdout + mapped.stderr
+    cluster = Cluster.provision(topology, runs_dir() / "class-archive-test" / "cluster", owner_pid=os.getpid())
+    try:
+        for node in cluster.state.nodes:
+            assert options[0] in psutil.Process(node.pid).cmdline()
+    finally:
+        cluster.teardown()
+    assert_nothing_left(cluster.root)

@@ -7,16 +7,18 @@ import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from importlib.metadata import version
 from pathlib import Path
 
 from acklab.base.maven import spark_kafka_jars
-from acklab.base.paths import spark_job
+from acklab.base.paths import cache_dir, spark_job
 from acklab.checker.spark_job import APPLICATION, SPARK_CONF
 from acklab.store.runs import AuditDir, RunDir
 
 SUBMIT_TIMEOUT_S = 3600.0
+DRIVER_OPTIONS = "spark.driver.extraJavaOptions"
 
 
 class AuditError(RuntimeError):
@@ -31,12 +33,30 @@ class AuditJob:
     manifest: Path
     out: AuditDir
     jars: str
-    conf: dict[str, str] = field(default_factory=lambda: dict(SPARK_CONF))
+    conf: dict[str, str] = field(default_factory=lambda: with_class_archive(SPARK_CONF))
     extra_args: tuple[str, ...] = ()
 
     @property
     def application_args(self) -> list[str]:
         return ["--manifest", str(self.manifest), "--out", str(self.out.root), *self.extra_args]
+
+
+def class_archive() -> Path:
+    """The Spark driver's class-data-sharing archive (AppCDS) for this pyspark, dumped by `make setup`
+    (`acklab.tools.spark_classes`): the driver JVM maps the classes it would otherwise load and
+    verify from ~250 jars. A JVM that cannot use it (another JDK) warns and starts without it."""
+    return cache_dir() / "spark" / version("pyspark") / "driver.jsa"
+
+
+def with_class_archive(conf: Mapping[str, str]) -> dict[str, str]:
+    """`conf` with the driver JVM started from `class_archive()`, when setup dumped one."""
+    archive = class_archive()
+    return with_driver_options(conf, f"-XX:SharedArchiveFile={archive}") if archive.exists() else dict(conf)
+
+
+def with_driver_options(conf: Mapping[str, str], *options: str) -> dict[str, str]:
+    """`conf` with `options` added to the driver JVM's."""
+    return {**conf, DRIVER_OPTIONS: " ".join(filter(None, (conf.get(DRIVER_OPTIONS, ""), *options)))}
 
 
 def audit_job(run: RunDir, out: AuditDir | None = None, topic_records: Path | None = None) -> AuditJob:

@@ -11,7 +11,7 @@ import psutil
 
 from acklab.base.maven import SetupError, kafka_libs
 from acklab.cluster.errors import ClusterStartError
-from acklab.cluster.jvm import KAFKA_MAIN, STORAGE_TOOL, java_command
+from acklab.cluster.jvm import KAFKA_MAIN, STORAGE_TOOL, java_command, sharing_options
 from acklab.cluster.layout import SERVER_CONFIG
 from acklab.cluster.state import ClusterState, NodeState, kill_and_wait, process_create_time, process_matches, signal_node, wait_exited
 from acklab.cluster.topology import Topology
@@ -24,9 +24,14 @@ class LocalRunner:
 
     name = "local"
 
-    def __init__(self, state: ClusterState, root: Path) -> None:
+    def __init__(self, state: ClusterState, root: Path, dump_classes_to: Path | None = None) -> None:
+        """`dump_classes_to`: nodes started by this runner write their class archive there as they
+        exit (`acklab.cluster.class_archive.dump`); otherwise every JVM starts from the version's archive
+        (`acklab.cluster.jvm.class_archive`)."""
         self._state = state
         self._libs = str(kafka_libs(state.topology.kafka_version))
+        self._sharing = sharing_options(state.topology.kafka_version)
+        self._dump = [f"-XX:ArchiveClassesAtExit={dump_classes_to}"] if dump_classes_to else self._sharing
 
     @classmethod
     def check_ready(cls, topology: Topology) -> None:
@@ -39,11 +44,11 @@ class LocalRunner:
     def reap_strays(cls) -> list[str]:
         return []  # every local process is in some cluster.json: the reaper finds it there
 
-    def _java(self, node: NodeState, main: str, *args: str) -> list[str]:
-        return java_command(os.environ.get("ACKLAB_JAVA", "java"), self._libs, node, self._state.topology, main, *args)
+    def _java(self, node: NodeState, options: list[str], main: str, *args: str) -> list[str]:
+        return java_command(os.environ.get("ACKLAB_JAVA", "java"), self._libs, node, self._state.topology, main, *args, jvm_options=options)
 
     def create(self, node: NodeState) -> None:
-        command = self._java(node, STORAGE_TOOL, "format", "-t", self._state.cluster_id, "-c", str(node.dir / SERVER_CONFIG))
+        command = self._java(node, self._sharing, STORAGE_TOOL, "format", "-t", self._state.cluster_id, "-c", str(node.dir / SERVER_CONFIG))
         result = subprocess.run(command, capture_output=True, text=True, timeout=120)
         if result.returncode != 0:
             raise ClusterStartError(f"formatting node {node.node_id} failed: {(result.stdout + result.stderr)[-800:]}")
@@ -53,7 +58,7 @@ class LocalRunner:
             return
         with open(node.dir / STDOUT_LOG, "ab") as log:
             process = subprocess.Popen(
-                self._java(node, KAFKA_MAIN, str(node.dir / SERVER_CONFIG)),
+                self._java(node, self._dump, KAFKA_MAIN, str(node.dir / SERVER_CONFIG)),
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 stdin=subprocess.DEVNULL,

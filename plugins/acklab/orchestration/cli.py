@@ -92,6 +92,7 @@ def setup(
     client versions of both families (idempotent)."""
     from importlib.metadata import version
 
+    from acklab.cluster import class_archive
     from acklab.workload import families
 
     librdkafka, java = families.FAMILIES["librdkafka"], families.FAMILIES["java"]
@@ -105,6 +106,7 @@ def setup(
             java.check_version(client)
         for kafka in kafka_version:
             console.print(f"kafka {kafka}: {maven.fetch_kafka(kafka)}")
+            console.print(f"kafka {kafka} class archive: {class_archive.dump(kafka) or 'none (nodes start without it)'}")
         spark = version("pyspark")
         console.print(f"spark kafka connector {spark}: {maven.fetch_spark_kafka(spark)}")
         for client in client_version or []:

@@ -32,13 +32,15 @@ T = TypeVar("T")
 LEASE = timedelta(hours=3)
 
 class AuditOperator(SparkSubmitOperator):
-    """The Spark audit: spark-submit as SparkSubmitOperator does, keeping the run's cluster (which the
-    job reads) alive while it runs."""
+    """The Spark audit: spark-submit as SparkSubmitOperator does, its driver started from the class
+    archive setup dumped, keeping the run's cluster (which the job reads) alive while it runs."""
 
     def execute(self, context: Any) -> None:
+        from acklab.checker.submit import with_class_archive
         from acklab.cluster.state import keep_alive
         from acklab.store.runs import RunDir
 
+        self.conf = with_class_archive(self.conf or {})
         args = list(self.application_args or [])
         run = RunDir.of_manifest(Path(args[args.index("--manifest") + 1]))
         with keep_alive(run.cluster):
