@@ -1,10 +1,13 @@
-"""`make bench-matrix`'s phase spans, from an `airflow dags test` log (pure parsing)."""
+"""`make bench-matrix`'s phase spans, from an `airflow dags test` log and a Spark event log (pure parsing)."""
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import pytest
 
-from acklab.tools.bench_matrix import task_spans
+from acklab.tools.bench_matrix import sql_executions, task_spans
 
 LOG = """\
 2026-11-25T19:49:50.678883Z [info     ] [DAG TEST] starting task_id=plan map_index=-1 [airflow.sdk.definitions.dag] loc=dag.py:1501
@@ -20,3 +23,20 @@ def test_each_finished_task_is_a_span_and_an_unfinished_one_is_not() -> None:
     spans = task_spans(LOG)
     assert [(task, index) for task, index, _ in spans] == [("plan", -1), ("run_group", 2)]
     assert [seconds for _, _, seconds in spans] == pytest.approx([5.774599, 40.695925])
+
+
+def test_each_finished_sql_execution_is_a_span_then_the_application(tmp_path: Path) -> None:
+    sql = "org.apache.spark.sql.execution.ui.SparkListenerSQLExecution"
+    events = [
+        {"Event": "SparkListenerApplicationStart", "Timestamp": 1000},
+        {"Event": f"{sql}Start", "executionId": 0, "description": "parquet at X", "time": 2000},
+        {"Event": "SparkListenerJobStart", "Job ID": 0},
+        {"Event": f"{sql}End", "executionId": 0, "time": 47500},
+        {"Event": f"{sql}Start", "executionId": 1, "description": "collect at audit.py:520", "time": 48000},
+        {"Event": f"{sql}Start", "executionId": 2, "description": "never ended", "time": 49000},
+        {"Event": f"{sql}End", "executionId": 1, "time": 54250},
+        {"Event": "SparkListenerApplicationEnd", "Timestamp": 60000},
+    ]
+    log = tmp_path / "events.json"
+    log.write_text("\n".join(json.dumps(event) for event in events))
+    assert sql_executions(log) == [(0, "parquet at X", 45.5), (1, "collect at audit.py:520", 6.25), (-1, "application", 59.0)]

@@ -10,16 +10,21 @@ Then one line per phase, from the DAG test log's task spans (`task_spans`): plan
 group's task with its longest load and the rest (its overhead), the audit, validation (with the
 report), teardown; and last `matrix wall seconds: W`, `loads seconds: L` (each group's longest
 load, added up) and `ratio wall/loads: W/L`. A line before them sums up the brokers' stalls
-(`acklab.cluster.stalls`): the controller's slow events and the GC pauses."""
+(`acklab.cluster.stalls`): the controller's slow events and the GC pauses. The audit's phase is
+followed by one line per Spark SQL execution of it (its call site and seconds), from the event log the
+benchmark has the audit write (kept as the run's `bench-spark-events.json`)."""
 
 from __future__ import annotations
 
 import datetime as dt
+import json
 import os
 import re
+import shutil
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -47,13 +52,37 @@ def task_spans(log: str) -> list[tuple[str, int, float]]:
     return spans
 
 
+def sql_executions(event_log: Path) -> list[tuple[int, str, float]]:
+    """(execution id, description, seconds) of each Spark SQL execution in an event log, in order
+    (the audit's: the Kafka read into the archive, the outcome table, its names, the ack gaps, the
+    matrix, the matrix's Parquet), then (-1, "application", seconds from its start to its end)."""
+    started: dict[int, tuple[str, int]] = {}
+    spans, app = [], [0, 0]
+    for line in event_log.read_text().splitlines():
+        event = json.loads(line)
+        kind = event["Event"].rsplit(".", 1)[-1]
+        if kind == "SparkListenerSQLExecutionStart":
+            started[event["executionId"]] = (event["description"], event["time"])
+        elif kind == "SparkListenerSQLExecutionEnd" and event["executionId"] in started:
+            description, at = started.pop(event["executionId"])
+            spans.append((event["executionId"], description, (event["time"] - at) / 1000))
+        elif kind in ("SparkListenerApplicationStart", "SparkListenerApplicationEnd"):
+            app[kind.endswith("End")] = event["Timestamp"]
+    return [*spans, (-1, "application", (app[1] - app[0]) / 1000)]
+
+
 def main(conf: str = typer.Option("{}", help="DAG params as JSON (default: the standard matrix)")) -> None:
     before = {run.run_id for run in runs()}
     airflow = Path(sys.executable).parent / "airflow"
+    spark = Path(tempfile.mkdtemp(prefix="acklab-bench-spark-"))
+    (spark / "events").mkdir()
+    (spark / "spark-defaults.conf").write_text(
+        f"spark.eventLog.enabled true\nspark.eventLog.dir file://{spark / 'events'}\nspark.eventLog.compress false\nspark.eventLog.rolling.enabled false\n"
+    )
     started = time.monotonic()
     done = subprocess.run(
         [str(airflow), "dags", "test", DAG_ID, "-c", conf],
-        env={**os.environ, "ACKLAB_BIND_CLUSTER_TO_PID": "1"}, capture_output=True, text=True,
+        env={**os.environ, "ACKLAB_BIND_CLUSTER_TO_PID": "1", "SPARK_CONF_DIR": str(spark)}, capture_output=True, text=True,
     )
     wall = time.monotonic() - started
     new = [run for run in runs() if run.run_id not in before and run.manifest.exists()]
@@ -62,6 +91,10 @@ def main(conf: str = typer.Option("{}", help="DAG params as JSON (default: the s
         raise SystemExit(f"expected one new run in {runs_dir()}, found {len(new)} (dags test exit {done.returncode})")
     (run,) = new
     run.dags_test_log.write_text(done.stdout + done.stderr)
+    logs = sorted((spark / "events").iterdir())
+    if logs:
+        shutil.move(logs[-1], run.root / "bench-spark-events.json")
+    shutil.rmtree(spark)
     scenarios = run.read_manifest().scenarios
     groups = {s.group.index: s.group.ended - s.group.started for s in scenarios if s.group}
     fixed = wall - sum(groups.values())
@@ -88,6 +121,9 @@ def main(conf: str = typer.Option("{}", help="DAG params as JSON (default: the s
             print(f"phase group {index} {labels[index]}: {seconds:.1f} s, load {longest[index]:.1f} s, overhead {seconds - longest[index]:.1f} s")
         else:
             print(f"phase {task}{f'[{index}]' if index >= 0 else ''}: {seconds:.1f} s")
+        if task == "audit" and (run.root / "bench-spark-events.json").exists():
+            for execution, description, spark_s in sql_executions(run.root / "bench-spark-events.json"):
+                print(f"  audit {'spark application' if execution < 0 else f'sql {execution} ({description})'}: {spark_s:.1f} s")
     loads_total = sum(longest.values())
     print(f"matrix wall seconds: {wall:.0f}")
     print(f"loads seconds: {loads_total:.0f}")
