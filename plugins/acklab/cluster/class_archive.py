@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import logging
 import os
+import subprocess
 import tempfile
 import time
 from pathlib import Path
@@ -14,7 +15,8 @@ from pathlib import Path
 from confluent_kafka import KafkaException, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from acklab.cluster.jvm import class_archive
+from acklab.base.maven import kafka_libs
+from acklab.cluster.jvm import STORAGE_TOOL, class_archive
 from acklab.cluster.layout import new_cluster_id, plan_nodes, write_configs
 from acklab.cluster.local import LocalRunner
 from acklab.cluster.state import ClusterState, ProcessState, kill_and_wait
@@ -50,10 +52,21 @@ def dump(version: str) -> Path | None:
             log.warning("kafka %s: no class archive (nodes start without it): %s", version, exc)
         finally:
             kill_and_wait(node)
-    if not partial.exists():
+    if not _usable(partial, version):
+        partial.unlink(missing_ok=True)
         return None
     partial.replace(path)
     return path
+
+
+def _usable(archive: Path, version: str) -> bool:
+    """Whether a JVM of the nodes' classpath maps `archive` (with `-Xshare:on` it refuses to start
+    otherwise): a JVM killed while writing it leaves one it cannot map."""
+    if not archive.exists():
+        return False
+    java = os.environ.get("ACKLAB_JAVA", "java")
+    command = [java, "-Xshare:on", f"-XX:SharedArchiveFile={archive}", "-cp", f"{kafka_libs(version)}/*", STORAGE_TOOL, "random-uuid"]
+    return subprocess.run(command, capture_output=True, timeout=60).returncode == 0
 
 
 def _train(bootstrap: str) -> None:

@@ -27,18 +27,20 @@ def dump() -> Path | None:
         return archive
     archive.parent.mkdir(parents=True, exist_ok=True)
     partial = archive.with_name(f".{archive.name}.{os.getpid()}")
-    with tempfile.TemporaryDirectory(prefix="acklab-spark-classes-") as work:
-        evidence = generate(Path(work) / "run", TRAINING_MESSAGES)
-        job = audit_job(RunDir.of_manifest(evidence.manifest), topic_records=evidence.topic_records)
-        job = dataclasses.replace(job, conf=with_driver_options(job.conf, f"-XX:ArchiveClassesAtExit={partial}"))
-        (row,) = json.loads(submit(job).read_text())
-    if wrong := {name: row[name] for name, want in evidence.expected.items() if isinstance(want, int) and row[name] != want}:
+    try:
+        with tempfile.TemporaryDirectory(prefix="acklab-spark-classes-") as work:
+            evidence = generate(Path(work) / "run", TRAINING_MESSAGES)
+            job = audit_job(RunDir.of_manifest(evidence.manifest), topic_records=evidence.topic_records)
+            job = dataclasses.replace(job, conf=with_driver_options(job.conf, f"-XX:ArchiveClassesAtExit={partial}"))
+            (row,) = json.loads(submit(job).read_text())
+        if wrong := {name: row[name] for name, want in evidence.expected.items() if isinstance(want, int) and row[name] != want}:
+            raise AuditError(f"the training audit's matrix differs from its planted counts: {wrong}")
+        if not partial.exists():
+            return None
+        partial.replace(archive)  # written before the driver exited, which submit waited for
+        return archive
+    finally:
         partial.unlink(missing_ok=True)
-        raise AuditError(f"the training audit's matrix differs from its planted counts: {wrong}")
-    if not partial.exists():
-        return None
-    partial.replace(archive)
-    return archive
 
 
 def main() -> None:
