@@ -8,15 +8,28 @@ from pathlib import Path
 
 import pytest
 
+from acklab.base.spec import SpecError
 from acklab.cluster.transactions import OpenTransaction, parse_producers
 from acklab.nemesis.events import FaultEvent, FaultOutcome
 from acklab.orchestration.execution import Hanging, _entry, _owners, open_transactions
 from acklab.plan.params import standard_matrix
-from acklab.plan.planner import make_plan
+from acklab.plan.planner import make_plan, version_grid
 from acklab.store.runs import RunDir
 from acklab.workload.producer import LoadResult
 
 RUN = RunDir(Path("/runs/r"))
+
+
+def test_a_version_grid_plans_each_distinct_pair_once() -> None:
+    """`librdkafka` and `librdkafka:<its locked version>` are one client: the versions DAG's default
+    client_versions beside a trigger's `clients: [librdkafka]` ran every Kafka version twice."""
+    params = {"profiles": ["leader-ack"], "faults": ["none"]}
+    locked = make_plan(params).client
+    same = ["librdkafka", f"librdkafka:{locked.version}"]
+    plans = version_grid(params, ["4.3.1", "3.9.2"], same)
+    assert [(p.topology.kafka_version, p.client) for p in plans] == [("4.3.1", locked), ("3.9.2", locked)]
+    with pytest.raises(SpecError, match="2 or more distinct"):
+        version_grid(params, ["4.3.1"], same)
 
 
 def test_side_by_side_groups_one_fault_with_every_profile() -> None:

@@ -194,20 +194,22 @@ def _control(topology: Topology, client: Client, load: LoadSpec) -> ScenarioPlan
 def version_grid(
     params: dict[str, Any], kafka_versions: list[str | None], clients: list[str | None], minimum: int = 2
 ) -> list[RunPlan]:
-    """One plan per (Kafka version, client) pair of the same params (None: the params' own), all
-    validated before anything starts; at least `minimum` pairs (a comparison needs two). A client is
-    `FAMILY:VERSION` (`acklab.workload.families.parse`)."""
+    """One plan per distinct (Kafka version, client) pair of the same params (None: the params' own),
+    all validated before anything starts; at least `minimum` pairs (a comparison needs two). A client
+    is `FAMILY:VERSION` (`acklab.workload.families.parse`); specs naming the same client (`librdkafka`
+    and `librdkafka:2.16.1`, its locked version) make one pair, planned once."""
     for name, values in (("kafka_versions", kafka_versions), ("clients", clients)):
         if not values or len(set(values)) != len(values):
             raise SpecError(f"params.{name}: one or more distinct values, got {values}")
-    if len(kafka_versions) * len(clients) < minimum:
-        raise SpecError(f"params: a version comparison needs {minimum} or more (kafka_versions x clients) pairs")
     base = {k: v for k, v in params.items() if k in RunParams.model_fields}
-    return [
-        make_plan({**base, "kafka_version": kafka, **({} if client is None else {"client": client, "client_version": None, "clients": []})})
-        for kafka in kafka_versions
-        for client in clients
-    ]
+    plans: dict[tuple[str, Client], RunPlan] = {}
+    for kafka in kafka_versions:
+        for client in clients:
+            plan = make_plan({**base, "kafka_version": kafka, **({} if client is None else {"client": client, "client_version": None, "clients": []})})
+            plans.setdefault((plan.topology.kafka_version, plan.client), plan)
+    if len(plans) < minimum:
+        raise SpecError(f"params: a version comparison needs {minimum} or more distinct (kafka_versions x clients) pairs")
+    return list(plans.values())
 
 
 def librdkafka_clients(client_versions: list[str] | None) -> list[str]:
