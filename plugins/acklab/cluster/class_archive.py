@@ -82,14 +82,16 @@ def _train(bootstrap: str) -> None:
                 raise
             time.sleep(0.5)
     common = {"bootstrap.servers": bootstrap, "enable.idempotence": True, "acks": "all", "log_level": 0}
-    for config in (common, {**common, "transactional.id": "acklab-class-archive"}):
-        producer = Producer(config)
-        if "transactional.id" in config:
-            producer.init_transactions(30)
-            producer.begin_transaction()
-        for n in range(1000):
-            producer.produce("acklab-class-archive", key=f"k{n % 16}", value=f"{n}:{n}:")
-        if "transactional.id" in config:
-            producer.commit_transaction(30)
-        if producer.flush(30):
-            raise RuntimeError("the training node did not acknowledge its records")
+    _write(Producer(common))
+    transactional = Producer({**common, "transactional.id": "acklab-class-archive"})
+    transactional.init_transactions(30)
+    transactional.begin_transaction()
+    _write(transactional)
+    transactional.commit_transaction(30)
+
+
+def _write(producer: Producer) -> None:
+    for n in range(1000):
+        producer.produce("acklab-class-archive", key=f"k{n % 16}", value=f"{n}:{n}:")
+    if producer.flush(30):
+        raise RuntimeError("the training node did not acknowledge its records")

@@ -31,7 +31,7 @@ class LocalRunner:
         self._state = state
         self._libs = str(kafka_libs(state.topology.kafka_version))
         self._sharing = sharing_options(state.topology.kafka_version)
-        self._dump = [f"-XX:ArchiveClassesAtExit={dump_classes_to}"] if dump_classes_to else self._sharing
+        self._node_options = [f"-XX:ArchiveClassesAtExit={dump_classes_to}"] if dump_classes_to else self._sharing
 
     @classmethod
     def check_ready(cls, topology: Topology) -> None:
@@ -58,7 +58,7 @@ class LocalRunner:
             return
         with open(node.dir / STDOUT_LOG, "ab") as log:
             process = subprocess.Popen(
-                self._java(node, self._dump, KAFKA_MAIN, str(node.dir / SERVER_CONFIG)),
+                self._java(node, self._node_options, KAFKA_MAIN, str(node.dir / SERVER_CONFIG)),
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 stdin=subprocess.DEVNULL,

@@ -15,6 +15,7 @@ from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -37,6 +38,14 @@ class SyntheticRun:
     manifest: Path
     topic_records: Path
     expected: dict[str, float]  # matrix values the audit must report (counts and the ack gap)
+
+    def mismatches(self, row: Mapping[str, Any]) -> dict[str, tuple[Any, float]]:
+        """(reported, planted) of each `expected` value a matrix row gets wrong (the gap to 1e-6)."""
+        return {
+            name: (row[name], want)
+            for name, want in self.expected.items()
+            if (row[name] != want if isinstance(want, int) else abs(row[name] - want) > 1e-6)
+        }
 
 
 def generate(

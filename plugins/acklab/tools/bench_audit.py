@@ -70,12 +70,7 @@ def audit(work: Path, messages: int, master: str, conf: dict[str, str]) -> float
     matrix_json = submit(job, master)
     seconds = time.monotonic() - started
     (row,) = json.loads(matrix_json.read_text())
-    wrong = {
-        name: (row[name], want)
-        for name, want in evidence.expected.items()
-        if (row[name] != want if isinstance(want, int) else abs(row[name] - want) > 1e-6)
-    }
-    if wrong:
+    if wrong := evidence.mismatches(row):
         raise SystemExit(f"audit of {messages:,} messages is wrong (got, planted): {wrong}")
     print(f"audit {messages:,}: {seconds:.1f} s, matrix equals the planted counts", flush=True)
     shutil.copy(matrix_json, work / f"matrix-{messages}.json")

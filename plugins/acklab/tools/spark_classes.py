@@ -33,8 +33,8 @@ def dump() -> Path | None:
             job = audit_job(RunDir.of_manifest(evidence.manifest), topic_records=evidence.topic_records)
             job = dataclasses.replace(job, conf=with_driver_options(job.conf, f"-XX:ArchiveClassesAtExit={partial}"))
             (row,) = json.loads(submit(job).read_text())
-        if wrong := {name: row[name] for name, want in evidence.expected.items() if isinstance(want, int) and row[name] != want}:
-            raise AuditError(f"the training audit's matrix differs from its planted counts: {wrong}")
+        if wrong := evidence.mismatches(row):
+            raise AuditError(f"the training audit's matrix differs from what was planted (got, planted): {wrong}")
         if not partial.exists():
             return None
         partial.replace(archive)  # written before the driver exited, which submit waited for
