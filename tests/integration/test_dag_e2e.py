@@ -74,20 +74,6 @@ def _dag_runs(history: Path) -> list[RunRecord]:
         return [RunRecord(**row._mapping) for row in connection.execute(sa.select(RUNS).where(RUNS.c.dag_id.is_not(None)))]
 
 
-def test_dag_run_without_restarting_faults_runs_its_groups(acklab_env: dict[str, str], isolated_run_store: Path) -> None:
-    """No group restarts a broker: the first mapped group task has nothing to map and is skipped, and
-    the other groups, the audit and the verdict still run."""
-    before = set(isolated_run_store.iterdir())
-    result = dags_test(acklab_env, {"profiles": ["idempotent"], "faults": ["none"], "messages": 4000, "rate": 2000})
-    output = result.stdout + result.stderr
-    assert result.returncode == 0, output[-5000:]
-    (run_dir,) = {p for p in set(isolated_run_store.iterdir()) - before if p.is_dir()}
-    summary = json.loads((run_dir / "result.json").read_text())
-    assert (summary["status"], summary["scenarios"]) == ("pass", {"idempotent__none": "pass"})
-    assert "[DAG TEST] starting task_id=run_restart_group" not in output and "starting task_id=run_group map_index=1" in output
-    assert_nothing_left(run_dir / "cluster")
-
-
 def test_invalid_param_fails_before_any_cluster_starts(acklab_env: dict[str, str], isolated_run_store: Path) -> None:
     before = set(isolated_run_store.iterdir())
     result = dags_test(acklab_env, {"faults": ["meteor"]})

@@ -38,7 +38,7 @@ from acklab.orchestration import tasks
 run = tasks.plan_run(json.loads(sys.argv[1]))
 run = tasks.provision_cluster(run, lease_s=3600)
 print(run["run_dir"], flush=True)
-group = tasks.scenario_groups(run, restarting=False)[1]  # [0]: the negative control
+group = tasks.scenario_groups(run)[1]  # [0]: the negative control
 tasks.run_group(run, group)
 print("group done", flush=True)
 """

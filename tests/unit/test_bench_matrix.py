@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import datetime as dt
 import json
 from pathlib import Path
 
@@ -22,9 +21,8 @@ LOG = """\
 
 def test_each_finished_task_is_a_span_and_an_unfinished_one_is_not() -> None:
     spans = task_spans(LOG)
-    assert [(task, index) for task, index, _, _ in spans] == [("plan", -1), ("run_group", 2)]
-    assert [seconds for _, _, _, seconds in spans] == pytest.approx([5.774599, 40.695925])
-    assert spans[1][2] == pytest.approx(dt.datetime(2026, 11, 25, 19, 50, 7, 73439, tzinfo=dt.UTC).timestamp())
+    assert [(task, index) for task, index, _ in spans] == [("plan", -1), ("run_group", 2)]
+    assert [seconds for _, _, seconds in spans] == pytest.approx([5.774599, 40.695925])
 
 
 def test_each_finished_sql_execution_is_a_span_then_the_application(tmp_path: Path) -> None:

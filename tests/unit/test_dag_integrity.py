@@ -45,14 +45,9 @@ def test_matrix_dag_shape(dagbag, dag_id: str) -> None:
     assert [t.task_id for t in tasks["validate"].downstream_list] == ["verdict"]
     assert all(type(c).__name__ == "VerdictChangeNotifier" for c in (*tasks["verdict"].on_success_callback, *tasks["verdict"].on_failure_callback))
     assert tasks["verdict"].on_success_callback and tasks["verdict"].on_failure_callback
-    first, group = tasks["run_restart_group"], tasks["run_group"]
-    for mapped in (first, group):
-        assert mapped.pool == airflow_pool.NAME and mapped.is_mapped, "scenario groups: mapped, serialized by the pool"
-    assert {t.task_id for t in first.upstream_list} == {"provision_cluster", "restart_groups"}
+    group = tasks["run_group"]
+    assert group.pool == airflow_pool.NAME and group.is_mapped, "scenario groups: mapped, serialized by the pool"
     assert {t.task_id for t in group.upstream_list} == {"provision_cluster", "scenario_groups"}
-    # the other groups after the restarting ones, also when none is planned (that mapped task is then skipped)
-    assert {t.task_id for t in tasks["scenario_groups"].upstream_list} == {"plan", "run_restart_group"}
-    assert tasks["scenario_groups"].trigger_rule == "none_failed"
 
 
 def test_daily_dag_runs_the_standard_matrix(dagbag) -> None:
@@ -66,12 +61,9 @@ def test_daily_dag_runs_the_standard_matrix(dagbag) -> None:
     assert len(plan.checked) == 2 * len(catalog()) * len(faults) >= 72
     control, *groups = plan.groups()
     assert [s.name for s in control] == ["negative-control__planted-loss"]
-    # the faults that restart brokers first (a restarted broker loads every log the cluster holds)
-    faults = sorted(faults, key=lambda name: not FAULTS[name].restarts_nodes)
-    assert {f for f in faults[:6]} == {"leader-kill", "leader-restart", "follower-kill", "controller-kill", "rolling-restart", "replicas-down"}
     assert [(g[0].fault, g[0].client.family) for g in groups] == [(f, c) for f in faults for c in ("librdkafka", "java")]
     assert all(len(g) == len(catalog()) and len({s.client for s in g}) == 1 for g in groups)
-    assert [plan.group_label(g) for g in groups[6 * 2 : 6 * 2 + 2]] == ["none (librdkafka)", "none (java)"]
+    assert [plan.group_label(g) for g in groups[:2]] == ["none (librdkafka)", "none (java)"]
     assert {s.name for s in plan.checked if s.client.family == "librdkafka"} == {f"{p}__{f}" for p in catalog() for f in faults}
     assert {s.name for s in plan.checked if s.client.family == "java"} == {f"{p}.java__{f}" for p in catalog() for f in faults}
 

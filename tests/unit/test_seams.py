@@ -37,29 +37,11 @@ def test_the_plan_task_keeps_the_plan_and_later_tasks_read_it(monkeypatch: pytes
         raise AssertionError("a later task planned again")
 
     monkeypatch.setattr(tasks, "make_plan", no_planning)
-    # the groups whose faults restart brokers first, while the cluster holds few logs
-    first, rest = tasks.scenario_groups(run, restarting=True), tasks.scenario_groups(run, restarting=False)
-    assert [(g["index"], g["scenarios"]) for g in first] == [(1, ["leader-ack__leader-kill", "idempotent__leader-kill"])]
-    assert [(g["index"], g["scenarios"]) for g in rest] == [
-        (0, ["negative-control__planted-loss"]), (2, ["leader-ack__none", "idempotent__none"])
+    groups = tasks.scenario_groups(run)
+    assert [g["scenarios"] for g in groups] == [
+        ["negative-control__planted-loss"], ["leader-ack__none", "idempotent__none"], ["leader-ack__leader-kill", "idempotent__leader-kill"]
     ]
     assert tasks.stored_plan(run) == plan
-
-
-@pytest.mark.parametrize(
-    ("faults", "control", "first", "rest"),
-    [
-        (["none", "request-loss"], True, [], [0, 1, 2]),  # nothing restarts: the first mapped task is skipped
-        (["leader-kill", "follower-kill"], False, [0], [1]),  # all restart: the last group is the second task's
-        (["leader-kill"], True, [1], [0]),
-    ],
-)
-def test_the_groups_that_restart_brokers_run_first_and_the_second_task_is_never_empty(
-    faults: list[str], control: bool, first: list[int], rest: list[int]
-) -> None:
-    run = tasks.plan_run({"profiles": ["idempotent"], "faults": faults, "messages": 4000, "rate": 1000, "negative_control": control})
-    assert [g["index"] for g in tasks.scenario_groups(run, restarting=True)] == first
-    assert [g["index"] for g in tasks.scenario_groups(run, restarting=False)] == rest
 
 
 def test_a_run_folder_has_one_plan(tmp_path: Path) -> None:

@@ -259,11 +259,6 @@ class FaultSpec:
         return isinstance(self.mechanism, Process | RollingRestart | ReplicasDown)
 
     @property
-    def restarts_nodes(self) -> bool:
-        """It starts a stopped or killed broker again, which then loads every log the cluster holds."""
-        return isinstance(self.mechanism, RollingRestart | ReplicasDown) or (isinstance(self.mechanism, Process) and self.mechanism.signal != "pause")
-
-    @property
     def needs_proxy(self) -> bool:
         """It acts through the Kafka-aware proxy in front of the client listeners."""
         return isinstance(self.mechanism, Proxy)

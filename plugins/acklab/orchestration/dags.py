@@ -1,9 +1,7 @@
 """The delivery DAGs' shapes, shared by the files in dags/ (which only pick defaults and a schedule).
 
 Matrix DAG: plan -> provision (setup) -> one mapped task per scenario group, serialized by the
-one-slot pool `acklab.services.airflow_pool` (they share the cluster): those whose faults restart
-brokers first (`run_restart_group`: a restarted broker loads every log the cluster holds), then the
-others (`run_group`, the negative control first) -> collect -> Spark audit ->
+one-slot pool `acklab.services.airflow_pool` (they share the cluster) -> collect -> Spark audit ->
 validate (an event of the asset MATRIX, red or green), teardown; then verdict, which fails the run
 unless every scenario passed. Each DAG's last task mails the verdicts that changed (`acklab.orchestration.notify`).
 Version DAG: per (Kafka version, client version) pair (mapped): provision, every group (pool), Spark
@@ -115,30 +113,16 @@ def delivery_matrix_dag(dag_id: str, schedule: str | None, defaults: RunParams, 
             return _user_errors(lambda: tasks.plan_run(dict(context["params"])))
 
         @task
-        def restart_groups(run: dict[str, Any]) -> list[dict[str, Any]]:
-            from acklab.orchestration import tasks
-
-            return tasks.scenario_groups(run, restarting=True)
-
-        # After the restarting groups, or without them (none planned: that mapped task is skipped).
-        @task(trigger_rule=TriggerRule.NONE_FAILED)
         def scenario_groups(run: dict[str, Any]) -> list[dict[str, Any]]:
             from acklab.orchestration import tasks
 
-            return tasks.scenario_groups(run, restarting=False)
+            return tasks.scenario_groups(run)
 
         @setup
         def provision_cluster(run: dict[str, Any]) -> dict[str, Any]:
             from acklab.orchestration import tasks
 
             return tasks.provision_cluster(run, LEASE.total_seconds())
-
-        @task(pool=airflow_pool.NAME, map_index_template="{{ fault }}")
-        def run_restart_group(run: dict[str, Any], group: dict[str, Any]) -> list[str]:
-            from acklab.orchestration import tasks
-
-            _label(fault=group["fault"])
-            return tasks.run_group(run, group)
 
         @task(pool=airflow_pool.NAME, map_index_template="{{ fault }}")
         def run_group(run: dict[str, Any], group: dict[str, Any]) -> list[str]:
@@ -175,10 +159,7 @@ def delivery_matrix_dag(dag_id: str, schedule: str | None, defaults: RunParams, 
 
         planned = plan()
         cluster = provision_cluster(planned)
-        first = run_restart_group.partial(run=cluster).expand(group=restart_groups(planned))
-        rest = scenario_groups(planned)
-        first >> rest
-        groups = run_group.partial(run=cluster).expand(group=rest)
+        groups = run_group.partial(run=cluster).expand(group=scenario_groups(planned))
         collected = collect(cluster)
         audit = AuditOperator(
             **AUDIT,

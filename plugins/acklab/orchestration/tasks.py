@@ -19,7 +19,7 @@ from acklab.orchestration import execution
 from acklab.orchestration.pipeline import provision, run_pipeline, verdict, write_result
 from acklab.plan import presets
 from acklab.plan.params import RunParams
-from acklab.plan.planner import RunPlan, librdkafka_clients, make_plan, restarts, version_grid
+from acklab.plan.planner import RunPlan, librdkafka_clients, make_plan, version_grid
 from acklab.report.compare import build_comparison
 from acklab.report.field_notes import build_field_notes
 from acklab.report.html import TimelineDrawing
@@ -55,21 +55,11 @@ def stored_plan(run: dict[str, Any]) -> RunPlan:
     return RunDir(Path(run["run_dir"])).read_plan(RunPlan)
 
 
-def scenario_groups(run: dict[str, Any], restarting: bool) -> list[dict[str, Any]]:
-    """What a group task of the DAG maps over, each group's index, label (its fault, and its client
-    where a fault has a group per client) and scenario names: the groups whose faults restart brokers
-    (`restarting`), or the others. When every group restarts brokers, the last is among the others:
-    the DAG's later tasks follow that second mapped task, which must not be skipped."""
+def scenario_groups(run: dict[str, Any]) -> list[dict[str, Any]]:
+    """What the DAG maps over: each group's index, label (its fault, and its client where a fault has a
+    group per client) and scenario names."""
     plan = stored_plan(run)
-    groups = plan.groups()
-    first = [any(map(restarts, group)) for group in groups]
-    if all(first):
-        first[-1] = False
-    return [
-        {"index": i, "fault": plan.group_label(group), "scenarios": [s.name for s in group]}
-        for i, group in enumerate(groups)
-        if first[i] == restarting
-    ]
+    return [{"index": i, "fault": plan.group_label(group), "scenarios": [s.name for s in group]} for i, group in enumerate(plan.groups())]
 
 
 def plan_versions(params: dict[str, Any], create: bool = True) -> list[dict[str, Any]]:

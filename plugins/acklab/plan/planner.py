@@ -68,11 +68,10 @@ class RunPlan(BaseModel):
 
     def groups(self) -> list[list[ScenarioPlan]]:
         """Scenarios run together: the negative control alone first, then all profiles of a fault
-        (side_by_side), of every client or of each client apart (`clients_together`); else one each.
-        Groups whose faults restart brokers (`restarts`) come before the others, each part in fault
-        order: a restarted broker loads every log the cluster holds, fewer early in the run."""
+        (side_by_side), of every client or of each client apart (`clients_together`), in fault
+        order; else one each."""
         control = [[scenario] for scenario in self.scenarios if scenario.control]
-        scenarios = sorted(self.checked, key=lambda s: not restarts(s))  # stable: fault order kept within each part
+        scenarios = self.checked
         if not self.params.side_by_side:
             return control + [[scenario] for scenario in scenarios]
         faults = list(dict.fromkeys(s.fault for s in scenarios))
@@ -95,11 +94,6 @@ class RunPlan(BaseModel):
         if len({s.client for s in self.scenarios}) > len({s.client for s in group}):
             label += f" ({client_tag(group[0].client, list(dict.fromkeys(s.client for s in self.scenarios)))})"
         return label
-
-
-def restarts(scenario: ScenarioPlan) -> bool:
-    """Its schedule starts a stopped or killed broker again (`FaultSpec.restarts_nodes`)."""
-    return any(FAULTS[step.fault].restarts_nodes for step in scenario.schedule)
 
 
 def make_plan(params: RunParams | dict[str, object]) -> RunPlan:

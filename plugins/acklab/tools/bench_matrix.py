@@ -35,13 +35,11 @@ from acklab.cluster import stalls
 from acklab.store.runs import runs
 
 DAG_ID = "kafka_delivery_matrix"
-GROUP_TASKS = ("run_restart_group", "run_group")
 SPAN = re.compile(r"^(?P<at>\S+Z) .*\[DAG TEST\] (?P<what>starting|end task) task_id=(?P<task>\S+) map_index=(?P<index>-?\d+)", re.M)
 
 
-def task_spans(log: str) -> list[tuple[str, int, float, float]]:
-    """(task id, map index, start epoch seconds, seconds) of each task `airflow dags test` ran, in
-    the order they ended."""
+def task_spans(log: str) -> list[tuple[str, int, float]]:
+    """(task id, map index, seconds) of each task `airflow dags test` ran, in the order they ended."""
     started: dict[tuple[str, int], float] = {}
     spans = []
     for match in SPAN.finditer(log):
@@ -50,8 +48,7 @@ def task_spans(log: str) -> list[tuple[str, int, float, float]]:
         if match["what"] == "starting":
             started[key] = at
         elif key in started:
-            begun = started.pop(key)
-            spans.append((*key, begun, at - begun))
+            spans.append((*key, at - started.pop(key)))
     return spans
 
 
@@ -119,12 +116,9 @@ def main(conf: str = typer.Option("{}", help="DAG params as JSON (default: the s
     print(f"median scenario overhead seconds: {statistics.median(overheads):.1f}")
     print(f"broker stalls: {stalls.summary(run.cluster)}")
     labels = {s.group.index: s.fault + (" (negative control)" if s.control else "") for s in scenarios if s.group}
-    # A group task's map index is its place in its own mapped task: the group is the one it started.
-    group_starts = {s.group.index: s.group.started for s in scenarios if s.group}
-    for task, index, begun, seconds in task_spans(done.stdout + done.stderr):
-        group = next((g for g, at in group_starts.items() if begun <= at <= begun + seconds), None) if task in GROUP_TASKS else None
-        if group is not None:
-            print(f"phase group {group} {labels[group]}: {seconds:.1f} s, load {longest[group]:.1f} s, overhead {seconds - longest[group]:.1f} s")
+    for task, index, seconds in task_spans(done.stdout + done.stderr):
+        if task == "run_group" and index in longest:
+            print(f"phase group {index} {labels[index]}: {seconds:.1f} s, load {longest[index]:.1f} s, overhead {seconds - longest[index]:.1f} s")
         else:
             print(f"phase {task}{f'[{index}]' if index >= 0 else ''}: {seconds:.1f} s")
         if task == "audit" and (run.root / "bench-spark-events.json").exists():
