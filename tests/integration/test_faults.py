@@ -19,7 +19,10 @@ pytestmark = pytest.mark.integration
 PLANS = [
     {"profiles": ["at-least-once", "idempotent", "transactional"], "faults": ["ack-loss", "leader-kill"]},
     {"client": "java", "profiles": ["at-least-once-ordered"], "faults": ["leader-kill", "ack-loss"]},
-    {"profiles": ["at-least-once-bounded", "leader-ack"], "faults": ["replicas-down"]},
+    # Two followers' controlled shutdown took 2-7 s under the load, and the writes in flight when the ISR
+    # fell below min.insync.replicas waited out request.timeout.ms (10 s) before their retries met
+    # NOT_ENOUGH_REPLICAS: with an 8 s window the followers were back first in 1 run of 2 (failed 0).
+    {"profiles": ["at-least-once-bounded", "leader-ack"], "faults": ["replicas-down"], "fault_duration_s": 16},
     {"profiles": ["at-least-once"], "faults": ["latency", "request-loss"]},
 ]
 
@@ -27,7 +30,7 @@ PLANS = [
 @pytest.fixture(scope="module")
 def audited() -> tuple[dict, dict[str, dict]]:
     """Run every plan on one cluster into one run folder, then one Spark audit."""
-    run = run_audited([make_plan({**p, "messages": 20000, "rate": 2500, "fault_at_s": 1.5, "fault_duration_s": 8}) for p in PLANS])
+    run = run_audited([make_plan({"messages": 20000, "rate": 2500, "fault_at_s": 1.5, "fault_duration_s": 8, **p}) for p in PLANS])
     manifest = {s.scenario: s.model_dump() for s in run.read_manifest().scenarios}
     return manifest, {row["scenario"]: row for row in run.read_matrix()}
 
