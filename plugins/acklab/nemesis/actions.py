@@ -174,9 +174,9 @@ def _replicas_down(ctx: FaultContext, step: FaultStep, window: Window) -> FaultE
     count = step.options.get("count") or len(state.replicas) - ctx.min_insync_replicas + 1
     victims = followers[:count]
     event = FaultEvent(step.fault, f"followers {victims} of {step.target} (leader {state.leader})", "stop")
+    started = time.monotonic()  # a controlled shutdown under load takes seconds: the effect is timed from here
     with ThreadPoolExecutor(len(victims)) as pool:  # together: the ISR must shrink while the load runs
         list(pool.map(ctx.cluster.stop, victims))
-    started = time.monotonic()
     admin = ctx.cluster.admin(timeout_s=5)
     try:
         def check() -> str | None:
