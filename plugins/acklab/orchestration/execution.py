@@ -129,9 +129,10 @@ def _attempt(
     has the same leader and followers in every topic; `replica_assignment`: the active controller never
     leads a leader fault's target), one fault schedule for all, then the health gate.
 
-    The schedule starts once every producer is connected, or, with a step before the load, once the
-    topics exist and that step has shown its effect: the producers then start against it, with the
-    topics' partition count from the topology instead of the metadata they cannot fetch.
+    The producers are given the topics' partition count (the topology's: the topics are created
+    here), so each is ready once built, not once it has read the topic's metadata; the schedule
+    starts once every producer is ready and every topic is in sync, or, with a step before the load,
+    once the topics exist and that step has shown its effect (the producers then start against it).
 
     Returns each scenario's manifest entry (not written yet)."""
     topology = plan.topology
@@ -155,7 +156,7 @@ def _attempt(
                 admin.wait_in_sync(topic, 60)
         topics_ready.set()
 
-    def start_faults() -> None:  # once every producer is connected and every topic fully in sync
+    def start_faults() -> None:  # once every producer is ready and every topic fully in sync
         if not topics_ready.wait(START_TIMEOUT_S):
             raise TimeoutError("topics of the group not ready")
         if watch is not None:
@@ -165,13 +166,12 @@ def _attempt(
 
     ready = threading.Barrier(len(group), action=start_faults, timeout=START_TIMEOUT_S + 30)
     totals = _GroupProgress(len(group), progress)
-    partitions = topology.partitions if nemesis.before_load else None
 
     def load(n: int) -> LoadResult:
         try:
             return run_load(
                 cluster.bootstrap_servers, topics[n], group[n].profile, load_spec, run.scenario(group[n].name), totals.of(n), ready.wait,
-                group[n].client, partitions,
+                group[n].client, topology.partitions,
             )
         except BaseException:
             ready.abort()  # the other loads stop waiting for this one
