@@ -47,12 +47,24 @@ def topic(cluster: Cluster, name: str) -> str:
     return name
 
 
-def read_topic(cluster: Cluster, name: str, isolation: str) -> list[tuple[int, int, str]]:
-    """(id, partition, key) of every record, read from the beginning to the end of each partition."""
+def read_topic(cluster: Cluster, name: str, isolation: str, acked: list[dict] | None = None) -> list[tuple[int, int, str]]:
+    """(id, partition, key) of every record, read from the beginning to the end of each partition.
+
+    With `acked` (send-log rows), each partition is read once its high watermark has passed the
+    highest offset acked there: acks=1 acks a record before the followers copy it, and consumers see
+    it only from then on."""
     consumer = Consumer(
         {"bootstrap.servers": cluster.bootstrap_servers, "group.id": f"check-{isolation}", "isolation.level": isolation,
          "enable.partition.eof": True, "auto.offset.reset": "earliest", "enable.auto.commit": False}
     )
+    ends: dict[int, int] = {}
+    for row in acked or []:
+        if row["state"] == "acked":
+            ends[row["partition"]] = max(ends.get(row["partition"], 0), row["offset"] + 1)
+    deadline = time.monotonic() + 30
+    while any(consumer.get_watermark_offsets(TopicPartition(name, p), 5.0)[1] < end for p, end in ends.items()):
+        assert time.monotonic() < deadline, f"high watermarks of {name} below the acked offsets {ends}"
+        time.sleep(0.1)
     consumer.assign([TopicPartition(name, p, 0) for p in range(3)])
     records, at_end, deadline = [], set(), time.monotonic() + 60
     while len(at_end) < 3 and time.monotonic() < deadline:
@@ -74,7 +86,7 @@ def test_acked_partition_is_the_partition_of_the_key(cluster: Cluster, tmp_path:
     log = pq.read_table(ScenarioDir(tmp_path).send_log).to_pylist()
     assert result.acked == result.sent == len(log) == 20000
     assert all(row["partition"] == row["expected_partition"] for row in log)
-    records = read_topic(cluster, name, "read_committed")
+    records = read_topic(cluster, name, "read_committed", log)
     assert sorted(record[0] for record in records) == list(range(20000))
     assert all(p == partition_for(key.encode(), 3, partitioner) for _, p, key in records)  # type: ignore[arg-type]
     assert {row["producer"] for row in log} == {"p0", "p1"}
@@ -177,4 +189,4 @@ def test_a_full_queue_holds_the_load_back_without_losing_a_row(cluster: Cluster,
     assert result.acked == result.sent == len(log) == 5000
     assert [row["id"] for row in log] == list(range(5000))
     assert all(row["send_ts"] <= row["ack_ts"] for row in log)
-    assert sorted(record[0] for record in read_topic(cluster, name, "read_uncommitted")) == list(range(5000))
+    assert sorted(record[0] for record in read_topic(cluster, name, "read_uncommitted", log)) == list(range(5000))
