@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from acklab.tools.bench_matrix import sql_executions, task_spans
+from acklab.tools.bench_matrix import audit_spans, task_spans
 
 LOG = """\
 2026-11-25T19:49:50.678883Z [info     ] [DAG TEST] starting task_id=plan map_index=-1 [airflow.sdk.definitions.dag] loc=dag.py:1501
@@ -25,12 +25,15 @@ def test_each_finished_task_is_a_span_and_an_unfinished_one_is_not() -> None:
     assert [seconds for _, _, seconds in spans] == pytest.approx([5.774599, 40.695925])
 
 
-def test_each_finished_sql_execution_is_a_span_then_the_application(tmp_path: Path) -> None:
+def test_each_finished_sql_execution_and_job_outside_one_is_a_span_then_the_application(tmp_path: Path) -> None:
     sql = "org.apache.spark.sql.execution.ui.SparkListenerSQLExecution"
     events = [
         {"Event": "SparkListenerApplicationStart", "Timestamp": 1000},
+        {"Event": "SparkListenerJobStart", "Job ID": 0, "Submission Time": 1500, "Stage Infos": [{"Stage Name": "collect at audit.py:200"}], "Properties": {}},
+        {"Event": "SparkListenerJobEnd", "Job ID": 0, "Completion Time": 1900},
         {"Event": f"{sql}Start", "executionId": 0, "description": "parquet at X", "time": 2000},
-        {"Event": "SparkListenerJobStart", "Job ID": 0},
+        {"Event": "SparkListenerJobStart", "Job ID": 1, "Submission Time": 2100, "Properties": {"spark.sql.execution.id": "0"}},
+        {"Event": "SparkListenerJobEnd", "Job ID": 1, "Completion Time": 47000},
         {"Event": f"{sql}End", "executionId": 0, "time": 47500},
         {"Event": f"{sql}Start", "executionId": 1, "description": "collect at audit.py:520", "time": 48000},
         {"Event": f"{sql}Start", "executionId": 2, "description": "never ended", "time": 49000},
@@ -39,4 +42,9 @@ def test_each_finished_sql_execution_is_a_span_then_the_application(tmp_path: Pa
     ]
     log = tmp_path / "events.json"
     log.write_text("\n".join(json.dumps(event) for event in events))
-    assert sql_executions(log) == [(0, "parquet at X", 45.5), (1, "collect at audit.py:520", 6.25), (-1, "application", 59.0)]
+    assert audit_spans(log) == [
+        ("job 0 (collect at audit.py:200)", 0.4),
+        ("sql 0 (parquet at X)", 45.5),
+        ("sql 1 (collect at audit.py:520)", 6.25),
+        ("spark application", 59.0),
+    ]

@@ -17,6 +17,7 @@ from acklab.checker import audit as dm
 from acklab.store.contract import COUNT_COLUMNS, METRIC_COLUMNS, OUTCOMES
 from acklab.store.runs import FaultRecord, Manifest, RunDir, ScenarioEntry
 from acklab.testing import synthetic
+from acklab.workload.records import parse_prefix
 
 T0 = 100.0  # send_ts of id i is T0 + i in s-a, s-b, s-c
 # Send log rows: (id, key, seq, state, ack latency ms or None). Failed messages get a (late)
@@ -274,10 +275,8 @@ def spark() -> Iterator[SparkSession]:
 
 
 def _records(spark: SparkSession) -> DataFrame:
-    raw = spark.createDataFrame(RECORDS, "scenario string, partition int, offset long, key string, value binary")
-    return raw.select("scenario", "partition", "offset", "key", dm.parse_value(F.col("value")).alias("v")).select(
-        "scenario", "partition", "offset", "key", "v.id", "v.seq"
-    )
+    rows = [(scenario, partition, offset, key, *parse_prefix(value)) for scenario, partition, offset, key, value in RECORDS]
+    return spark.createDataFrame(rows, dm.RECORD_SCHEMA)
 
 
 @pytest.fixture(scope="module")
@@ -302,7 +301,7 @@ def matrix_rows(matrix: DataFrame) -> dict[str, dict]:
     return {row.scenario: row.asDict() for row in matrix.collect()}
 
 
-def test_parse_value(spark: SparkSession) -> None:
+def test_parse_prefix() -> None:
     values = [
         (b"12:3:padding", 12, 3),
         (b"0:0:", 0, 0),
@@ -315,14 +314,14 @@ def test_parse_value(spark: SparkSession) -> None:
         (b"-1:3:x", None, None),
         (b"+1:3:x", None, None),  # a cast alone would take the sign and the blanks
         (b"1: 3:x", None, None),
+        (b"0" * 40 + b"1:2:x", 1, 2),  # leading zeros, the prefix within its first 48 bytes
+        (b"0" * 45 + b"1:2:x", None, None),  # ends past them
         (b"a:3:x", None, None),
         (b"\xff\xfe:1:", None, None),
         (b"", None, None),
         (None, None, None),
     ]
-    df = spark.createDataFrame([(i, v) for i, (v, _, _) in enumerate(values)], "i int, value binary")
-    got = {r.i: (r.id, r.seq) for r in df.select("i", dm.parse_value(F.col("value")).alias("p")).select("i", "p.*").collect()}
-    assert got == {i: (id_, seq) for i, (_, id_, seq) in enumerate(values)}
+    assert [parse_prefix(value) for value, _, _ in values] == [(id_, seq) for _, id_, seq in values]
 
 
 def test_fault_windows_union() -> None:

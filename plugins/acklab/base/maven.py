@@ -1,4 +1,4 @@
-"""Fetch jar sets (Kafka broker, Spark Kafka connector) from Maven Central into the local cache.
+"""Fetch jar sets (Kafka broker, Java client) from Maven Central into the local cache.
 
 Maven resolves and downloads; we only render a throw-away POM and copy the result into
 `<cache>/<kind>/<version>/`. A stamp file makes a second call a no-op.
@@ -55,19 +55,6 @@ def kafka_artifacts(version: str) -> list[Artifact]:
     ]
 
 
-def spark_kafka_artifacts(spark_version: str) -> list[Artifact]:
-    """Spark's Kafka source for the installed pyspark. Copied without transitive resolution
-    because Spark's parent POM declares a mirror that is unreachable here; the runtime
-    dependencies are listed explicitly (kafka-clients and commons-pool2 as in Spark's POM)."""
-    spark = "org.apache.spark"
-    return [
-        Artifact(spark, "spark-sql-kafka-0-10_2.13", spark_version),
-        Artifact(spark, "spark-token-provider-kafka-0-10_2.13", spark_version),
-        Artifact("org.apache.kafka", "kafka-clients", "3.9.0"),
-        Artifact("org.apache.commons", "commons-pool2", "2.12.0"),
-    ]
-
-
 def java_client_artifacts(version: str) -> list[Artifact]:
     """Apache Kafka's Java client (its runtime dependencies resolved) and an slf4j backend for its log."""
     return [Artifact("org.apache.kafka", "kafka-clients", version), Artifact("org.slf4j", "slf4j-simple", "1.7.36")]
@@ -75,7 +62,7 @@ def java_client_artifacts(version: str) -> list[Artifact]:
 
 def fetch_java_client(version: str, dest: Path) -> Path:
     """Fetch the Java client's jars (transitively) for `version` into `dest`."""
-    return _fetch(java_client_artifacts(version), dest, transitive=True)
+    return _fetch(java_client_artifacts(version), dest)
 
 
 def kafka_libs(version: str) -> Path:
@@ -83,20 +70,9 @@ def kafka_libs(version: str) -> Path:
     return _require(cache_dir() / "kafka" / version, f"acklab setup --kafka-version {version}")
 
 
-def spark_kafka_jars(spark_version: str) -> list[Path]:
-    """The Spark Kafka connector jars (for spark-submit --jars)."""
-    folder = _require(cache_dir() / "spark-kafka" / spark_version, "acklab setup")
-    return sorted(folder.glob("*.jar"))
-
-
 def fetch_kafka(version: str) -> Path:
     """Fetch the Kafka jars (transitively) for `version`."""
-    return _fetch(kafka_artifacts(version), cache_dir() / "kafka" / version, transitive=True)
-
-
-def fetch_spark_kafka(spark_version: str) -> Path:
-    """Fetch the Spark Kafka connector jars matching `spark_version`."""
-    return _fetch(spark_kafka_artifacts(spark_version), cache_dir() / "spark-kafka" / spark_version, transitive=False)
+    return _fetch(kafka_artifacts(version), cache_dir() / "kafka" / version)
 
 
 def _require(folder: Path, command: str) -> Path:
@@ -105,7 +81,8 @@ def _require(folder: Path, command: str) -> Path:
     return folder
 
 
-def _fetch(artifacts: list[Artifact], dest: Path, *, transitive: bool) -> Path:
+def _fetch(artifacts: list[Artifact], dest: Path) -> Path:
+    """`artifacts` and their runtime dependencies into `dest`, replaced whole unless it holds them already."""
     stamp = dest / ".complete"
     wanted = "\n".join(a.coordinate for a in artifacts)
     if stamp.exists() and stamp.read_text() == wanted:
@@ -114,11 +91,7 @@ def _fetch(artifacts: list[Artifact], dest: Path, *, transitive: bool) -> Path:
         raise SetupError("Maven (`mvn`) is required to fetch jars: apt-get install maven")
     staging = Path(tempfile.mkdtemp(prefix=f".{dest.name}-", dir=dest.parent if dest.parent.exists() else None))
     try:
-        if transitive:
-            _copy_dependencies(artifacts, staging)
-        else:
-            for artifact in artifacts:
-                _mvn(f"{DEPENDENCY_PLUGIN}:copy", f"-Dartifact={artifact.coordinate}", f"-DoutputDirectory={staging}")
+        _copy_dependencies(artifacts, staging)
         (staging / ".complete").write_text(wanted)
         if dest.exists():
             shutil.rmtree(dest)

@@ -1,12 +1,12 @@
 """The Spark audit (the *checker* seam): every scenario's send log against what its Kafka topic holds.
 
-Submitted with spark-submit through the thin entry ``spark/delivery_matrix.py`` (the Spark Kafka
-connector jars passed with ``--jars``; ``acklab.checker.submit`` builds the command)::
+Submitted with spark-submit through the thin entry ``spark/delivery_matrix.py``
+(``acklab.checker.submit`` builds the command)::
 
-    spark-submit --jars ... spark/delivery_matrix.py --manifest runs/<id>/manifest.json --out runs/<id>/audit
+    spark-submit spark/delivery_matrix.py --manifest runs/<id>/manifest.json --out runs/<id>/audit
 
 All scenarios of a run are audited in one job. Kafka is read once (``read_committed``, one Spark
-task per core) into the Parquet archive of topic records; the per-message outcome table
+task per core: ``archive_topic_records``) into the Parquet archive of topic records; the per-message outcome table
 (a ``scenario`` column) is computed from the archive and the send logs, and the matrix (one row
 per scenario) from the three. Message-level data stays in Spark; only rows per scenario reach the
 driver, where the matrix's conservation identities (``IDENTITIES``) are checked before it is
@@ -54,6 +54,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import shutil
 from collections.abc import Iterable, Mapping, Sequence
 from functools import reduce
 from pathlib import Path
@@ -61,10 +62,12 @@ from typing import Any
 from urllib.parse import unquote, urlparse
 
 import pyarrow.parquet as pq
+from confluent_kafka.admin import AdminClient
 from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 from pyspark.sql.types import ArrayType, DoubleType, StructField, StructType
 
+from acklab.checker.topic_read import write_share
 from acklab.store.contract import COUNT_COLUMNS, IDENTITIES, SENT_OUTCOMES, STATES, UNSENT
 from acklab.store.runs import AuditDir, FaultRecord, Manifest, RunDir, write_json
 from acklab.store.schemas import MATRIX, MATRIX_DESCRIPTIVE, OUTCOME_TABLE, SEND_LOG, SEND_LOG_DEFAULTS, TOPIC_RECORDS, spark_schema
@@ -78,9 +81,6 @@ SCENARIO_SCHEMA = StructType([*META_SCHEMA.fields, StructField("fault_windows", 
 MATRIX_COLUMNS = tuple(MATRIX.names)
 LATENCY_PERCENTILES = (0.5, 0.95, 0.99)
 
-_VALUE_PREFIX = "^[0-9]+:[0-9]+:"
-# Enough bytes for "<id>:<seq>:" with two 19-digit int64s; longer numbers would overflow anyway.
-_VALUE_PREFIX_BYTES = 48
 # Acks are bucketed by time to find the longest gap in parallel (see longest_ack_gaps).
 _GAP_FINE_S = 0.001
 _GAP_BUCKET_S = 1.0
@@ -88,20 +88,6 @@ _GAP_BUCKET_S = 1.0
 
 class ConservationError(ValueError):
     """The matrix does not balance: the audit itself is wrong, not the cluster."""
-
-
-def parse_value(value: Column) -> Column:
-    """``struct<id: long, seq: long>`` from a binary record value starting with ``<id>:<seq>:``.
-
-    Both fields are null when the prefix is absent, malformed or overflows int64.
-    """
-    head = F.substring(value, 1, _VALUE_PREFIX_BYTES).cast("string")
-    # One anchored match, then a split on ":": 12M values in 3.8 s on 2 cores, 7.4 s by extracting
-    # each field with the pattern.
-    parts = F.split(head, ":", 3)
-    id_, seq = parts[0].try_cast("long"), parts[1].try_cast("long")
-    parsed = F.regexp_like(head, F.lit(_VALUE_PREFIX)) & id_.isNotNull() & seq.isNotNull()
-    return F.struct(F.when(parsed, id_).alias("id"), F.when(parsed, seq).alias("seq"))
 
 
 def fault_windows(timeline: Iterable[FaultRecord]) -> list[tuple[float, float]]:
@@ -173,42 +159,27 @@ def _read_same_schema(spark: SparkSession, files: Mapping[Path, str], present: S
     return raw.select(*columns)
 
 
-def read_topic_records(spark: SparkSession, manifest: Manifest, bootstrap: str) -> DataFrame:
-    """Every committed record of every scenario topic, in one batch read of Kafka (``RECORD_SCHEMA``).
+def archive_topic_records(spark: SparkSession, manifest: Manifest, bootstrap: str, archive: Path) -> int:
+    """Read every committed record of every scenario topic into the Parquet directory ``archive``
+    (``RECORD_SCHEMA``), replaced whole; return the records read.
 
-    ``read_committed`` hides records of aborted transactions (and bounds the read at the last
-    stable offset); each of ``defaultParallelism`` tasks reads its share of the topic partitions.
+    The topics' partitions are dealt round robin to ``defaultParallelism`` Spark tasks; each reads its
+    share with one consumer into one file (``acklab.checker.topic_read``). A scenario topic the
+    cluster does not have contributes no records.
     """
-    pairs = [(s.topic, s.scenario) for s in manifest.scenarios if s.topic]
-    topics = spark.createDataFrame(pairs, "topic string, scenario string")
-    raw = (
-        spark.read.format("kafka")
-        .option("kafka.bootstrap.servers", bootstrap)
-        .option("kafka.isolation.level", "read_committed")
-        .option("subscribe", ",".join(topic for topic, _ in pairs))
-        .option("startingOffsets", "earliest")
-        .option("endingOffsets", "latest")
-        # Each task reads one partition to its end; the consumer's fetch past the end would wait
-        # fetch.max.wait.ms (500 ms by default) and a partition would take several fetches: 85 s ->
-        # 41 s for the standard matrix's 252 partitions on 2 cores.
-        .option("kafka.fetch.max.wait.ms", "20")
-        .option("kafka.max.partition.fetch.bytes", str(8 << 20))
-        # A consumer per partition: without registering its metrics in JMX or offering to push them
-        # to the broker, 885 partitions (1.2M records) were read in 26 s instead of 31 s (3 runs each).
-        .option("kafka.auto.include.jmx.reporter", "false")
-        .option("kafka.enable.metrics.push", "false")
-        .load()
-    )
-    # One task per core, each reading its share of the partitions one after the other: a task per
-    # partition (and a Parquet file each) cost more than the reading itself. 300 partitions of 4M
-    # records on 2 cores, read and archived: 33 s as a task each, 24 s in two tasks.
-    return raw.join(F.broadcast(topics), "topic").select(
-        "scenario",
-        "partition",
-        "offset",
-        F.col("key").cast("string").alias("key"),
-        parse_value(F.col("value")).alias("parsed"),
-    ).select("scenario", "partition", "offset", "key", "parsed.id", "parsed.seq").coalesce(spark.sparkContext.defaultParallelism)
+    scenario_of = {s.topic: s.scenario for s in manifest.scenarios if s.topic}
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    listed = admin.list_topics(timeout=60).topics
+    partitions = sorted((topic, p) for topic in scenario_of if topic in listed for p in listed[topic].partitions)
+    tasks = spark.sparkContext.defaultParallelism
+    shares = [partitions[index::tasks] for index in range(tasks)]
+    shutil.rmtree(archive, ignore_errors=True)
+    archive.mkdir(parents=True)
+
+    def read_share(index: int, _: Iterable[int]) -> Iterable[int]:
+        yield write_share(bootstrap, shares[index], scenario_of, archive / f"part-{index:05d}.parquet")
+
+    return sum(spark.sparkContext.parallelize(range(tasks), tasks).mapPartitionsWithIndex(read_share).collect())
 
 
 def _by_index(frame: DataFrame, names: Sequence[str]) -> DataFrame:
@@ -503,8 +474,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         archive = str(Path(args.topic_records).resolve())
     else:
         archive = str(out.topic_records)
-        bootstrap = args.bootstrap_servers or manifest.bootstrap_servers
-        read_topic_records(spark, manifest, bootstrap).write.mode("overwrite").parquet(archive)
+        archive_topic_records(spark, manifest, args.bootstrap_servers or manifest.bootstrap_servers, out.topic_records)
     # Everything below is computed from files, so Kafka is read once and the evidence is what was audited.
     records = spark.read.parquet(archive).select(*(F.col(f.name).cast(f.dataType) for f in RECORD_SCHEMA.fields))
     send_logs = read_send_logs(spark, manifest, run)

@@ -12,7 +12,6 @@ from dataclasses import dataclass, field
 from importlib.metadata import version
 from pathlib import Path
 
-from acklab.base.maven import spark_kafka_jars
 from acklab.base.paths import cache_dir, spark_job
 from acklab.checker.spark_job import APPLICATION, SPARK_CONF
 from acklab.store.runs import AuditDir, RunDir
@@ -27,12 +26,11 @@ class AuditError(RuntimeError):
 
 @dataclass(frozen=True)
 class AuditJob:
-    """What to submit: the job file, its arguments, the Kafka connector jars and Spark conf."""
+    """What to submit: the job file, its arguments and Spark conf."""
 
     application: str
     manifest: Path
     out: AuditDir
-    jars: str
     conf: dict[str, str] = field(default_factory=lambda: with_class_archive(SPARK_CONF))
     extra_args: tuple[str, ...] = ()
 
@@ -66,7 +64,6 @@ def audit_job(run: RunDir, out: AuditDir | None = None, topic_records: Path | No
         application=str(spark_job(APPLICATION)),
         manifest=run.manifest,
         out=out or run.audit,
-        jars=",".join(str(j) for j in spark_kafka_jars(version("pyspark"))),
         extra_args=("--topic-records", str(topic_records)) if topic_records else (),
     )
 
@@ -75,7 +72,7 @@ def submit(job: AuditJob, master: str | None = None, timeout_s: float = SUBMIT_T
     """Run `spark-submit` for `job` (the CLI's path; the DAG uses SparkSubmitOperator); return matrix.json."""
     venv_bin = Path(sys.executable).parent
     spark_submit = str(venv_bin / "spark-submit") if (venv_bin / "spark-submit").exists() else shutil.which("spark-submit")
-    command = [str(spark_submit), "--master", master or os.environ.get("ACKLAB_SPARK_MASTER", "local[*]"), "--jars", job.jars]
+    command = [str(spark_submit), "--master", master or os.environ.get("ACKLAB_SPARK_MASTER", "local[*]")]
     for key, value in job.conf.items():
         command += ["--conf", f"{key}={value}"]
     # spark-submit locates pyspark with the first python3 on PATH: make it this interpreter's.

@@ -88,9 +88,8 @@ def setup(
     client_version: Annotated[list[str] | None, typer.Option(help="confluent-kafka versions to set up (2.0.2 or later), each in its own virtualenv")] = None,
     java_client_version: Annotated[list[str] | None, typer.Option(help="kafka-clients versions (3.x, 4.x) to fetch and build the Java producer driver against")] = None,
 ) -> None:
-    """Fetch Kafka broker jars and the Spark Kafka connector from Maven Central, and set up producer
-    client versions of both families (idempotent)."""
-    from importlib.metadata import version
+    """Fetch Kafka broker jars from Maven Central, and set up producer client versions of both
+    families (idempotent)."""
 
     from acklab.cluster import class_archive
     from acklab.workload import families
@@ -107,8 +106,6 @@ def setup(
         for kafka in kafka_version:
             console.print(f"kafka {kafka}: {maven.fetch_kafka(kafka)}")
             console.print(f"kafka {kafka} class archive: {class_archive.dump(kafka) or 'none (nodes start without it)'}")
-        spark = version("pyspark")
-        console.print(f"spark kafka connector {spark}: {maven.fetch_spark_kafka(spark)}")
         for client in client_version or []:
             ready = librdkafka.fetch(client)
             console.print(f"{librdkafka.label(ready)}: {ready.python}")

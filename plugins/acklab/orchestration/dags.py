@@ -164,7 +164,6 @@ def delivery_matrix_dag(dag_id: str, schedule: str | None, defaults: RunParams, 
         audit = AuditOperator(
             **AUDIT,
             application_args=["--manifest", _collected("manifest"), "--out", _collected("audit_out")],
-            jars=_collected("jars"),
         )
         groups >> collected >> audit
         audit >> teardown_cluster(cluster)
@@ -276,7 +275,7 @@ def _runs_dag(dag_id: str, schedule: str | None, params: dict[str, Any], doc: st
 
         clusters = provision_cluster.expand(run=plan_runs())
         ran = run_groups.expand(run=clusters)
-        audit = AuditOperator.partial(**AUDIT).expand_kwargs(ran.map(lambda r: {"application_args": r["application_args"], "jars": r["jars"]}))
+        audit = AuditOperator.partial(**AUDIT).expand_kwargs(ran.map(lambda r: {"application_args": r["application_args"]}))
         validated = validate.expand(audit=ran)
         audit >> validated
         audit >> teardown_cluster.expand(run=clusters)

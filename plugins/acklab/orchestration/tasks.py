@@ -129,7 +129,7 @@ def run_all_groups(run: dict[str, Any]) -> dict[str, Any]:
 def _audit(run: dict[str, Any], run_dir: RunDir) -> dict[str, Any]:
     """The audit job's arguments, for SparkSubmitOperator (templated or mapped)."""
     job = audit_job(run_dir)
-    return {**run, "manifest": str(job.manifest), "audit_out": str(job.out.root), "jars": job.jars, "application_args": job.application_args}
+    return {**run, "manifest": str(job.manifest), "audit_out": str(job.out.root), "application_args": job.application_args}
 
 
 def teardown_cluster(run: dict[str, Any]) -> None:

@@ -52,23 +52,28 @@ def task_spans(log: str) -> list[tuple[str, int, float]]:
     return spans
 
 
-def sql_executions(event_log: Path) -> list[tuple[int, str, float]]:
-    """(execution id, description, seconds) of each Spark SQL execution in an event log, in order
-    (the audit's: the Kafka read into the archive, the outcome table, its names, the ack gaps, the
-    matrix, the matrix's Parquet), then (-1, "application", seconds from its start to its end)."""
-    started: dict[int, tuple[str, int]] = {}
+def audit_spans(event_log: Path) -> list[tuple[str, float]]:
+    """(label, seconds) of each Spark SQL execution (``sql N (description)``) and each job outside one
+    (``job N (its first stage's name)``: the audit's topic read) in an event log, in the order they
+    ended, then ("spark application", seconds from its start to its end)."""
+    started: dict[str, tuple[str, int]] = {}
     spans, app = [], [0, 0]
     for line in event_log.read_text().splitlines():
         event = json.loads(line)
         kind = event["Event"].rsplit(".", 1)[-1]
         if kind == "SparkListenerSQLExecutionStart":
-            started[event["executionId"]] = (event["description"], event["time"])
-        elif kind == "SparkListenerSQLExecutionEnd" and event["executionId"] in started:
-            description, at = started.pop(event["executionId"])
-            spans.append((event["executionId"], description, (event["time"] - at) / 1000))
+            started[f"sql {event['executionId']}"] = (event["description"], event["time"])
+        elif kind == "SparkListenerJobStart" and "spark.sql.execution.id" not in event.get("Properties", {}):
+            stages = event.get("Stage Infos") or [{}]
+            started[f"job {event['Job ID']}"] = (stages[0].get("Stage Name", "?"), event["Submission Time"])
+        elif kind in ("SparkListenerSQLExecutionEnd", "SparkListenerJobEnd"):
+            key = f"sql {event['executionId']}" if kind.endswith("ExecutionEnd") else f"job {event['Job ID']}"
+            if key in started:
+                description, at = started.pop(key)
+                spans.append((f"{key} ({description})", (event["time" if key[0] == "s" else "Completion Time"] - at) / 1000))
         elif kind in ("SparkListenerApplicationStart", "SparkListenerApplicationEnd"):
             app[kind.endswith("End")] = event["Timestamp"]
-    return [*spans, (-1, "application", (app[1] - app[0]) / 1000)]
+    return [*spans, ("spark application", (app[1] - app[0]) / 1000)]
 
 
 def main(conf: str = typer.Option("{}", help="DAG params as JSON (default: the standard matrix)")) -> None:
@@ -122,8 +127,8 @@ def main(conf: str = typer.Option("{}", help="DAG params as JSON (default: the s
         else:
             print(f"phase {task}{f'[{index}]' if index >= 0 else ''}: {seconds:.1f} s")
         if task == "audit" and (run.root / "bench-spark-events.json").exists():
-            for execution, description, spark_s in sql_executions(run.root / "bench-spark-events.json"):
-                print(f"  audit {'spark application' if execution < 0 else f'sql {execution} ({description})'}: {spark_s:.1f} s")
+            for label, spark_s in audit_spans(run.root / "bench-spark-events.json"):
+                print(f"  audit {label}: {spark_s:.1f} s")
     loads_total = sum(longest.values())
     print(f"matrix wall seconds: {wall:.0f}")
     print(f"loads seconds: {loads_total:.0f}")

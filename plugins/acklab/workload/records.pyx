@@ -1,18 +1,22 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, initializedcheck=False, cdivision=True
-"""A producer process's per-message work: the record format (docs/evidence.md: key `p<n>-k<k>`,
-value `<id>:<seq>:` then padding), handing records to `produce()`, and the delivery reports that
-carry a value's id back. Compiled with Cython by `make setup`: it runs once per message, in the
-producer processes of every client version (which import it from `plugins/`).
+"""Per-message work in C: the record format (docs/evidence.md: key `p<n>-k<k>`, value `<id>:<seq>:`
+then padding), handing records to `produce()`, the delivery reports that carry a value's id back (in
+the producer processes of every client version, which import it from `plugins/`), and the audit's
+reading of records back into columns (`read_back`). Compiled with Cython by `make setup`.
 
 Id and seq are zero-padded to one width per scenario (the digits of the largest id), so a report's
 id is its value's first `width` bytes.
 """
 
-from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize
+from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
+from libc.stdint cimport INT64_MAX
 from libc.string cimport memcpy
 
 import numpy as np
-from confluent_kafka import Message
+from confluent_kafka import KafkaError, KafkaException, Message
+
+# A value's `<id>:<seq>:` prefix is looked for in its first bytes only: two 19-digit int64s fit.
+PREFIX_BYTES = 48
 
 from acklab.workload.spec import id_width
 
@@ -149,3 +153,83 @@ cdef class ReportSink:
         """Forget the reports kept so far (the arrays are reused)."""
         self.count = 0
         self.failures = []
+
+
+cdef bint parse_prefix_at(const unsigned char* data, Py_ssize_t size, long long* id_, long long* seq) noexcept:
+    """Whether data[:size] starts with `<digits>:<digits>:` within its first PREFIX_BYTES bytes, both
+    numbers in int64 (leading zeros allowed); if so they are stored in `id_` and `seq`."""
+    cdef Py_ssize_t limit = size if size < PREFIX_BYTES else PREFIX_BYTES
+    cdef Py_ssize_t i = 0, start
+    cdef long long number
+    cdef long long numbers[2]
+    cdef int field, digit
+    for field in range(2):
+        number, start = 0, i
+        while i < limit and 48 <= data[i] <= 57:
+            digit = data[i] - 48
+            if number > (INT64_MAX - digit) // 10:
+                return False
+            number = number * 10 + digit
+            i += 1
+        if i == start or i >= limit or data[i] != 58:
+            return False
+        numbers[field] = number
+        i += 1
+    id_[0], seq[0] = numbers[0], numbers[1]
+    return True
+
+
+def parse_prefix(value):
+    """(id, seq) from a value starting with `<id>:<seq>:` (see `parse_prefix_at`), else (None, None)."""
+    cdef long long id_, seq
+    if type(value) is bytes and parse_prefix_at(<const unsigned char*>PyBytes_AS_STRING(value), PyBytes_GET_SIZE(value), &id_, &seq):
+        return id_, seq
+    return None, None
+
+
+def read_back(list messages, dict topics, dict keys, list ends):
+    """The records among `messages` (a consumer's confluent-kafka Messages) as numpy columns:
+    `topic` (its index in `topics`, a dict topic -> index), `partition`, `offset`, `key` (its index in
+    `keys`, a dict key bytes -> index that new keys are added to; -1 for none), `id` and `seq` (-1 when
+    the value has no `<id>:<seq>:` prefix). A partition-EOF event appends (topic, partition) to `ends`;
+    any other error raises KafkaException."""
+    cdef Py_ssize_t n = len(messages), count = 0
+    topic_ = np.empty(n, dtype=np.int32)
+    partition_ = np.empty(n, dtype=np.int32)
+    offset_ = np.empty(n, dtype=np.int64)
+    key_ = np.empty(n, dtype=np.int32)
+    id_ = np.empty(n, dtype=np.int64)
+    seq_ = np.empty(n, dtype=np.int64)
+    cdef int[::1] topic_v = topic_, partition_v = partition_, key_v = key_
+    cdef long long[::1] offset_v = offset_, id_v = id_, seq_v = seq_
+    cdef long long parsed_id, parsed_seq
+    get_error, get_topic, get_partition = Message.error, Message.topic, Message.partition
+    get_offset, get_key, get_value = Message.offset, Message.key, Message.value
+    eof = KafkaError._PARTITION_EOF
+    for message in messages:
+        error = get_error(message)
+        if error is not None:
+            if error.code() == eof:
+                ends.append((get_topic(message), get_partition(message)))
+                continue
+            raise KafkaException(error)
+        topic_v[count] = topics[get_topic(message)]
+        partition_v[count] = get_partition(message)
+        offset_v[count] = get_offset(message)
+        key = get_key(message)
+        if key is None:
+            key_v[count] = -1
+        else:
+            index = keys.get(key)
+            if index is None:
+                index = keys[key] = len(keys)
+            key_v[count] = index
+        value = get_value(message)
+        if type(value) is bytes and parse_prefix_at(<const unsigned char*>PyBytes_AS_STRING(value), PyBytes_GET_SIZE(value), &parsed_id, &parsed_seq):
+            id_v[count], seq_v[count] = parsed_id, parsed_seq
+        else:
+            id_v[count] = seq_v[count] = -1
+        count += 1
+    return {name: column[:count] for name, column in (
+        ("topic", topic_), ("partition", partition_), ("offset", offset_), ("key", key_), ("id", id_), ("seq", seq_)
+    )}

@@ -1,0 +1,99 @@
+"""Reading a run's scenario topics back (the audit's first step): every committed record, as rows of
+the topic-records archive (``acklab.store.schemas.TOPIC_RECORDS``).
+
+A share of the topic partitions is read by one ``read_committed`` consumer (confluent-kafka, the
+project's locked version) from the earliest offset until librdkafka reports the partition's end (the
+last stable offset: records of aborted transactions and past an open one are not read), and written
+as one Parquet file. The per-message work is C (``acklab.workload.records.read_back``): a night's
+5.9M records took 13 s of CPU this way, 50 s through Spark's Kafka source (docs/benchmarks.md).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
+
+from acklab.store.schemas import TOPIC_RECORDS
+from acklab.workload.records import read_back
+
+# A partition that yields nothing for this long (no record, no end) fails the read.
+STALL_TIMEOUT_S = 120.0
+_BATCH = 50_000
+
+
+class TopicReadError(RuntimeError):
+    """A partition could not be read to its end."""
+
+
+def consumer_config(bootstrap: str) -> dict[str, object]:
+    """The audit consumer's settings: committed records only, an end event per partition, no group."""
+    return {
+        "bootstrap.servers": bootstrap,
+        "group.id": "acklab-audit",  # required by the client; partitions are assigned, never subscribed
+        "enable.auto.commit": False,
+        "isolation.level": "read_committed",
+        "enable.partition.eof": True,
+        # A fetch at a partition's end answers at once instead of waiting for records that will not come.
+        "fetch.wait.max.ms": 20,
+        "max.partition.fetch.bytes": 8 << 20,
+        "queued.max.messages.kbytes": 256 << 10,
+    }
+
+
+def read_partitions(bootstrap: str, partitions: Sequence[tuple[str, int]], scenario_of: Mapping[str, str]) -> pa.Table:
+    """Every committed record of ``partitions`` ((topic, partition) pairs) as a ``TOPIC_RECORDS`` table;
+    ``scenario_of`` maps each topic to its scenario. Raises ``TopicReadError`` when a partition
+    yields neither a record nor its end for ``STALL_TIMEOUT_S``."""
+    topics = sorted({topic for topic, _ in partitions})
+    topic_index = {topic: index for index, topic in enumerate(topics)}
+    keys: dict[bytes, int] = {}
+    chunks: list[dict[str, np.ndarray]] = [read_back([], topic_index, keys, [])]
+    pending = set(partitions)
+    consumer = Consumer(consumer_config(bootstrap))
+    try:
+        consumer.assign([TopicPartition(topic, partition, OFFSET_BEGINNING) for topic, partition in partitions])
+        progress = time.monotonic()
+        while pending:
+            ends: list[tuple[str, int]] = []
+            columns = read_back(consumer.consume(_BATCH, 1.0), topic_index, keys, ends)
+            if len(columns["offset"]) or ends:
+                progress = time.monotonic()
+            pending.difference_update(ends)
+            chunks.append(columns)
+            if time.monotonic() - progress > STALL_TIMEOUT_S:
+                raise TopicReadError(f"no record and no end for {STALL_TIMEOUT_S:.0f}s from {sorted(pending)[:5]} ({len(pending)} partitions)")
+    finally:
+        consumer.close()
+    return _table(chunks, [scenario_of[topic] for topic in topics], [key.decode("utf-8", "replace") for key in keys])
+
+
+def _table(chunks: Sequence[Mapping[str, np.ndarray]], scenarios: Sequence[str], keys: Sequence[str]) -> pa.Table:
+    """``TOPIC_RECORDS`` rows from ``read_back``'s columns (indexes into ``scenarios`` and ``keys``)."""
+    column = {name: np.concatenate([chunk[name] for chunk in chunks]) for name in ("topic", "partition", "offset", "key", "id", "seq")}
+    no_prefix = column["id"] < 0
+    key = pa.DictionaryArray.from_arrays(pa.array(column["key"], mask=column["key"] < 0), pa.array(keys, pa.string()))
+    arrays = {
+        "scenario": pa.DictionaryArray.from_arrays(column["topic"], pa.array(scenarios, pa.string())).cast(pa.string()),
+        "partition": pa.array(column["partition"]),
+        "offset": pa.array(column["offset"]),
+        "key": key.cast(pa.string()),
+        "id": pa.array(column["id"], mask=no_prefix),
+        "seq": pa.array(column["seq"], mask=no_prefix),
+    }
+    return pa.Table.from_arrays([arrays[field.name] for field in TOPIC_RECORDS], schema=TOPIC_RECORDS)
+
+
+def write_share(bootstrap: str, partitions: Sequence[tuple[str, int]], scenario_of: Mapping[str, str], path: Path) -> int:
+    """Read ``partitions`` (``read_partitions``) into the Parquet file ``path``, replaced whole; return its rows."""
+    table = read_partitions(bootstrap, partitions, scenario_of)
+    partial = path.with_name(f".{path.name}.partial")
+    pq.write_table(table, partial)
+    os.replace(partial, path)
+    return table.num_rows
