@@ -1,8 +1,11 @@
-"""Exactness tests for the Spark audit (`acklab.checker.audit`) on evidence with planted anomalies."""
+"""Exactness tests for the audit (`acklab.checker.audit`, `acklab.checker.scenario_audit`) on evidence
+with planted anomalies; its percentiles and rounding against Spark's own functions."""
 
 from __future__ import annotations
 
 import json
+import os
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -10,12 +13,14 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
 from acklab.checker import audit as dm
+from acklab.checker import scenario_audit as sa
 from acklab.store.contract import COUNT_COLUMNS, METRIC_COLUMNS, OUTCOMES
 from acklab.store.runs import FaultRecord, Manifest, RunDir, ScenarioEntry
+from acklab.store.schemas import MATRIX_DESCRIPTIVE, OUTCOME_TABLE, SEND_LOG, TOPIC_RECORDS
 from acklab.testing import synthetic
 from acklab.workload.records import parse_prefix
 
@@ -176,7 +181,7 @@ def manifest_of(scenarios: list[dict]) -> Manifest:
 
 def _meta(name: str) -> dict:
     scenario = ScenarioEntry.model_validate(next(s for s in SCENARIOS if s["scenario"] == name))
-    return {column: getattr(scenario, column) for column in dm.META_SCHEMA.fieldNames()}
+    return {column: getattr(scenario, column) for column in MATRIX_DESCRIPTIVE.names}
 
 
 def _parse(value: bytes) -> tuple[int | None, int | None]:
@@ -263,6 +268,7 @@ EXPECTED = {
 
 @pytest.fixture(scope="module")
 def spark() -> Iterator[SparkSession]:
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # the audit's tasks run this interpreter's acklab (as main sets it)
     session = (
         SparkSession.builder.master("local[2]")
         .appName("test-delivery-matrix")
@@ -274,31 +280,44 @@ def spark() -> Iterator[SparkSession]:
     session.stop()
 
 
-def _records(spark: SparkSession) -> DataFrame:
-    rows = [(scenario, partition, offset, key, *parse_prefix(value)) for scenario, partition, offset, key, value in RECORDS]
-    return spark.createDataFrame(rows, dm.RECORD_SCHEMA)
+def _records(scenario: str) -> pa.Table:
+    rows = [(s, partition, offset, key, *parse_prefix(value)) for s, partition, offset, key, value in RECORDS if s == scenario]
+    return pa.Table.from_pylist([dict(zip(TOPIC_RECORDS.names, row, strict=True)) for row in rows], schema=TOPIC_RECORDS)
+
+
+def _send_log(rows: list[tuple]) -> pa.Table:
+    return pa.Table.from_pylist([dict(zip(SEND_LOG.names, row, strict=True)) for row in rows], schema=SEND_LOG)
+
+
+def _send_logs() -> dict[str, pa.Table]:
+    return {name: _send_log(_send_log_rows(name)) for name in (*SEND_LOGS, *SEND_LOG_ROWS)}
+
+
+def _audit(send_logs: dict[str, pa.Table]) -> tuple[dict[str, pa.Table], dict[str, dict]]:
+    """Each scenario's outcome table and matrix row, as an audit task computes them."""
+    outcomes, rows = {}, {}
+    for entry in manifest_of(SCENARIOS).scenarios:
+        send_log = send_logs.get(entry.scenario, SEND_LOG.empty_table())
+        records = _records(entry.scenario)
+        outcomes[entry.scenario] = sa.outcome_table(entry.scenario, send_log, records)
+        row = _meta(entry.scenario) | sa.matrix_row(send_log, records, outcomes[entry.scenario], dm.fault_windows(entry.fault_timeline))
+        rows[entry.scenario] = {column: row[column] for column in dm.MATRIX_COLUMNS}
+    return outcomes, rows
 
 
 @pytest.fixture(scope="module")
-def send_logs(spark: SparkSession) -> DataFrame:
-    rows = [(name, *row) for name in (*SEND_LOGS, *SEND_LOG_ROWS) for row in _send_log_rows(name)]
-    return spark.createDataFrame(rows, dm.SEND_LOG_SCHEMA)
+def audited() -> tuple[dict[str, pa.Table], dict[str, dict]]:
+    return _audit(_send_logs())
 
 
 @pytest.fixture(scope="module")
-def outcomes(spark: SparkSession, send_logs: DataFrame) -> DataFrame:
-    return dm.compute_outcomes(send_logs, _records(spark), NAMES).cache()
+def outcomes(audited: tuple[dict[str, pa.Table], dict[str, dict]]) -> dict[str, pa.Table]:
+    return audited[0]
 
 
 @pytest.fixture(scope="module")
-def matrix(spark: SparkSession, send_logs: DataFrame, outcomes: DataFrame) -> DataFrame:
-    scenarios = dm.build_scenarios_meta(spark, manifest_of(SCENARIOS))
-    return dm.compute_matrix(outcomes, _records(spark), send_logs, scenarios)
-
-
-@pytest.fixture(scope="module")
-def matrix_rows(matrix: DataFrame) -> dict[str, dict]:
-    return {row.scenario: row.asDict() for row in matrix.collect()}
+def matrix_rows(audited: tuple[dict[str, pa.Table], dict[str, dict]]) -> dict[str, dict]:
+    return audited[1]
 
 
 def test_parse_prefix() -> None:
@@ -338,11 +357,11 @@ def test_fault_windows_union() -> None:
     assert dm.fault_windows([]) == []
 
 
-def test_matrix_schema(matrix: DataFrame) -> None:
-    assert tuple(matrix.columns) == dm.MATRIX_COLUMNS
-    types = dict(matrix.dtypes)
-    assert all(types[c] == "bigint" for c in COUNT_COLUMNS)
-    assert all(types[c] == "double" for c in METRIC_COLUMNS)
+def test_matrix_row_columns_and_types(matrix_rows: dict[str, dict]) -> None:
+    for row in matrix_rows.values():
+        assert tuple(row) == dm.MATRIX_COLUMNS
+        assert all(type(row[c]) is int for c in COUNT_COLUMNS)
+        assert all(row[c] is None or type(row[c]) is float for c in METRIC_COLUMNS)
 
 
 @pytest.mark.parametrize("scenario", sorted(EXPECTED))
@@ -350,12 +369,13 @@ def test_matrix_exact(matrix_rows: dict[str, dict], scenario: str) -> None:
     assert matrix_rows[scenario] == EXPECTED[scenario]
 
 
-def test_outcomes_per_message(outcomes: DataFrame) -> None:
-    assert outcomes.schema.fieldNames() == dm.OUTCOME_SCHEMA.fieldNames()
-    rows = outcomes.where(F.col("scenario") == "s-e").collect()
-    got = {r.id: (r.outcome, r.copies, r.misrouted, r.offset_mismatch, r.reordered) for r in rows}
+def test_outcomes_per_message(outcomes: dict[str, pa.Table]) -> None:
+    table = outcomes["s-e"]
+    assert table.schema == OUTCOME_TABLE
+    rows = table.to_pylist()
+    got = {r["id"]: (r["outcome"], r["copies"], r["misrouted"], r["offset_mismatch"], r["reordered"]) for r in rows}
     assert got == S_E_OUTCOMES
-    by_id = {r.id: r.asDict() for r in rows}
+    by_id = {r["id"]: r for r in rows}
     assert by_id[2] == dict(scenario="s-e", id=2, state="acked", aborted=False, partition=0, offset=5,
                             expected_partition=0, copies=1, outcome="delivered", misrouted=False,
                             offset_mismatch=True, reordered=False)
@@ -379,20 +399,17 @@ TICK = 1 / 8192  # about 0.12 ms, exact in binary
     [
         ([2000.125, 2000.25, 2000.875, 2001.0, 2001.5], 2000.0, (2000.25, 2000.875)),  # inside a second
         ([13.5, 13.75], 10.0, (10.0, 13.5)),  # first send to first ack, across seconds
-        ([1.0, 1.5, 7.25, 7.5], 0.5, (1.5, 7.25)),  # across empty buckets
+        ([1.0, 1.5, 7.25, 7.5], 0.5, (1.5, 7.25)),  # across seconds without an ack
         ([5.0, 5.0], 5.0, (5.0, 5.0)),  # no gap at all
         ([3.5, 4.25, 4.5, 5.0, 5.75, 6.5], 3.0, (3.5, 4.25)),  # three ties of 0.75: the earliest
-        # every gap below a millisecond: the exact path, with ties, and across a second
+        # every gap below a millisecond, with ties, and across a second
         ([4 + k * TICK for k in (1, 2, 4, 5, 7)], 4.0, (4 + 2 * TICK, 4 + 4 * TICK)),
         ([6.9996, 6.9998, 7.0003, 7.0004], 6.9995, (6.9998, 7.0003)),
     ],
 )
-def test_longest_ack_gap(spark: SparkSession, acks: list[float], start: float, gap: tuple[float, float]) -> None:
-    """Each case next to a scenario with a long gap, so both paths run in one call."""
-    acks_df = spark.createDataFrame([("s", ts) for ts in acks] + [("other", 0.0), ("other", 99.0)], "scenario string, ts double")
-    starts = spark.createDataFrame([("s", start), ("other", 0.0), ("no-acks", 1.0)], "scenario string, start double")
-    got = {r.scenario: (r.gap_start, r.gap_end) for r in dm.longest_ack_gaps(spark, acks_df, starts).collect()}
-    assert got == {"s": gap, "other": (0.0, 99.0)}
+def test_longest_ack_gap(acks: list[float], start: float, gap: tuple[float, float]) -> None:
+    assert sa.longest_ack_gap(np.array(acks[::-1]), start) == gap
+    assert sa.longest_ack_gap(np.array([], dtype=float), start) is None
 
 
 @pytest.mark.parametrize(
@@ -401,16 +418,22 @@ def test_longest_ack_gap(spark: SparkSession, acks: list[float], start: float, g
 )
 def test_exact_percentile_is_sparks_percentile(spark: SparkSession, values: list[int]) -> None:
     """The matrix's latency percentiles from a sorted array equal Spark's percentile() bit for bit,
-    and numpy's default (linear interpolation) up to rounding; null for no values."""
-    fractions = (*dm.LATENCY_PERCENTILES, 0.0, 0.25, 1.0)
+    and numpy's default (linear interpolation) up to rounding; None for no values."""
+    fractions = (*sa.LATENCY_PERCENTILES, 0.0, 0.25, 1.0)
     frame = spark.createDataFrame([(v,) for v in values], "us long")
     expected = frame.agg(F.percentile("us", list(fractions)).alias("p")).first().p
-    ours = frame.agg(F.sort_array(F.collect_list("us")).alias("a")).select(
-        *(dm.exact_percentile(F.col("a"), f).alias(str(i)) for i, f in enumerate(fractions))
-    ).first()
-    assert list(ours) == (expected or [None] * len(fractions))
+    ours = [sa.exact_percentile(np.sort(np.array(values, dtype=np.int64)), f) for f in fractions]
+    assert ours == (expected or [None] * len(fractions))
     if values:
-        assert list(ours) == pytest.approx([np.percentile(values, f * 100) for f in fractions], rel=1e-12)
+        assert ours == pytest.approx([np.percentile(values, f * 100) for f in fractions], rel=1e-12)
+
+
+def test_latency_rounding_is_sparks_round(spark: SparkSession) -> None:
+    """Latencies in microseconds are rounded as Spark's round() rounds: halves away from zero, and a
+    value just below a half down (adding 0.5 first would round it up)."""
+    values = [0.5, 1.5, 2.5, -0.5, -1.5, -2.5, 0.49999999999999994, 2.4999999999999996, 1234.5000000000002, 7.0, -7.2, 1e15 + 0.5]
+    expected = [row.r for row in spark.createDataFrame([(v,) for v in values], "v double").select(F.round("v").alias("r")).collect()]
+    assert sa.round_half_up(np.array(values)).tolist() == expected
 
 
 def test_matrix_rows_balance(matrix_rows: dict[str, dict]) -> None:
@@ -436,17 +459,16 @@ def test_send_log_shorter_than_planned_does_not_balance(matrix_rows: dict[str, d
         dm.check_conservation(matrix_rows.values(), {"s-f": 8})
 
 
-def test_corrupt_send_log_does_not_balance(spark: SparkSession, send_logs: DataFrame) -> None:
+def test_corrupt_send_log_does_not_balance() -> None:
     """An id listed twice is merged into one message and a state outside the contract has no
     outcome; the job must refuse both rather than report a matrix."""
-    corrupt = send_logs.unionByName(send_logs.where((F.col("scenario") == "s-e") & (F.col("id") == 0))).withColumn(
-        "state", F.when((F.col("scenario") == "s-b") & (F.col("id") == 5), "lost-in-space").otherwise(F.col("state"))
-    )
-    outcomes = dm.compute_outcomes(corrupt, _records(spark), NAMES)
-    scenarios = dm.build_scenarios_meta(spark, manifest_of(SCENARIOS))
-    rows = [r.asDict() for r in dm.compute_matrix(outcomes, _records(spark), corrupt, scenarios).collect()]
+    send_logs = _send_logs()
+    send_logs["s-e"] = pa.concat_tables([send_logs["s-e"], send_logs["s-e"].slice(0, 1)])
+    rows = send_logs["s-b"].to_pylist()
+    rows[5]["state"] = "lost-in-space"
+    send_logs["s-b"] = pa.Table.from_pylist(rows, schema=SEND_LOG)
     with pytest.raises(dm.ConservationError) as err:
-        dm.check_conservation(rows)
+        dm.check_conservation(_audit(send_logs)[1].values())
     message = str(err.value)
     assert "s-e: sent=15 != delivered=5 + lost=1 + acked_duplicated=2 + failed_clean=1 + " in message
     assert "s-b: sent=7 != acked=5 + failed=1 + unknown=0 = 6" in message
@@ -472,33 +494,32 @@ def _write_send_log(path: Path, rows: list[tuple], schema: pa.Schema) -> None:
     pq.write_table(pa.table({name: columns[name] for name in schema.names}, schema=schema), path)
 
 
-def test_send_log_defaults_and_missing_column(spark: SparkSession, tmp_path: Path) -> None:
-    _write_send_log(tmp_path / "legacy.parquet", _send_log_rows("s-c"), LEGACY_SEND_LOG)
+def test_send_log_defaults_and_missing_column(tmp_path: Path) -> None:
+    _write_send_log(tmp_path / "odd dir/50% #1/legacy.parquet", _send_log_rows("s-c"), LEGACY_SEND_LOG)
     _write_send_log(tmp_path / "broken.parquet", _send_log_rows("s-c"), pa.schema(
         [f for f in LEGACY_SEND_LOG if f.name != "send_ts"]))
-    manifest = manifest_of([{"scenario": "s-c", "send_log": "legacy.parquet"}])
-    rows = dm.read_send_logs(spark, manifest, RunDir(tmp_path)).collect()
-    assert [(r.producer, r.expected_partition, r.txn, r.aborted, r.retriable) for r in rows] == [
+    entry = ScenarioEntry.model_validate({"scenario": "s-c", "send_log": "odd dir/50% #1/legacy.parquet"})
+    table = dm.read_send_log(RunDir(tmp_path), entry)
+    assert table.schema == SEND_LOG
+    assert [(r["producer"], r["expected_partition"], r["txn"], r["aborted"], r["retriable"]) for r in table.to_pylist()] == [
         ("p0", None, None, False, None)
     ] * 2
-    manifest = manifest_of([{"scenario": "s-c", "send_log": "broken.parquet"}])
+    entry = ScenarioEntry.model_validate({"scenario": "s-c", "send_log": "broken.parquet"})
     with pytest.raises(ValueError, match=r"s-c: send log .*broken.parquet lacks column 'send_ts'"):
-        dm.read_send_logs(spark, manifest, RunDir(tmp_path))
+        dm.read_send_log(RunDir(tmp_path), entry)
+    missing = ScenarioEntry.model_validate({"scenario": "s-c", "send_log": "gone.parquet"})
+    with pytest.raises(FileNotFoundError, match="s-c: send log .*gone.parquet is missing"):
+        dm.read_send_log(RunDir(tmp_path), missing)
+    incomplete = ScenarioEntry.model_validate({"scenario": "s-c", "send_log": "gone.parquet", "evidence_complete": False})
+    assert dm.read_send_log(RunDir(tmp_path), incomplete).num_rows == 0
 
 
-def test_send_logs_scanned_together_keep_their_scenario(spark: SparkSession, tmp_path: Path) -> None:
-    """Send logs of one schema are read in one scan; each row still gets its own file's scenario,
-    also under paths Spark has to escape, and legacy logs in the same run get their defaults."""
-    logs = {"s a%1": ("s-a", "odd dir/50% #1/send_log.parquet"), "s-b": ("s-b", "b/send_log.parquet"),
-            "s-c": ("s-c", "c/send_log.parquet")}
-    expected = []
-    for name, (source, rel) in logs.items():
-        rows = [(*row[:3], f"p-{name}", *row[4:]) for row in _send_log_rows(source)]
-        _write_send_log(tmp_path / rel, rows, LEGACY_SEND_LOG if name == "s-c" else FULL_SEND_LOG)
-        expected += [(name, row[0], "p0" if name == "s-c" else f"p-{name}") for row in rows]
-    manifest = manifest_of([{"scenario": name, "send_log": rel} for name, (_, rel) in logs.items()])
-    rows = dm.read_send_logs(spark, manifest, RunDir(tmp_path)).collect()
-    assert sorted((r.scenario, r.id, r.producer) for r in rows) == sorted(expected)
+def test_scenarios_are_dealt_by_planned_messages() -> None:
+    entries = [ScenarioEntry.model_validate({"scenario": f"s{i}", "planned": planned}) for i, planned in enumerate([10, 40, 30, 20, None])]
+    shares = dm.shares(entries, 2)
+    assert [[e.scenario for e in share] for share in shares] == [["s1", "s0", "s4"], ["s2", "s3"]]
+    assert sorted(e.scenario for share in dm.shares(entries, 8) for e in share) == sorted(e.scenario for e in entries)
+
 
 def test_main_end_to_end(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     run_dir = tmp_path / "run"
@@ -550,7 +571,7 @@ def test_main_end_to_end(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> 
     assert got == S_E_OUTCOMES
 
 
-def test_synthetic_evidence_audits_exactly(spark: SparkSession, tmp_path: Path) -> None:
+def test_synthetic_evidence_audits_exactly(tmp_path: Path) -> None:
     """Randomly planted anomalies of every class, over several generator chunks: the job's matrix
     equals the generator's own count of what it planted (the same check `make bench-audit` makes)."""
     run = synthetic.generate(

@@ -18,7 +18,6 @@ spread over the largest run. Wall times depend on what else runs on the machine.
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
 import os
 import shutil
@@ -58,14 +57,13 @@ def measure_load(work: Path, messages: int, profile: str, producer_counts: list[
         cluster.teardown()
 
 
-def audit(work: Path, messages: int, master: str, conf: dict[str, str]) -> float:
+def audit(work: Path, messages: int, master: str) -> float:
     """Generate evidence of `messages` messages, audit it in one spark-submit, check it; seconds."""
     run_dir = work / f"audit-{messages}"
     started = time.monotonic()
     evidence = generate(run_dir, messages)
     print(f"evidence {messages:,}: generated in {time.monotonic() - started:.1f} s", flush=True)
-    base = audit_job(RunDir.of_manifest(evidence.manifest), topic_records=evidence.topic_records)
-    job = dataclasses.replace(base, conf={**base.conf, **conf})
+    job = audit_job(RunDir.of_manifest(evidence.manifest), topic_records=evidence.topic_records)
     started = time.monotonic()
     matrix_json = submit(job, master)
     seconds = time.monotonic() - started
@@ -88,15 +86,12 @@ def main() -> None:
     parser.add_argument("--load-messages", type=int, default=200_000)
     parser.add_argument("--load-profile", default="leader-ack")
     parser.add_argument("--master", default=os.environ.get("ACKLAB_SPARK_MASTER", "local[*]"))
-    parser.add_argument("--driver-memory", default="8g")
-    parser.add_argument("--shuffle-partitions", default="32")
     args = parser.parse_args()
 
     work = runs_dir() / time.strftime("bench-audit-%Y%m%dT%H%M%S")
     work.mkdir(parents=True)
     load_per_million = measure_load(work, args.load_messages, args.load_profile, [1, 2])
-    conf = {"spark.driver.memory": args.driver_memory, "spark.sql.shuffle.partitions": args.shuffle_partitions}
-    seconds = {size: audit(work, size, args.master, conf) for size in sorted(args.sizes)}
+    seconds = {size: audit(work, size, args.master) for size in sorted(args.sizes)}
 
     per_million = {size: s / size * MILLION for size, s in seconds.items()}
     summary = {"load_s_per_million": load_per_million, "audit_s": seconds, "audit_s_per_million": per_million}
