@@ -519,6 +519,9 @@ def test_scenarios_are_dealt_by_planned_messages() -> None:
     shares = dm.shares(entries, 2)
     assert [[e.scenario for e in share] for share in shares] == [["s1", "s0", "s4"], ["s2", "s3"]]
     assert sorted(e.scenario for share in dm.shares(entries, 8) for e in share) == sorted(e.scenario for e in entries)
+    batches = dm.read_batches(entries, 50)
+    assert [[e.scenario for e in batch] for batch in batches] == [["s0", "s1"], ["s2", "s3", "s4"]]
+    assert [[e.scenario for e in batch] for batch in dm.read_batches(entries, 5)] == [["s0"], ["s1"], ["s2"], ["s3"], ["s4"]]
 
 
 def test_main_end_to_end(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
