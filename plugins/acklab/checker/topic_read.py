@@ -1,23 +1,20 @@
 """Reading a run's scenario topics back (the audit's first step): every committed record, as rows of
 the topic-records archive (``acklab.store.schemas.TOPIC_RECORDS``).
 
-A share of the topic partitions is read by one ``read_committed`` consumer (confluent-kafka, the
+A batch of topic partitions is read by one ``read_committed`` consumer (confluent-kafka, the
 project's locked version) from the earliest offset until librdkafka reports the partition's end (the
-last stable offset: records of aborted transactions and past an open one are not read), and written
-as one Parquet file. The per-message work is C (``acklab.workload.records.read_back``): a night's
-5.9M records took 13 s of CPU this way, 50 s through Spark's Kafka source (docs/benchmarks.md).
+last stable offset: records of aborted transactions and past an open one are not read). The
+per-message work is C (``acklab.workload.records.read_back``): a night's 5.9M records took 9.3 s of
+CPU in one process this way, 50 s through Spark's Kafka source (docs/benchmarks.md, stop 52).
 """
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.parquet as pq
 from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
 
 from acklab.store.schemas import TOPIC_RECORDS
@@ -89,11 +86,3 @@ def _table(chunks: Sequence[Mapping[str, np.ndarray]], scenarios: Sequence[str],
     }
     return pa.Table.from_arrays([arrays[field.name] for field in TOPIC_RECORDS], schema=TOPIC_RECORDS)
 
-
-def write_share(bootstrap: str, partitions: Sequence[tuple[str, int]], scenario_of: Mapping[str, str], path: Path) -> int:
-    """Read ``partitions`` (``read_partitions``) into the Parquet file ``path``, replaced whole; return its rows."""
-    table = read_partitions(bootstrap, partitions, scenario_of)
-    partial = path.with_name(f".{path.name}.partial")
-    pq.write_table(table, partial)
-    os.replace(partial, path)
-    return table.num_rows

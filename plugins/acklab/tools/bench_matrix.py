@@ -11,8 +11,8 @@ group's task with its longest load and the rest (its overhead), the audit, valid
 report), teardown; and last `matrix wall seconds: W`, `loads seconds: L` (each group's longest
 load, added up) and `ratio wall/loads: W/L`. A line before them sums up the brokers' stalls
 (`acklab.cluster.stalls`): the controller's slow events and the GC pauses. The audit's phase is
-followed by one line per Spark SQL execution of it (its call site and seconds), from the event log the
-benchmark has the audit write (kept as the run's `bench-spark-events.json`)."""
+followed by one line per Spark job and SQL execution of it (its call site and seconds), from the event
+log the benchmark has the audit write (kept as the run's `bench-spark-events.json`)."""
 
 from __future__ import annotations
 
