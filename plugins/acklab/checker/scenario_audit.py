@@ -104,7 +104,6 @@ def outcome_table(scenario: str, send_log: pa.Table, records: pa.Table) -> pa.Ta
     np.maximum.at(state_code, at_sent, code)
     aborted = np.zeros(n, dtype=bool)
     np.logical_or.at(aborted, at_sent, _flags(sent_log["aborted"]))
-    every = np.ones(len(sent_ids), dtype=bool)
     partition, has_partition = _max_at(n, at_sent, _ints(sent_log["partition"], 0), _valid(sent_log["partition"]))
     offset, has_offset = _max_at(n, at_sent, _ints(sent_log["offset"], 0), _valid(sent_log["offset"]))
     expected, has_expected = _max_at(n, at_sent, _ints(sent_log["expected_partition"], 0), _valid(sent_log["expected_partition"]))
@@ -116,7 +115,7 @@ def outcome_table(scenario: str, send_log: pa.Table, records: pa.Table) -> pa.Ta
     # together. A sent row's unknown location (null, or -1) never equals a copy's.
     location_partition = np.concatenate([_ints(sent_log["partition"], -1), copy_partitions])
     location_offset = np.concatenate([_ints(sent_log["offset"], -1), copy_offsets])
-    from_log = np.concatenate([every, np.zeros(len(copy_ids), dtype=bool)])
+    from_log = np.arange(len(inverse)) < len(sent_ids)
     order = np.lexsort((location_offset, location_partition, inverse))
     run = np.cumsum(_starts(inverse[order], location_partition[order], location_offset[order])) - 1
     run_has_log = np.zeros(run[-1] + 1 if len(run) else 0, dtype=bool)
@@ -233,10 +232,11 @@ def matrix_row(send_log: pa.Table, records: pa.Table, outcomes: pa.Table, window
     send_ts, ack_ts = send_log["send_ts"], send_log["ack_ts"]
     first_send = pc.min(send_ts).as_py()
     timed = acked & _valid(ack_ts)
-    acks = pc.fill_null(ack_ts, 0.0).to_numpy(zero_copy_only=False)[timed]
+    ack_times = pc.fill_null(ack_ts, 0.0).to_numpy(zero_copy_only=False)
+    acks = ack_times[timed]
     with_latency = timed & _valid(send_ts)
     sends = pc.fill_null(send_ts, 0.0).to_numpy(zero_copy_only=False)
-    latencies = np.sort(round_half_up((pc.fill_null(ack_ts, 0.0).to_numpy(zero_copy_only=False) - sends)[with_latency] * 1e6).astype(np.int64))
+    latencies = np.sort(round_half_up((ack_times - sends)[with_latency] * 1e6).astype(np.int64))
     last_ack = float(acks.max()) if len(acks) else None
     span = None if last_ack is None or first_send is None else last_ack - first_send
     gap = longest_ack_gap(acks, first_send)
