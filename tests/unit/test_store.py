@@ -4,12 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pyarrow as pa
-
 from acklab.report import evidence_doc as doc
 from acklab.store.contract import COUNT_COLUMNS, COUNT_DOCS, IDENTITIES, METRIC_COLUMNS
 from acklab.store.runs import Manifest, RunDir, ScenarioEntry
-from acklab.store.schemas import MATRIX, OUTCOME_TABLE, SEND_LOG, TOPIC_RECORDS, describe, spark_schema
+from acklab.store.schemas import MATRIX, OUTCOME_TABLE, SEND_LOG, TOPIC_RECORDS, describe
 
 
 def test_docs_evidence_is_current() -> None:
@@ -22,13 +20,6 @@ def test_every_column_is_described_and_every_count_documented() -> None:
     assert set(COUNT_COLUMNS) == set(COUNT_DOCS)
     assert {total for total, _ in IDENTITIES} | {p for _, parts in IDENTITIES for p in parts} <= set(COUNT_COLUMNS)
     assert MATRIX.names[-len(METRIC_COLUMNS):] == list(METRIC_COLUMNS)
-
-
-def test_spark_schemas_are_derived_from_the_arrow_ones() -> None:
-    send_log = spark_schema(SEND_LOG, with_scenario=True)
-    assert send_log.fieldNames() == ["scenario", *SEND_LOG.names]
-    assert spark_schema(TOPIC_RECORDS)["scenario"].nullable is False
-    assert [f.dataType.simpleString() for f in spark_schema(pa.schema([SEND_LOG.field("id"), SEND_LOG.field("fatal")]))] == ["bigint", "boolean"]
 
 
 def test_a_manifest_round_trips_through_the_run_folder(tmp_path: Path) -> None:

@@ -69,13 +69,13 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from confluent_kafka.admin import AdminClient
-from pyspark.sql import SparkSession
+from pyspark import SparkConf, SparkContext
 
 from acklab.checker.scenario_audit import matrix_row, outcome_table
 from acklab.checker.topic_read import read_partitions
 from acklab.store.contract import IDENTITIES
 from acklab.store.runs import AuditDir, FaultRecord, Manifest, RunDir, ScenarioEntry, write_json
-from acklab.store.schemas import MATRIX, MATRIX_DESCRIPTIVE, OUTCOME_TABLE, SEND_LOG, SEND_LOG_DEFAULTS, TOPIC_RECORDS, spark_schema
+from acklab.store.schemas import MATRIX, MATRIX_DESCRIPTIVE, OUTCOME_TABLE, SEND_LOG, SEND_LOG_DEFAULTS, TOPIC_RECORDS
 
 MATRIX_COLUMNS = tuple(MATRIX.names)
 # A task reads its scenarios' topics in batches of about this many planned messages: few enough to
@@ -287,7 +287,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     out.root.mkdir(parents=True, exist_ok=True)
     # The tasks import acklab, pyarrow and confluent-kafka: their Python is the driver's unless set.
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    spark = SparkSession.builder.appName("acklab-delivery-matrix").getOrCreate()
+    context = SparkContext.getOrCreate(SparkConf().setAppName("acklab-delivery-matrix"))  # RDDs only: no Spark SQL session
 
     if args.topic_records:
         source = Source(archive=Path(args.topic_records).resolve())
@@ -297,15 +297,19 @@ def main(argv: Sequence[str] | None = None) -> None:
     for folder in (out.outcomes, *([] if args.topic_records else [out.topic_records])):
         shutil.rmtree(folder, ignore_errors=True)
         folder.mkdir(parents=True)
-    tasks = spark.sparkContext.defaultParallelism
+    tasks = context.defaultParallelism
     dealt = shares(manifest.scenarios, tasks)
 
     def audit(index: int, _: Iterable[int]) -> Iterator[dict[str, Any]]:
         return audit_share(run, dealt[index], source, out, index)
 
-    rows = sorted(spark.sparkContext.parallelize(range(tasks), tasks).mapPartitionsWithIndex(audit).collect(), key=lambda row: row["scenario"])
+    rows = sorted(context.parallelize(range(tasks), tasks).mapPartitionsWithIndex(audit).collect(), key=lambda row: row["scenario"])
     check_conservation(rows, {s.scenario: s.planned for s in manifest.scenarios if s.planned is not None})
 
-    spark.createDataFrame([tuple(row.values()) for row in rows], spark_schema(MATRIX)).write.mode("overwrite").parquet(str(out.matrix_parquet))
+    shutil.rmtree(out.matrix_parquet, ignore_errors=True)
+    out.matrix_parquet.mkdir()
+    matrix = _Writer(out.matrix_parquet / "part-00000.parquet", MATRIX)  # a few hundred rows: no Spark job
+    matrix.write(pa.Table.from_pylist(rows, schema=MATRIX))
+    matrix.close()
     write_json(out.matrix_json, rows)
     print(f"matrix: {out.matrix_json}")

@@ -22,7 +22,8 @@ from acklab.workload.records import read_back
 
 # A partition that yields nothing for this long (no record, no end) fails the read.
 STALL_TIMEOUT_S = 120.0
-_BATCH = 50_000
+# Messages per consume() call: 10,000 read 1.6M records in 3.6 s on average, 50,000 in 4.1 s.
+_BATCH = 10_000
 
 
 class TopicReadError(RuntimeError):
@@ -55,6 +56,9 @@ def read_partitions(bootstrap: str, partitions: Sequence[tuple[str, int]], scena
     pending = set(partitions)
     consumer = Consumer(consumer_config(bootstrap))
     try:
+        # With the leaders known at assign, the start offsets are asked at once, not after the client's
+        # 500 ms retry timer: the first record came 0.45 s sooner.
+        consumer.list_topics(timeout=30)
         consumer.assign([TopicPartition(topic, partition, OFFSET_BEGINNING) for topic, partition in partitions])
         progress = time.monotonic()
         while pending:

@@ -1,8 +1,8 @@
 """Every Parquet file of a run's evidence, as an Arrow schema with a description per column.
 
 The single definition: the workload writes the send log and statistics with these schemas, the
-Spark audit derives its schemas from them (`spark_schema`), and docs/evidence.md is generated from
-them (`acklab.report.evidence_doc`)."""
+Spark audit's tasks and driver write the archive, the outcome table and the matrix with them, and
+docs/evidence.md is generated from them (`acklab.report.evidence_doc`)."""
 
 from __future__ import annotations
 
@@ -158,10 +158,3 @@ MATRIX = pa.schema(
         *(column(name, pa.float64(), METRIC_DOCS[name]) for name in METRIC_COLUMNS),
     ]
 )
-
-
-def spark_schema(schema: pa.Schema, with_scenario: bool = False) -> Any:
-    """The Spark StructType of `schema`, after a `scenario` column if `with_scenario`."""
-    from pyspark.sql.pandas.types import from_arrow_schema
-
-    return from_arrow_schema(pa.schema([*([SCENARIO] if with_scenario else []), *schema]))
