@@ -20,7 +20,7 @@ from acklab.checker import audit as dm
 from acklab.checker import scenario_audit as sa
 from acklab.store.contract import COUNT_COLUMNS, METRIC_COLUMNS, OUTCOMES
 from acklab.store.runs import FaultRecord, Manifest, RunDir, ScenarioEntry
-from acklab.store.schemas import MATRIX_DESCRIPTIVE, OUTCOME_TABLE, SEND_LOG, TOPIC_RECORDS
+from acklab.store.schemas import MATRIX, MATRIX_DESCRIPTIVE, OUTCOME_TABLE, SEND_LOG, TOPIC_RECORDS
 from acklab.testing import synthetic
 from acklab.workload.records import parse_prefix
 
@@ -556,9 +556,10 @@ def test_main_end_to_end(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> 
     dm.main(["--manifest", str(manifest), "--out", str(out), "--topic-records", str(records)])
 
     assert capsys.readouterr().out.strip().endswith(f"matrix: {out / 'matrix.json'}")
-    assert (out / "matrix.parquet").is_dir()
     assert not (out / "topic_records.parquet").exists()
     rows = json.loads((out / "matrix.json").read_text())
+    matrix = pq.read_table(out / "matrix.parquet")  # a folder of Parquet parts, like the other outputs
+    assert matrix.schema == MATRIX and matrix.to_pylist() == rows
     assert [r["scenario"] for r in rows] == ["s-a", "s-b", "s-d", "s-e", "s-f"]
     for row in rows:
         assert list(row) == list(dm.MATRIX_COLUMNS)
