@@ -306,10 +306,14 @@ def main(argv: Sequence[str] | None = None) -> None:
     rows = sorted(context.parallelize(range(tasks), tasks).mapPartitionsWithIndex(audit).collect(), key=lambda row: row["scenario"])
     check_conservation(rows, {s.scenario: s.planned for s in manifest.scenarios if s.planned is not None})
 
+    table = pa.Table.from_pylist(rows, schema=MATRIX)  # a few hundred rows, written here: no Spark job
     shutil.rmtree(out.matrix_parquet, ignore_errors=True)
     out.matrix_parquet.mkdir()
-    matrix = _Writer(out.matrix_parquet / "part-00000.parquet", MATRIX)  # a few hundred rows: no Spark job
-    matrix.write(pa.Table.from_pylist(rows, schema=MATRIX))
-    matrix.close()
+    matrix = _Writer(out.matrix_parquet / "part-00000.parquet", MATRIX)
+    try:
+        matrix.write(table)
+        matrix.close()
+    finally:
+        matrix.abandon()
     write_json(out.matrix_json, rows)
     print(f"matrix: {out.matrix_json}")
