@@ -62,3 +62,19 @@ def test_timelines_drawn_in_the_background_are_the_images_drawn_in_process_in_ma
     for entry, item in zip(entries, drawn, strict=True):
         alone = charts.timeline(run.root / entry.send_log, START, entry.fault_timeline, entry.scenario, tmp_path / "alone.png")
         assert (pixels(run.report.root / item["png"]) == pixels(alone)).all(), entry.scenario
+
+
+def test_per_second_median_and_maximum_are_numpys_per_second() -> None:
+    rng = np.random.default_rng(7)
+    second = rng.integers(0, 6, 500)
+    second[second == 3] = 4  # a second without values
+    latency = rng.exponential(50, 500)
+    p50, peak = charts._per_second(second, latency, 7)
+    for s in range(7):
+        values = latency[second == s]
+        expected = (np.median(values), values.max()) if values.size else (np.nan, np.nan)
+        np.testing.assert_equal((p50[s], peak[s]), expected)
+
+
+def test_axes_end_at_coarse_ceilings() -> None:
+    assert [charts._ceiling(v) for v in (0.7, 1.0, 1.01, 2100, 5000, 5001, 40000)] == [1.0, 1.0, 2.0, 5000.0, 5000.0, 10000.0, 50000.0]
