@@ -19,6 +19,7 @@ from acklab.base.paths import runs_dir
 from acklab.cluster import jvm, layout
 from acklab.cluster.backends import reap_orphans
 from acklab.cluster.cluster import Cluster
+from acklab.cluster.local import RESTART_NICENESS
 from acklab.cluster.state import ClusterState, NodeState
 from acklab.cluster.topology import Topology, load_topology
 
@@ -49,7 +50,14 @@ def test_leader_kill_elects_new_leader_and_teardown_leaves_nothing() -> None:
             assert after.leader not in (-1, before.leader), f"no new leader after killing {before.leader}: {after}"
             assert before.leader not in after.isr
             cluster.start(before.leader)
+            restarted = cluster.state.node(before.leader)
+            if raising_allowed():  # until it is back, the restarted broker outweighs its peers
+                assert autogroup_niceness(restarted.pid) == RESTART_NICENESS
             assert all(p.in_sync for p in admin.wait_in_sync("failover", 60))
+            deadline = time.monotonic() + 10
+            while autogroup_niceness(restarted.pid) != 0 and time.monotonic() < deadline:
+                time.sleep(0.2)
+            assert autogroup_niceness(restarted.pid) == 0  # level with its peers once registered again
 
             controller = cluster.active_controller()
             assert controller == kafka_quorum_leader(cluster) and controller in {1, 2, 3}
@@ -64,6 +72,17 @@ def test_leader_kill_elects_new_leader_and_teardown_leaves_nothing() -> None:
     finally:
         cluster.teardown()
     assert_nothing_left(root)
+
+
+def raising_allowed() -> bool:
+    """This host groups sessions for the scheduler (autogroup) and this process may raise a priority."""
+    enabled = Path("/proc/sys/kernel/sched_autogroup_enabled")
+    return os.geteuid() == 0 and enabled.exists() and enabled.read_text().strip() == "1"
+
+
+def autogroup_niceness(pid: int | None) -> int:
+    """The niceness of the scheduling group of `pid`'s session ("/autogroup-N nice K")."""
+    return int(Path(f"/proc/{pid}/autogroup").read_text().split()[-1])
 
 
 def kafka_quorum_leader(cluster: Cluster) -> int:
@@ -138,6 +157,7 @@ OWNER = """
 import os, sys, time
 from pathlib import Path
 from acklab.cluster.cluster import Cluster
+from acklab.cluster.local import RESTART_NICENESS
 from acklab.cluster.topology import load_topology
 Cluster.provision(load_topology("single-broker"), Path(sys.argv[1]), owner_pid=os.getpid())
 print("up", flush=True)

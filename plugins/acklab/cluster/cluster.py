@@ -4,8 +4,10 @@ the health gate and teardown. Backends differ only in their `NodeRunner`."""
 from __future__ import annotations
 
 import json
+import logging
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Collection
 from concurrent.futures import ThreadPoolExecutor
@@ -20,15 +22,17 @@ from acklab.cluster.layout import SERVER_LOG, new_cluster_id, plan_nodes, write_
 from acklab.cluster.links import Links
 from acklab.cluster.local import STDOUT_LOG
 from acklab.cluster.runner import NodeRunner
-from acklab.cluster.state import ClusterState, ProcessState, beat, process_create_time, process_matches
+from acklab.cluster.state import ClusterState, NodeState, ProcessState, beat, process_create_time, process_matches
 from acklab.cluster.topology import Topology
 from acklab.cluster.transactions import OpenTransaction
 from acklab.proxy.control import ProxyControl, ProxyControlError
 from acklab.proxy.server import ProxySpec, Route
 
+log = logging.getLogger(__name__)
 METADATA_PARTITION = "__cluster_metadata-0"
 PROXY_SPEC, PROXY_LOG = "proxy.json", "proxy.log"  # in the cluster folder
 PORT_TAKEN = "address already in use"  # in a node's or the proxy's output (any case) when its port was taken
+RESTART_PRIORITY_S = 120.0  # a restarted broker's raised priority lasts at most this long (`Cluster.start`)
 
 
 def _start_error(message: str, *logs: Path) -> ClusterStartError:
@@ -123,7 +127,7 @@ class Cluster:
             with ThreadPoolExecutor(max_workers=len(state.nodes)) as pool:
                 list(pool.map(cluster.runner.create, state.nodes))
             for node in state.nodes:
-                cluster.start(node.node_id)
+                cluster._launch(node.node_id)
             cluster.wait_healthy(timeout_s)
         except BaseException:
             cluster.teardown()
@@ -202,6 +206,8 @@ class Cluster:
                 time.sleep(0.3)
             else:
                 raise ClusterStartError(f"brokers registered {sorted(registered)}, expected {sorted(expected)} after {timeout_s:.0f}s")
+            for node in self.state.nodes:  # a restart's raised priority ends here at the latest (`start`)
+                self.runner.set_restart_priority(node, raised=False)
             if PROBE_TOPIC not in admin.topics():
                 admin.create_topic(PROBE_TOPIC, self.topology.brokers, self.topology.replication_factor)
             admin.wait_in_sync(PROBE_TOPIC, max(1.0, deadline - time.monotonic()))
@@ -251,12 +257,43 @@ class Cluster:
         return self.runner.paused(self.state.node(node_id))
 
     def start(self, node_id: int) -> None:
-        """(Re)start a stopped or killed node on its existing data (in its cgroup, with link control)."""
+        """Restart a stopped or killed node on its existing data (in its cgroup, with link control).
+
+        On a host its peers share, a broker restarted under load gets a fraction of the CPU it would
+        have on a host of its own, and takes several times as long to load its logs and rejoin. So
+        until it is registered and unfenced again (at most `RESTART_PRIORITY_S`), it runs at a raised
+        priority (`NodeRunner.set_restart_priority`); the health gate puts every node back level."""
+        node = self._launch(node_id)
+        if node.is_broker:
+            self.runner.set_restart_priority(node, raised=True)
+            threading.Thread(target=self._level_when_back, args=(node, node.pid), name=f"restart-priority-{node_id}", daemon=True).start()
+
+    def _launch(self, node_id: int) -> NodeState:
         node = self.state.node(node_id)
         self.runner.start(node)
         self.state.save(self.root)
         if self.state.links is not None:
             self.links().place(node_id, self.runner.pids(node))
+        return node
+
+    def _level_when_back(self, node: NodeState, pid: int | None) -> None:
+        """Put the restarted `node` (process `pid`) back at its peers' priority once it is registered
+        and unfenced, gone, or `RESTART_PRIORITY_S` after its start."""
+        started = time.monotonic()
+        back = False
+        try:
+            with self.admin(timeout_s=2.0) as admin:
+                while not back and time.monotonic() < started + RESTART_PRIORITY_S and node.pid == pid and self.runner.alive(node):
+                    try:
+                        back = node.node_id in admin.broker_ids()
+                    except Exception:  # the cluster is busy or changing: asked again
+                        pass
+                    if not back:
+                        time.sleep(0.5)
+        finally:
+            if node.pid == pid:
+                self.runner.set_restart_priority(node, raised=False)
+                log.info("broker %d: raised priority for %.1fs (%s)", node.node_id, time.monotonic() - started, "back" if back else "not back")
 
     def kill(self, node_id: int) -> None:
         """SIGKILL: the process dies without flushing or leaving the ISR cleanly."""

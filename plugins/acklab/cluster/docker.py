@@ -163,6 +163,9 @@ class DockerRunner:
         if not container.attrs["State"]["Running"]:
             container.start()
 
+    def set_restart_priority(self, node: NodeState, raised: bool) -> None:
+        """Containers keep their peers' CPU shares."""
+
     def kill(self, node: NodeState) -> None:
         self._end(node, lambda container: container.kill())
 

@@ -17,6 +17,9 @@ from acklab.cluster.state import ClusterState, NodeState, kill_and_wait, process
 from acklab.cluster.topology import Topology
 
 STDOUT_LOG = "stdout.log"  # each node's console output, in its folder (kept at teardown)
+# A node in its own session is its own scheduling group where the kernel groups sessions (autogroup):
+# the group's niceness weighs it against the other nodes' (-5: about three times a peer's share).
+RESTART_NICENESS = -5
 
 
 class LocalRunner:
@@ -65,6 +68,16 @@ class LocalRunner:
                 start_new_session=True,
             )
         node.pid, node.create_time = process.pid, process_create_time(process.pid)
+
+    def set_restart_priority(self, node: NodeState, raised: bool) -> None:
+        """The niceness of the node's session group (`/proc/<pid>/autogroup`): RESTART_NICENESS or 0.
+        Without the privilege to raise it (root's CAP_SYS_NICE), the node keeps its peers' priority."""
+        if node.pid is None or not self.alive(node):
+            return
+        try:
+            Path(f"/proc/{node.pid}/autogroup").write_text(str(RESTART_NICENESS if raised else 0))
+        except OSError:
+            pass
 
     def kill(self, node: NodeState) -> None:
         self._signal_and_wait(node, signal.SIGKILL, timeout_s=10)

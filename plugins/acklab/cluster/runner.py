@@ -28,6 +28,10 @@ class NodeRunner(Protocol):
     def start(self, node: NodeState) -> None:
         """Start a created, stopped or killed node on its existing data."""
 
+    def set_restart_priority(self, node: NodeState, raised: bool) -> None:
+        """Raise the running node's CPU priority above its peers' (`raised`), or put it back level
+        with them; a no-op where the backend or host cannot."""
+
     def kill(self, node: NodeState) -> None:
         """SIGKILL, and wait for the process to go."""
 
