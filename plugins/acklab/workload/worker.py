@@ -71,7 +71,9 @@ def yield_cpu_to_brokers() -> None:
     """Run this process (and the processes it starts from now on) at a niceness of at least
     PRODUCER_NICENESS: raised to it, never lowered, never added twice. Every producer process
     (librdkafka's, forked by `acklab.workload.forkserver`; the Java driver, started by
-    `acklab.workload.java_worker`) runs so."""
+    `acklab.workload.java_worker`) runs so. The Java driver's JVM starts its own session: where the
+    kernel groups sessions (autogroup), its niceness weighs only among its own threads, not against
+    the brokers (docs/benchmarks.md, stop 54)."""
     os.nice(max(0, PRODUCER_NICENESS - os.nice(0)))
 
 
