@@ -157,7 +157,6 @@ OWNER = """
 import os, sys, time
 from pathlib import Path
 from acklab.cluster.cluster import Cluster
-from acklab.cluster.local import RESTART_NICENESS
 from acklab.cluster.topology import load_topology
 Cluster.provision(load_topology("single-broker"), Path(sys.argv[1]), owner_pid=os.getpid())
 print("up", flush=True)

@@ -83,10 +83,10 @@ LATENCY_LINEAR_MS = 10  # the latency axis is linear below this, logarithmic abo
 FAULT_WINDOW, FAULT_ALPHA = "#ffab00", 0.25
 
 
-def _ceiling(value: float, steps: tuple[float, ...] = RATE_CEILINGS) -> float:
-    """The least of `steps` times a power of ten that is at least `value` (> 0)."""
+def _ceiling(value: float) -> float:
+    """The least of `RATE_CEILINGS` times a power of ten that is at least `value` (> 0)."""
     scale = 10.0 ** np.floor(np.log10(value))
-    return float(next(step * scale for step in (*steps, 10.0) if step * scale >= value * (1 - 1e-12)))
+    return float(next(step * scale for step in (*RATE_CEILINGS, 10.0) if step * scale >= value * (1 - 1e-12)))
 
 
 @dataclass
