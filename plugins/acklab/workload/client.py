@@ -11,7 +11,7 @@ statistics and error names of `acklab.store.schemas` and the worker protocol of
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, TextIO
@@ -106,3 +106,36 @@ class ClientFamily(Protocol):
     def launcher(self, client: Client) -> Launcher:
         """Where `client`'s producer processes come from."""
         ...
+
+
+class FamilyFacts(Protocol):
+    """What the rest of acklab asks of a client family beyond running it: the facts on which the
+    families differ, so that no caller branches on a family's name (`acklab.workload.families`)."""
+
+    config_file: str
+    """The file name of a producer configuration in the family's own format (e.g. ``producer.properties``)."""
+    version_option: str
+    """The `acklab setup` option that sets up its versions (e.g. ``java_client_version``)."""
+
+    def write_config(self, path: Path, config: Mapping[str, object]) -> None:
+        """Write `config` (`ClientFamily.config`) to `path` in the family's own format."""
+        ...
+
+    def read_config(self, client: Client, path: Path) -> dict[str, str]:
+        """A user's producer configuration file as `client` reads it, without the settings of the
+        user's own cluster; SpecError (one line) for a file that cannot be read or holds nothing."""
+        ...
+
+    def unsplit_batch_bytes(self, config: Mapping[str, object]) -> int | None:
+        """The largest record batch the client builds with `config` that it cannot split when a
+        broker refuses it as too large; None if it splits a refused batch."""
+        ...
+
+    def error_names(self, librdkafka_names: Iterable[str]) -> set[str]:
+        """The error names its send log records for the errors `librdkafka_names` (the evidence
+        contract's names, `acklab.store.schemas`)."""
+        ...
+
+
+class Family(ClientFamily, FamilyFacts, Protocol):
+    """A client family as `acklab.workload.families` holds it: how it runs and what it is."""
