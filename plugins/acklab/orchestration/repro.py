@@ -25,6 +25,7 @@ from acklab.base.spec import SpecError
 from acklab.checker.verdict import Verdict
 from acklab.cluster.layout import SERVER_LOG
 from acklab.store.runs import RunDir, ScenarioEntry, repros_dir, write_json
+from acklab.workload import families
 
 MIN_MESSAGES = 200  # shrinking stops halving the load below this
 MAX_SHRINK_RUNS = 6
@@ -125,10 +126,8 @@ def write_folder(
     broker_config = next(iter(sorted(run.cluster.glob("node-*/server.properties"))), None)
     if broker_config is not None:
         (out / "server.properties").write_text(broker_config.read_text())
-    if entry.client_family == "java":
-        (out / "producer.properties").write_text("".join(f"{k}={v}\n" for k, v in sorted(entry.producer_config.items())))
-    else:
-        write_json(out / "librdkafka.json", entry.producer_config)
+    family = families.named(entry.client_family)
+    family.write_config(out / family.config_file, entry.producer_config)
     write_json(out / "schedule.json", [record.model_dump() for record in entry.fault_timeline])
     versions = {
         "kafka": manifest.kafka_version, "client": f"{entry.client_family} {entry.client_version}",
@@ -193,7 +192,7 @@ What went red: {entry.incomplete_reason or ""}{"fatal producer error: " + entry.
 (see `verdict.txt` for the failed expectations).
 
 - Kafka {versions['kafka']} (KRaft, topology `topology.yaml`, broker config `server.properties`)
-- client {versions['client']}{" (librdkafka " + versions['librdkafka'] + ")" if versions['librdkafka'] else ""}, producer config `{"producer.properties" if entry.client_family == "java" else "librdkafka.json"}`
+- client {versions['client']}{" (librdkafka " + versions['librdkafka'] + ")" if versions['librdkafka'] else ""}, producer config `{families.named(entry.client_family).config_file}`
 - load: {params['messages']} messages at {params.get('rate') or 'full'} msg/s, {params.get('keys', 16)} keys, {params.get('producers', 1)} producer(s)
 - faults: {faults} (as they ran, with what the proxy did: `schedule.json`)
 - acklab commit {versions['acklab']}

@@ -9,11 +9,11 @@ from acklab.base.spec import SpecError
 from acklab.cluster.layout import broker_settings
 from acklab.cluster.topology import Topology
 from acklab.nemesis.schedule import FaultStep
+from acklab.workload import families
 from acklab.workload.profiles import ProducerProfile
 from acklab.workload.spec import RECORD_OVERHEAD, LoadSpec
 
 KAFKA_MESSAGE_MAX_BYTES = 1048588  # Kafka's default message.max.bytes (a record batch, after compression)
-LIBRDKAFKA_BATCH_BYTES = 1_000_000  # librdkafka's default batch.size and message.max.bytes (CONFIGURATION.md)
 
 
 def message_max_bytes(settings: Mapping[str, str]) -> int:
@@ -22,15 +22,13 @@ def message_max_bytes(settings: Mapping[str, str]) -> int:
 
 
 def check_batches(settings: Mapping[str, str], family: str, profile: ProducerProfile, config: Mapping[str, object]) -> None:
-    """SpecError when librdkafka (`family`), with `config`, may build record batches brokers with
-    `settings` refuse: it does not split a batch the broker answered MESSAGE_TOO_LARGE (the Java
-    client does)."""
-    if family != "librdkafka":
-        return
-    batch = min(int(str(config.get(key, LIBRDKAFKA_BATCH_BYTES))) for key in ("batch.size", "message.max.bytes"))
-    if batch > (limit := message_max_bytes(settings)):
+    """SpecError when the client family named `family`, with `config`, may build record batches
+    brokers with `settings` refuse and does not split a batch the broker answered MESSAGE_TOO_LARGE
+    (`FamilyFacts.unsplit_batch_bytes`)."""
+    batch = families.named(family).unsplit_batch_bytes(config)
+    if batch is not None and batch > (limit := message_max_bytes(settings)):
         raise SpecError(
-            f"params.broker_config: message.max.bytes {limit} is below the batches librdkafka builds for profile {profile.name} "
+            f"params.broker_config: message.max.bytes {limit} is below the batches {family} builds for profile {profile.name} "
             f"(up to {batch} bytes: its batch.size and message.max.bytes), and it does not split a refused batch: every such write "
             f"would fail (MSG_SIZE_TOO_LARGE); give the profile batch.size {limit} or less"
         )
