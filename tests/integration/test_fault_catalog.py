@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from acklab.checker.verdict import Verdict, validate_matrix
+from acklab.checker.gx_validation import validate_matrix
+from acklab.checker.verdict import Verdict
 from acklab.cluster import links
 from acklab.nemesis.faults import FAULTS
 from acklab.plan.planner import make_plan

@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from acklab.checker.verdict import Verdict, validate_matrix
+from acklab.checker.gx_validation import validate_matrix
+from acklab.checker.verdict import Verdict
 from acklab.plan.planner import make_plan
 
 from .helpers import run_audited

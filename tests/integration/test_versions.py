@@ -16,8 +16,8 @@ import pytest
 
 from acklab.base.maven import DEFAULT_KAFKA_VERSION
 from acklab.base.paths import expectations_dir
+from acklab.checker.gx_validation import validate_matrix
 from acklab.checker.submit import audit_job, submit
-from acklab.checker.verdict import validate_matrix
 from acklab.cluster.cluster import Cluster
 from acklab.orchestration.execution import run_scenarios
 from acklab.plan.planner import make_plan

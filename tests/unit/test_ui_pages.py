@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from fastapi import HTTPException
 
-from acklab.checker.verdict import data_docs_site
+from acklab.checker.gx_project import data_docs_site
 from acklab.orchestration.ui import _file
 from acklab.report.pages import dag_run_page, history_chart, history_page, latest_page, served_report
 from acklab.store.history import RunRecord, record_run

@@ -8,8 +8,9 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from acklab.base.paths import expectations_dir
+from acklab.checker.gx_validation import validate_matrix
 from acklab.checker.submit import audit_job, submit
-from acklab.checker.verdict import Verdict, validate_matrix
+from acklab.checker.verdict import Verdict
 from acklab.cluster.cluster import Cluster
 from acklab.model import beliefs
 from acklab.orchestration.execution import run_scenarios

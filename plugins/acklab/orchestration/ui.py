@@ -82,7 +82,7 @@ def known_bugs(path: str) -> FileResponse:
 
 @app.get("/data-docs/{path:path}")
 def data_docs(path: str) -> FileResponse:
-    from acklab.checker.verdict import data_docs_site
+    from acklab.checker.gx_project import data_docs_site
 
     return _file(data_docs_site(), path)
 

@@ -8,7 +8,7 @@ import time
 
 from jinja2 import Environment, PackageLoader, select_autoescape
 
-from acklab.checker.verdict import data_docs_site
+from acklab.checker.gx_project import data_docs_site
 from acklab.report.charts import verdict_history
 from acklab.report.html import beliefs_page
 from acklab.store.history import RunRecord, recent_runs, runs_of, verdicts
