@@ -147,3 +147,81 @@ def test_every_test_imports_project_code_as_a_package() -> None:
     tests = Path(__file__).resolve().parents[1]
     loaders = [str(p.relative_to(tests)) for p in tests.rglob("*.py") if "spec_from_file_location" in p.read_text() and p != Path(__file__)]
     assert loaders == []
+
+
+# Sites outside acklab.workload that still choose by a client family's name, as `file: function`.
+# Each is to be replaced by a fact of the family object (`acklab.workload.families`, `FamilyFacts`);
+# remove a line when its site is gone, so the list only shrinks.
+FAMILY_BRANCHING_ALLOWED: frozenset[str] = frozenset({
+    "orchestration/cli.py: setup",  # FAMILIES["librdkafka"] / ["java"] for --client-version / --java-client-version: `version_option`
+    "orchestration/cli.py: _java_properties",  # == java_client.NAME for --producer-config: `with_config_file`, `read_config`
+    "plan/presets.py: errors.check",  # client_family == "java" to pick java_names: `error_names`
+})
+
+
+def _family_branches(source: str, file: str, names: frozenset[str]) -> list[str]:
+    """`file: function` of each place in `source` (the text of `file`) that decides by a client family's name: a comparison
+    (==, !=, in, is) with a family name (a string constant, or `java_client.NAME` / `families.DEFAULT`),
+    a `case` on one, or a family picked by name from `FAMILIES`. Family names as data (a dict literal's
+    keys, a list of clients, an argument, help text) are not decisions."""
+
+    def names_a_family(node: ast.AST) -> bool:
+        if isinstance(node, ast.Constant):
+            return node.value in names
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
+            return (node.value.id, node.attr) in {("java_client", "NAME"), ("families", "DEFAULT")}
+        if isinstance(node, ast.Tuple | ast.List | ast.Set):
+            return any(names_a_family(element) for element in node.elts)
+        return False
+
+    def decides(node: ast.AST) -> bool:
+        if isinstance(node, ast.Compare):
+            return any(names_a_family(operand) for operand in (node.left, *node.comparators))
+        if isinstance(node, ast.match_case):
+            return any(isinstance(p, ast.MatchValue) and names_a_family(p.value) for p in ast.walk(node.pattern))
+        if isinstance(node, ast.Subscript):
+            table = node.value.attr if isinstance(node.value, ast.Attribute) else getattr(node.value, "id", "")
+            return table == "FAMILIES" and names_a_family(node.slice)
+        return False
+
+    found = []
+
+    def visit(node: ast.AST, scope: str) -> None:
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            scope = f"{scope}.{node.name}" if scope else node.name
+        if decides(node):
+            found.append(f"{file}: {scope or '<module>'}")
+        for child in ast.iter_child_nodes(node):
+            visit(child, scope)
+
+    visit(ast.parse(source), "")
+    return found
+
+
+def test_no_code_outside_the_client_seam_branches_on_a_family_name() -> None:
+    """Outside acklab.workload, code asks the family object (`acklab.workload.families`) for what
+    differs between clients, never compares a family's name."""
+    from acklab.workload.families import FAMILIES
+
+    names = frozenset(FAMILIES)
+    sites = {
+        site
+        for path in sorted(PACKAGE.rglob("*.py"))
+        if "workload" not in path.relative_to(PACKAGE).parts[:1]
+        for site in _family_branches(path.read_text(), str(path.relative_to(PACKAGE)), names)
+    }
+    assert sorted(sites - FAMILY_BRANCHING_ALLOWED) == []
+    assert sorted(FAMILY_BRANCHING_ALLOWED - sites) == [], "a listed site is gone: remove it from FAMILY_BRANCHING_ALLOWED"
+
+
+def test_the_family_scan_finds_each_form_of_branching() -> None:
+    source = (
+        "def a(f):\n    return f == 'java'\n"
+        "def b(f):\n    return f in ('librdkafka', 'x')\n"
+        "class C:\n    def c(self, f):\n        match f:\n            case 'java':\n                return 1\n"
+        "def d():\n    return families.FAMILIES['librdkafka']\n"
+        "def e(spec):\n    return spec == java_client.NAME\n"
+        "def data():\n    return {'java': {}, 'librdkafka': {}}, ['java'], run(client='java'), rates['java']\n"
+    )
+    found = _family_branches(source, "probe.py", frozenset({"java", "librdkafka"}))
+    assert found == ["probe.py: a", "probe.py: b", "probe.py: C.c", "probe.py: d", "probe.py: e"]

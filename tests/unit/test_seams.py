@@ -20,7 +20,7 @@ from acklab.plan.params import standard_matrix
 from acklab.plan.planner import RunPlan, make_plan
 from acklab.store.runs import LAYOUT, RunDir
 from acklab.workload import families, librdkafka
-from acklab.workload.client import ClientFamily
+from acklab.workload.client import ClientFamily, FamilyFacts
 from acklab.workload.profiles import get_profile
 
 # ---- the plan, made once --------------------------------------------------------------------
@@ -116,7 +116,7 @@ def test_a_faults_expected_effects_are_efficacy_claims() -> None:
 def test_librdkafka_is_a_client_family_and_nothing_asks_which_client_runs() -> None:
     family = families.default()
     assert family.name == "librdkafka" and set(families.FAMILIES) == {"librdkafka", "java"} and families.FAMILIES["librdkafka"] is family
-    members = {name for name, value in vars(ClientFamily).items() if not name.startswith("_")} | set(ClientFamily.__annotations__)
+    members = {name for kind in (ClientFamily, FamilyFacts) for name in [*vars(kind), *kind.__annotations__] if not name.startswith("_")}
     assert all(hasattr(f, member) for f in families.FAMILIES.values() for member in members), members
     client = family.client(None)
     assert families.of(client) is family and client.family == "librdkafka"

@@ -7,7 +7,7 @@ class promises (``PROMISES``), the evidence, availability and efficacy rules (``
 each fault must do (`acklab.nemesis.faults.FaultSpec.effects`); a row that violates one is judged by
 its kind. A *belief* (kind ``belief``) is what users assume and nobody documents: it is only ever
 confirmed or refuted, a finding, never a red row (``BELIEFS``). ``CLAIMS`` holds them all; the
-verdict's expectations and the GX suites (`acklab.model.guarantees`, `acklab.checker.verdict`), the
+verdict's expectations and the GX suites (`acklab.model.guarantees`, `acklab.checker.gx_suites`), the
 beliefs page (`acklab.model.beliefs`), the preset observations that restate a claim
 (`acklab.plan.presets`) and docs/guarantees.md are generated from it.
 

@@ -2,7 +2,7 @@
 (`acklab.model.claims`). A setting gets its class (`acklab.model.classes`); its row must meet every
 documented claim whose scope matches: the class's promise (its no-fault bounds only without a fault),
 then each rule and fault effect that applies. Each expectation names the Great Expectations suite that
-checks it (`acklab.checker.verdict`); docs/guarantees.md is generated from the same tables
+checks it (`acklab.checker.gx_suites`); docs/guarantees.md is generated from the same tables
 (``acklab model-table``)."""
 
 from __future__ import annotations
