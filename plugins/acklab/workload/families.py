@@ -71,7 +71,7 @@ class JavaFamily(Java):
 
 
 FAMILIES: Mapping[str, Family] = {family.name: family for family in (LibrdkafkaFamily(), JavaFamily())}
-CLIENT_PATTERN = r"^(librdkafka|java)(:[0-9][0-9A-Za-z.+-]*)?$"
+CLIENT_PATTERN = rf"^({'|'.join(FAMILIES)})(:[0-9][0-9A-Za-z.+-]*)?$"
 """A client spec: `FAMILY` (its locked version) or `FAMILY:VERSION`."""
 DEFAULT = "librdkafka"
 """The family of `client_version` (the confluent-kafka shorthand) and of a run that names none."""
