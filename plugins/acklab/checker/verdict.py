@@ -212,7 +212,7 @@ def judge(row: Row, failed: list[FailedExpectation]) -> ScenarioVerdict:
     record = row.record
     kinds = {failure.kind for failure in failed}
     if any(f.column == "fatal" for f in failed):  # the producer gave up where the model says it must not
-        return scenario_verdict(record, "fail", failed, None, row.control)
+        return _scenario_verdict(record, "fail", failed, None, row.control)
     reason = None
     if not record["evidence_complete"]:
         reason = record.get("incomplete_reason") or "evidence incomplete"
@@ -229,10 +229,10 @@ def judge(row: Row, failed: list[FailedExpectation]) -> ScenarioVerdict:
         pass
     elif Kind.EFFICACY in kinds:
         reason = "fault ineffective: the anomaly it must cause did not show"
-    return scenario_verdict(record, "incomplete" if reason else "fail" if failed else "pass", failed, reason, row.control)
+    return _scenario_verdict(record, "incomplete" if reason else "fail" if failed else "pass", failed, reason, row.control)
 
 
-def scenario_verdict(
+def _scenario_verdict(
     record: Mapping[str, Any], status: Status, failed: Sequence[FailedExpectation], reason: str | None, control: bool = False
 ) -> ScenarioVerdict:
     return ScenarioVerdict(
