@@ -11,7 +11,7 @@ CLIENT_VERSIONS ?= 2.0.2 2.2.0 2.3.0
 # producer driver (plugins/acklab/workload/java) is compiled against each. More by this variable, or
 # `acklab setup --java-client-version X` on demand.
 JAVA_CLIENT_VERSIONS ?= 4.3.1 3.9.1
-JAVA_DRIVER := plugins/acklab/workload/java/AcklabProducer.java
+JAVA_DRIVER := $(wildcard plugins/acklab/workload/java/*.java)
 RUN_CONF ?= {}
 # The producer processes' compiled hot path (the record format and the delivery callback), built in
 # place: the producer processes of every client version import acklab from plugins/.

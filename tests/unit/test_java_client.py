@@ -213,3 +213,26 @@ def test_the_driver_starts_from_its_class_archive_and_a_bad_archive_only_slows_i
     done = subprocess.run(command, capture_output=True, text=True, timeout=60)
     assert done.returncode == 0
     assert done.stdout.startswith('{"property": null, "error": null'), done.stdout
+
+
+def test_the_driver_is_every_source_of_its_folder_and_a_change_to_any_one_recompiles_it(tmp_path, monkeypatch) -> None:
+    """The set-up stamp carries a digest of all the driver's sources (names and contents): adding,
+    renaming or editing any one of them makes `client` refuse the cached driver until it is compiled again."""
+    assert {path.name for path in java_client.sources()} >= {"AcklabProducer.java", "SendLoop.java", "SendLog.java"}
+    (tmp_path / "A.java").write_text("class A {}\n")
+    (tmp_path / "B.java").write_text("class B {}\n")
+    monkeypatch.setattr(java_client, "SOURCE_DIR", tmp_path)
+
+    def digest() -> str:
+        java_client.source_digest.cache_clear()
+        return java_client.source_digest()
+
+    seen = [digest()]
+    (tmp_path / "B.java").write_text("class B { int x; }\n")
+    seen.append(digest())
+    (tmp_path / "C.java").write_text("")
+    seen.append(digest())
+    (tmp_path / "C.java").rename(tmp_path / "D.java")
+    seen.append(digest())
+    java_client.source_digest.cache_clear()
+    assert len(set(seen)) == 4, seen

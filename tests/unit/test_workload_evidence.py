@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import ctypes
 import json
+import subprocess
+import time
 import zlib
 from pathlib import Path
 
@@ -15,11 +17,11 @@ from confluent_kafka import KafkaError, Message
 
 from acklab.store.runs import ScenarioDir
 from acklab.store.schemas import PRODUCER_STATS, SEND_LOG
-from acklab.workload import stats
+from acklab.workload import java_client, stats
 from acklab.workload.partitioners import murmur2, partition_for
 from acklab.workload.producer import ProgressMeter
 from acklab.workload.records import ReportSink, Sender, ValueFormat
-from acklab.workload.sendlog import EvidenceError, ProducerLog, combine
+from acklab.workload.sendlog import REPORT_COLUMNS, UNREPORTED, EvidenceError, ProducerLog, combine, read_reports
 from acklab.workload.spec import LoadSpec
 from acklab.workload.worker import PROGRESS_FILE, Worker, WorkerJob
 
@@ -281,3 +283,52 @@ def test_more_delivery_reports_than_messages_sent_is_an_evidence_error(tmp_path:
     worker.reports.on_delivery(None, report)
     with pytest.raises(EvidenceError, match="p0: 1 delivery reports more than messages sent"):
         worker._fold()
+
+
+# Writes a SendLog of four messages (acked, refused, failed without a partition, never reported) with the
+# Java driver's own writer, after printing its declared layout, one "name dtype" line per column.
+LAYOUT_PROBE = """package dev.acklab;
+
+public final class LayoutProbe {
+    public static void main(String[] args) throws Exception {
+        for (SendLog.Column column : SendLog.Column.values()) {
+            System.out.println(column.field + " " + column.dtype);
+        }
+        SendLog log = new SendLog(7, 1000L, 4);
+        log.sendTs[0] = 1.5;
+        log.sendTs[1] = 2.5;
+        log.sendTs[2] = 3.5;
+        log.report(0, 2, (1L << 40) + 3, SendLog.NO_ERROR, false);
+        log.report(1, 1, -1L, 3, true);
+        log.report(2, -1, -1L, 5, false);
+        log.write(java.nio.file.Paths.get(args[0]));
+    }
+}
+"""
+
+
+def test_the_java_drivers_send_log_file_is_read_as_it_is_written(tmp_path: Path) -> None:
+    """One layout on both sides: the driver's SendLog (compiled alone, it needs only java.*) declares
+    REPORT_COLUMNS, and a file its writer wrote reads back through `read_reports` value for value."""
+    probe = tmp_path / "LayoutProbe.java"
+    probe.write_text(LAYOUT_PROBE)
+    sources = [java_client.SOURCE_DIR / "SendLog.java", java_client.SOURCE_DIR / "Clock.java", probe]
+    subprocess.run(["javac", "-nowarn", "-d", str(tmp_path / "classes"), *map(str, sources)], check=True, capture_output=True)
+    before = time.time()
+    out = tmp_path / "p7.java.bin"
+    done = subprocess.run(["java", "-cp", str(tmp_path / "classes"), "dev.acklab.LayoutProbe", str(out)], check=True, capture_output=True, text=True)
+    assert tuple(tuple(line.split()) for line in done.stdout.splitlines()) == REPORT_COLUMNS
+    reports = read_reports(out, 4)
+    assert [name for name, _ in REPORT_COLUMNS] == list(reports)
+    np.testing.assert_array_equal(reports["send_ts"], [1.5, 2.5, 3.5, np.nan])
+    assert (before - 5 < reports["ack_ts"][:3]).all() and (reports["ack_ts"][:3] < time.time()).all() and np.isnan(reports["ack_ts"][3])
+    assert reports["partition"].tolist() == [2, 1, -1, -1]
+    assert reports["offset"].tolist() == [(1 << 40) + 3, -1, -1, -1]
+    assert reports["error"].tolist() == [0, 3, 5, UNREPORTED]
+    assert reports["refused"].tolist() == [0, 1, 0, 0]
+    log = ProducerLog(tmp_path / "p7.parquet", 7, 1000, 4, 2, [0, 1])
+    log.adopt(3, reports, {3: "RecordTooLargeException", 5: "NotLeaderOrFollowerException"})
+    summary = log.summary(4)
+    assert (summary["acked"], summary["failed"], summary["unknown"], summary["unsent"], summary["refused"]) == (1, 2, 0, 1, 1)
+    with pytest.raises(EvidenceError, match="the reports of 5 messages take"):
+        read_reports(out, 5)

@@ -1,5 +1,5 @@
 """The Java client family (`acklab.workload.client.ClientFamily`): Apache Kafka's `kafka-clients`,
-driven by acklab's Java producer driver (`workload/java/AcklabProducer.java`).
+driven by acklab's Java producer driver (the sources of `workload/java/`, package `dev.acklab`).
 
 `acklab setup --java-client-version X` fetches kafka-clients X and its runtime dependencies (plus an
 slf4j backend, so the client's own log lines reach the producer's log) from Maven Central into
@@ -46,7 +46,7 @@ log = logging.getLogger(__name__)
 LOCKED = DEFAULT_KAFKA_VERSION  # the kafka-clients of the project's default Kafka
 VERSION_PATTERN = r"^[34]\.\d+\.\d+$"
 VERSIONS_TEXT = "kafka-clients 3.x.y or 4.x.y"
-SOURCE = Path(__file__).parent / "java" / "AcklabProducer.java"
+SOURCE_DIR = Path(__file__).parent / "java"  # the driver: every .java file here, compiled together
 MAIN_CLASS = "dev.acklab.AcklabProducer"
 # The client's log: warnings, plus NetworkClient's disconnects and request timeouts (field note #8).
 LOG_PROPERTIES = (
@@ -82,9 +82,19 @@ def client_dir(client_version: str) -> Path:
     return cache_dir() / "java-clients" / client_version
 
 
+def sources() -> list[Path]:
+    """The driver's source files, in name order."""
+    return sorted(SOURCE_DIR.glob("*.java"))
+
+
 @cache
 def source_digest() -> str:
-    return hashlib.sha256(SOURCE.read_bytes()).hexdigest()[:16]
+    """The digest of every source file's name and content: a change to any one recompiles the driver."""
+    digest = hashlib.sha256()
+    for source in sources():
+        content = source.read_bytes()
+        digest.update(f"{source.name}\0{len(content)}\0".encode() + content)
+    return digest.hexdigest()[:16]
 
 
 def classpath(client_version: str) -> str:
@@ -118,7 +128,7 @@ def fetch_client(client_version: str) -> Client:
     shutil.rmtree(folder / "driver", ignore_errors=True)  # the classes' folder of layout 1
     lib = ":".join(map(str, sorted((folder / "lib").glob("*.jar"))))
     with tempfile.TemporaryDirectory(prefix="acklab-javac-") as classes:
-        done = subprocess.run(["javac", "-nowarn", "-d", classes, "-cp", lib, str(SOURCE)], capture_output=True, text=True)
+        done = subprocess.run(["javac", "-nowarn", "-d", classes, "-cp", lib, *map(str, sources())], capture_output=True, text=True)
         if done.returncode != 0:
             raise SetupError(f"compiling the Java producer driver against kafka-clients {client_version} failed: {done.stderr.strip()[-500:]}")
         with zipfile.ZipFile(folder / DRIVER_JAR, "w") as jar:

@@ -1,6 +1,6 @@
 """One producer process of a load on the Java client: the worker protocol of
 `acklab.workload.worker` (a `WorkerJob` line on stdin, `ready`, then `go`) around a JVM running the Java
-producer driver (`workload/java/AcklabProducer.java`), whose record of every message becomes this
+producer driver (`workload/java/`, entry point `AcklabProducer.java`), whose record of every message becomes this
 producer's send-log part, statistics part and counts, exactly as the librdkafka worker writes them
 (`acklab.workload.sendlog.ProducerLog`).
 
@@ -28,15 +28,13 @@ import pyarrow.parquet as pq
 from acklab.store.schemas import PRODUCER_STATS, STATS_COUNTERS, STATS_GAUGES
 from acklab.workload.java_client import CLIENT_ENV, java_command, write_properties
 from acklab.workload.partitioners import partition_for
-from acklab.workload.sendlog import ProducerLog
+from acklab.workload.sendlog import ProducerLog, read_reports
 from acklab.workload.spec import key
 from acklab.workload.stats import STATS_INTERVAL_MS
 from acklab.workload.worker import PARENT_GONE, PROGRESS_FILE, SIGTERM_STOP, WorkerJob, pacing_chunk, yield_cpu_to_brokers
 
-# The driver's statistics line (AcklabProducer.sampleOnce), after ts.
+# The driver's statistics line (workload/java/Stats.java, sampleOnce), after ts.
 STATS_FIELDS = (*STATS_COUNTERS, *STATS_GAUGES)
-# The driver's arrays in its .java.bin, in order.
-COLUMNS = (("send_ts", "<f8"), ("ack_ts", "<f8"), ("partition", "<i4"), ("offset", "<i8"), ("error", "<i4"), ("refused", "u1"))
 PR_SET_PDEATHSIG = 1
 TIMEOUT_LINE = "due to request timeout"  # NetworkClient, at INFO (java_client.LOG_PROPERTIES)
 
@@ -84,12 +82,7 @@ def start_driver(job: WorkerJob, version: str) -> subprocess.Popen[str]:
 def collect(job: WorkerJob, version: str) -> dict[str, object]:
     """The driver's record as this producer's send-log part, statistics part and counts."""
     result = json.loads(job.file(".java.json").read_text())
-    raw = np.fromfile(job.file(".java.bin"), dtype=np.uint8)
-    reports, at = {}, 0
-    for name, dtype in COLUMNS:
-        size = np.dtype(dtype).itemsize * job.count
-        reports[name] = raw[at : at + size].view(dtype)
-        at += size
+    reports = read_reports(job.file(".java.bin"), job.count)
     keys = [key(job.producer, k).encode() for k in range(job.keys)]
     log = ProducerLog(
         job.file(".parquet"), job.producer, job.first_id, job.count, job.keys,

@@ -29,6 +29,10 @@ BATCH_ROWS = 1 << 18
 WRITE_OPTIONS = {"use_dictionary": ["key", "producer", "error", "state"]}
 TXN_OUTCOMES = ("committed", "aborted", "unknown")
 LOG_STATES = (*STATES, UNSENT)  # the `state` column's values, by code
+# A producer's per-message reports, as another process hands them over (`read_reports`): each column's
+# name (a ProducerLog array) and numpy dtype, in file order. The Java driver writes this layout
+# (workload/java/SendLog.java, its Column enum); tests/unit/test_workload_evidence.py checks the two agree.
+REPORT_COLUMNS = (("send_ts", "<f8"), ("ack_ts", "<f8"), ("partition", "<i4"), ("offset", "<i8"), ("error", "<i4"), ("refused", "u1"))
 
 # Kafka protocol errors whose exception is a RetriableException (org.apache.kafka.common.protocol.Errors
 # of kafka-clients 4.3.1, share-session errors omitted) and librdkafka's transient local errors (Java
@@ -147,7 +151,7 @@ class ProducerLog:
         index and outcome (its TXN_OUTCOMES index), and the fatal error's code and time."""
         if self.sent or not 0 <= sent <= self.capacity:
             raise EvidenceError(f"p{self.producer}: cannot adopt {sent} sent messages into this log")
-        for name in ("send_ts", "ack_ts", "partition", "offset", "error", "refused"):
+        for name, _ in REPORT_COLUMNS:
             column = getattr(self, name)
             column[:] = reports[name].astype(column.dtype)
         if (self.error[sent:] != UNREPORTED).any():
@@ -243,6 +247,17 @@ class ProducerLog:
 def _strings(indices: np.ndarray, values: list[str], mask: np.ndarray | None = None) -> pa.Array:
     """`values[indices]` as a plain string column (null where `mask`)."""
     return pa.DictionaryArray.from_arrays(pa.array(indices, mask=mask), pa.array(values, pa.string())).cast(pa.string())
+
+
+def read_reports(path: Path, count: int) -> dict[str, np.ndarray]:
+    """The per-message reports of `count` messages in a file of REPORT_COLUMNS' layout (each column's
+    `count` values in turn, no header): column name -> array. EvidenceError if the size differs."""
+    raw = np.fromfile(path, dtype=np.uint8)
+    sizes = [np.dtype(dtype).itemsize * count for _, dtype in REPORT_COLUMNS]
+    if len(raw) != sum(sizes):
+        raise EvidenceError(f"{path}: {len(raw)} bytes, the reports of {count} messages take {sum(sizes)}")
+    ends = np.cumsum(sizes)
+    return {name: raw[end - size : end].view(dtype) for (name, dtype), size, end in zip(REPORT_COLUMNS, sizes, ends, strict=True)}
 
 
 def combine(parts: Sequence[Path], path: Path) -> int:
