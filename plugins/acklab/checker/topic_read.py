@@ -4,8 +4,7 @@ the topic-records archive (``acklab.store.schemas.TOPIC_RECORDS``).
 A batch of topic partitions is read by one ``read_committed`` consumer (confluent-kafka, the
 project's locked version) from the earliest offset until librdkafka reports the partition's end (the
 last stable offset: records of aborted transactions and past an open one are not read). The
-per-message work is C (``acklab.workload.records.read_back``): a night's 5.9M records took 9.3 s of
-CPU in one process this way, 50 s through Spark's Kafka source (docs/benchmarks.md, stop 52).
+per-message work is C (``acklab.workload.records.read_back``).
 """
 
 from __future__ import annotations
@@ -22,7 +21,7 @@ from acklab.workload.records import read_back
 
 # A partition that yields nothing for this long (no record, no end) fails the read.
 STALL_TIMEOUT_S = 120.0
-# Messages per consume() call: 10,000 read 1.6M records in 3.6 s on average, 50,000 in 4.1 s.
+# Messages per consume() call (larger batches read slower: docs/benchmarks.md, "What was tried and rejected").
 _BATCH = 10_000
 
 
@@ -56,8 +55,8 @@ def read_partitions(bootstrap: str, partitions: Sequence[tuple[str, int]], scena
     pending = set(partitions)
     consumer = Consumer(consumer_config(bootstrap))
     try:
-        # With the leaders known at assign, the start offsets are asked at once, not after the client's
-        # 500 ms retry timer: the first record came 0.45 s sooner.
+        # The leaders are learnt before assign, so the start offsets are asked at once, not after the
+        # client's metadata retry timer.
         consumer.list_topics(timeout=30)
         consumer.assign([TopicPartition(topic, partition, OFFSET_BEGINNING) for topic, partition in partitions])
         progress = time.monotonic()

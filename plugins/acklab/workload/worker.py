@@ -73,7 +73,7 @@ def yield_cpu_to_brokers() -> None:
     (librdkafka's, forked by `acklab.workload.forkserver`; the Java driver, started by
     `acklab.workload.java_worker`) runs so. The Java driver's JVM starts its own session: where the
     kernel groups sessions (autogroup), its niceness weighs only among its own threads, not against
-    the brokers (docs/benchmarks.md, stop 54)."""
+    the brokers."""
     os.nice(max(0, PRODUCER_NICENESS - os.nice(0)))
 
 
