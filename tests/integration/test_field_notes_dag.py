@@ -25,7 +25,7 @@ def test_field_notes_dag_runs_every_preset_and_publishes_one_page(acklab_env: di
     for run in summary["runs"]:
         claims = [o["claim"] for o in run["observations"]]
         # a claim of every client once per client (Java and librdkafka), a client's own claim once
-        expected = [o.claim for o in PRESETS[run["preset"]].observations for _ in range(1 if o.family else 2)]
+        expected = [o.claim for o in PRESETS[run["preset"]].observations for _ in range(len(o.families) if o.families else 2)]
         assert sorted(claims) == sorted(expected), run["preset"]
         assert all(o["status"] in {"reproduced", "not reproduced", "untested"} and o["measured"] for o in run["observations"])
         assert_nothing_left(isolated_run_store / run["run"] / "cluster")

@@ -155,7 +155,6 @@ def test_every_test_imports_project_code_as_a_package() -> None:
 FAMILY_BRANCHING_ALLOWED: frozenset[str] = frozenset({
     "orchestration/cli.py: setup",  # FAMILIES["librdkafka"] / ["java"] for --client-version / --java-client-version: `version_option`
     "orchestration/cli.py: _java_properties",  # == java_client.NAME for --producer-config: `with_config_file`, `read_config`
-    "plan/presets.py: errors.check",  # client_family == "java" to pick java_names: `error_names`
 })
 
 

@@ -10,13 +10,13 @@ from acklab.report.known_bugs import known_bugs, write_known_bugs
 from acklab.store.runs import Manifest, RunDir, ScenarioEntry, write_json
 
 
-def _run(root: Path, name: str, preset: str | None, kafka: str, status: str) -> None:
+def _run(root: Path, name: str, preset: str | None, kafka: str, status: str, presets_file: str | None = None) -> None:
     run = RunDir(root / name)
     entry = ScenarioEntry(
         scenario="txn__withhold-replay", profile="txn", fault="withhold-replay", guarantee="transactional",
         client_family="java", client_version="4.3.1", planned=10,
     )
-    params = [{"preset": preset}] if preset else [{}]
+    params = [{"preset": preset, "presets_file": presets_file}] if preset else [{}]
     run.write_manifest(Manifest(run_id=name, topology={"name": "three-brokers", "kafka_version": kafka}, params=params, scenarios=[entry]))
     write_json(run.result, {"status": status, "scenarios": {entry.scenario: status}})
 
@@ -29,6 +29,7 @@ def test_each_bug_preset_lists_the_versions_its_runs_were_red_and_green_on(tmp_p
     _run(tmp_path, "20261125T000004-dddddd", "kafka-14402", "3.9.2", "incomplete")
     _run(tmp_path, "20261125T000005-eeeeee", None, "3.5.2", "fail")  # no preset: not a bug run
     _run(tmp_path, "20261125T000006-ffffff", "field-notes-4-acks-all-no-loss", "3.5.2", "fail")  # not a bug preset
+    _run(tmp_path, "20261125T000007-gggggg", "kafka-14402", "3.4.1", "fail", presets_file="/teams/ours.yaml")  # a team's own preset of that name
     bugs = {bug.preset: bug for bug in known_bugs()}
     found = bugs["kafka-14402"]
     assert (found.red, found.green, found.incomplete, found.runs) == (

@@ -2,31 +2,29 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
 
 from acklab.base.spec import SpecError
-from acklab.plan.planner import make_plan
-from acklab.plan.presets import (
-    BUGS,
-    FIELD_NOTES,
-    FN1_BLOCK_MS,
-    FN1_SCENARIO,
-    PRESETS,
+from acklab.plan.checks import (
+    AffectedVersions,
+    AllOf,
+    Check,
+    ClientStatistic,
+    DeliveryErrors,
     Evidence,
-    both,
-    client_stat,
-    count,
-    errors,
-    fatal,
-    faults_cover_load,
-    fixed_in,
-    observe,
-    producer_log_lines,
-    send_paused,
-    with_preset,
+    FatalError,
+    FaultsCoverLoad,
+    FixedIn,
+    LongestSendPause,
+    MatrixCount,
+    ProducerLogLines,
+    parse_check,
 )
+from acklab.plan.planner import make_plan
+from acklab.plan.presets import BUGS, FIELD_NOTES, PRESETS, observe, with_preset
 from acklab.store.runs import FaultRecord, Manifest, RunDir, ScenarioEntry
 from acklab.workload import java_client, librdkafka
 
@@ -48,6 +46,34 @@ def test_every_field_note_is_covered() -> None:
 def test_an_unknown_preset_is_refused_in_one_line() -> None:
     with pytest.raises(SpecError, match="unknown preset 'nope'; valid: field-notes-1"):
         make_plan({"preset": "nope"})
+
+
+FN1_SCENARIO = "fn1-acks1__leader-restart-before-load"
+FN1_BLOCK_MS = 2000  # the preset's Java max.block.ms
+
+
+def count(column: str, op: str, value: int) -> Check:
+    return MatrixCount(column=column, op=op, value=value)
+
+
+def client_stat(counter: str, op: str, value: int) -> Check:
+    return ClientStatistic(counter=counter, op=op, value=value)
+
+
+def errors(*names: str) -> Check:
+    return DeliveryErrors(any_of=list(names))
+
+
+def fatal(text: str) -> Check:
+    return FatalError(contains=text)
+
+
+def both(*checks: Check) -> Check:
+    return AllOf(checks=list(checks))
+
+
+def fixed_in(component: str, version: str, before: Check, after: Check) -> Check:
+    return FixedIn(component=component, version=version, before=before, after=after)
 
 
 def evidence(row: dict, kafka_version: str = "4.3.1", **entry: object) -> Evidence:
@@ -105,12 +131,12 @@ def test_faults_cover_load_needs_the_fault_in_effect_before_the_load_and_until_i
         event = FaultRecord(fault="leader-restart", effective=True, effective_at=effective_at, ended=ended, effect="broker 1 down")
         return evidence({}, fault_timeline=[event], fault_effective=True, load_started=100.0, load_ended=107.0)
 
-    assert faults_cover_load()(timeline(99.6, 114.0)) == (
+    assert FaultsCoverLoad()(timeline(99.6, 114.0)) == (
         True, "leader-restart in effect -0.4 s to +14.0 s (load: 0.0 s to 7.0 s): broker 1 down"
     )
-    assert faults_cover_load()(timeline(101.0, 114.0))[0] is False  # took effect after the first send
-    assert faults_cover_load()(timeline(99.0, 105.0))[0] is False  # back before the load ended
-    assert faults_cover_load()(evidence({}))[0] is False
+    assert FaultsCoverLoad()(timeline(101.0, 114.0))[0] is False  # took effect after the first send
+    assert FaultsCoverLoad()(timeline(99.0, 105.0))[0] is False  # back before the load ended
+    assert FaultsCoverLoad()(evidence({}))[0] is False
 
 
 def test_an_error_check_names_the_java_exception_on_the_java_client() -> None:
@@ -121,9 +147,11 @@ def test_an_error_check_names_the_java_exception_on_the_java_client() -> None:
 
 
 def test_kafka_13598_expects_duplicates_only_on_the_affected_versions() -> None:
-    from acklab.plan.presets import BUG_13598_AFFECTED, affected
-
-    check = affected("client", BUG_13598_AFFECTED, count("duplicates", ">", 0), count("duplicates", "==", 0))
+    (observation,) = PRESETS["kafka-13598"].observations
+    check = observation.check
+    assert check == AffectedVersions(
+        component="client", versions=["3.0.0", "3.1.0"], affected=count("duplicates", ">", 0), unaffected=count("duplicates", "==", 0)
+    )
     assert check(evidence({"duplicates": 4177}, client_version="3.1.0")) == (True, "client 3.1.0: duplicates = 4,177 of 1,000 planned")
     assert check(evidence({"duplicates": 0}, client_version="3.1.1"))[0] is True  # fixed in 3.0.1, 3.1.1 and 3.2.0
     assert check(evidence({"duplicates": 3}, client_version="3.2.3"))[0] is False
@@ -174,10 +202,10 @@ def test_producer_log_lines_quote_the_java_error_the_write_ups_quote(tmp_path: P
     logs.mkdir(parents=True)
     (logs / "p0.log").write_text("p0 first TimeoutException: Topic t not present in metadata after 2000 ms.\n")
     seen = Evidence({}, ScenarioEntry(scenario="s__f"), run, "4.3.1")
-    assert producer_log_lines("not present in metadata after 2000 ms")(seen) == (
+    assert ProducerLogLines(text="not present in metadata after 2000 ms")(seen) == (
         True, "1 producer log lines with 'not present in metadata after 2000 ms': p0 first TimeoutException: Topic t not present in metadata after 2000 ms."
     )
-    assert producer_log_lines("has passed since batch creation")(seen)[0] is False
+    assert ProducerLogLines(text="has passed since batch creation")(seen)[0] is False
 
 
 def test_send_paused_measures_the_longest_gap_between_a_producers_sends(tmp_path: Path) -> None:
@@ -189,5 +217,159 @@ def test_send_paused_measures_the_longest_gap_between_a_producers_sends(tmp_path
     # p0 sends at 0, 1, 13 s (a send() blocked 12 s); p1's sends interleave but do not hide p0's pause
     pq.write_table(pa.table({"producer": ["p0", "p1", "p0", "p1", "p0"], "send_ts": [100.0, 100.5, 101.0, 106.0, 113.0]}), log)
     seen = Evidence({}, ScenarioEntry(scenario="s__f", send_log="send_log.parquet"), run, "4.3.1")
-    assert send_paused(10.0)(seen) == (True, "the longest pause between two sends was 12.0 s")
-    assert send_paused(12.5)(seen)[0] is False
+    assert LongestSendPause(at_least_s=10.0)(seen) == (True, "the longest pause between two sends was 12.0 s")
+    assert LongestSendPause(at_least_s=12.5)(seen)[0] is False
+
+
+# --- presets as data: the checks' presets-file form, the files, and a team's own file ----------------------------------
+
+
+def test_a_check_is_named_with_its_arguments_and_combines_with_others() -> None:
+    raw = {"fixed_in": {"component": "kafka", "version": "3.6.0", "before": {"all_of": [{"matrix_count": {"column": "lost", "op": ">", "value": 0}}]},
+                        "after": {"faults_cover_load": None}}}
+    assert parse_check(raw) == FixedIn(
+        component="kafka", version="3.6.0", before=AllOf(checks=[count("lost", ">", 0)]), after=FaultsCoverLoad()
+    )
+    assert parse_check({"delivery_errors": ["_MSG_TIMED_OUT"]}) == errors("_MSG_TIMED_OUT")  # one argument: given alone
+
+
+@pytest.mark.parametrize(("raw", "message"), [
+    ({"cont": {"column": "lost"}}, "unknown check 'cont'; valid: matrix_count, delivery_errors,"),
+    ({"matrix_count": {"column": "lost", "op": "==", "value": 0}, "fatal_error": {"contains": "x"}}, "a check is one mapping of a check name to its arguments"),
+    ("matrix_count", "a check is one mapping"),
+    ({"matrix_count": {"column": "lost", "op": "=", "value": 0}}, "matrix_count.op: Input should be '==', '>', '>=', '<' or '<='"),
+    ({"matrix_count": {"column": "lost", "op": "==", "value": 0, "extra": 1}}, "matrix_count.extra: Extra inputs are not permitted"),
+    ({"all_of": [{"matrix_count": {"column": "lost", "op": "==", "value": "none"}}]}, "all_of.checks.0: matrix_count.value: Input should be a valid integer"),
+    ({"fixed_in": {"component": "broker", "version": "3.6.0", "before": {"faults_cover_load": {}}, "after": {"faults_cover_load": {}}}},
+     "fixed_in.component: Input should be 'kafka' or 'client'"),
+])
+def test_a_bad_check_is_refused_in_one_line_saying_what_is_allowed(raw: object, message: str) -> None:
+    with pytest.raises(ValueError, match=re.escape(message)) as refused:
+        parse_check(raw)
+    assert "\n" not in str(refused.value)
+
+
+TEAM_FILE = """\
+team-acks-all-no-loss:
+  source: our runbook, section 4
+  description: acks=all and idempotence lose nothing when the leader is killed
+  params: {topology: three-brokers, profiles: [idempotent], faults: [leader-kill], messages: 2000, rate: 500.0}
+  observations:
+  - claim: no acknowledged record is lost
+    scenario: idempotent__leader-kill
+    check: {matrix_count: {column: lost, op: '==', value: 0}}
+  - claim: the Java client retries without duplicates
+    scenario: idempotent__leader-kill
+    families: [java]
+    check: {claim_bounds: {claim: guarantee_exactly-once, columns: [duplicates]}}
+"""
+
+
+def test_a_team_presets_file_plans_and_is_observed_as_the_catalogs_are(tmp_path: Path) -> None:
+    from acklab.plan.preset_files import load_presets
+
+    path = tmp_path / "team.yaml"
+    path.write_text(TEAM_FILE)
+    (found,) = load_presets(path).values()
+    assert found.observations[1].families == ("java",) and found.observations[1].restates == "guarantee_exactly-once"
+    params = with_preset("team-acks-all-no-loss", {"client": "java"}, str(path))
+    assert params == {**found.params, "preset": "team-acks-all-no-loss", "presets_file": str(path), "client": "java"}
+    plan = make_plan(params)
+    assert plan.params.presets_file == str(path) and {s.name for s in plan.checked} == {"idempotent__leader-kill"}
+    entry = ScenarioEntry(scenario="idempotent__leader-kill", profile="idempotent", fault="leader-kill", client_family="java", client_version="4.3.1")
+    row = {"scenario": entry.scenario, "planned": 2000, "lost": 0, "duplicates": 0, "client_family": "java", "client_version": "4.3.1"}
+    manifest = Manifest(run_id="r", params=[plan.params.model_dump(mode="json")], scenarios=[entry])
+    seen = observe(RunDir(tmp_path), manifest, [row], {})
+    assert [(item["claim"], item["status"], item["restates"]) for item in seen] == [
+        ("no acknowledged record is lost", "reproduced", None),
+        ("the Java client retries without duplicates", "reproduced", "guarantee_exactly-once"),
+    ]
+    with pytest.raises(SpecError, match=f"unknown preset 'kafka-14402' in presets file {re.escape(str(path))}; valid: team-acks-all-no-loss"):
+        make_plan(with_preset("team-acks-all-no-loss", {}, str(path)) | {"preset": "kafka-14402"})
+
+
+@pytest.mark.parametrize(("change", "message"), [
+    (("check: {matrix_count: {column: lost, op: '==', value: 0}}", "check: {cont: {column: lost}}"),
+     "preset team-acks-all-no-loss: observations.0.check: unknown check 'cont'; valid: matrix_count"),
+    (("families: [java]", "families: [jav]"), "observations.1.families: unknown client family 'jav'; valid: librdkafka, java"),
+    (("messages: 2000", "mesages: 2000"), "preset team-acks-all-no-loss: params: mesages: Extra inputs are not permitted"),
+    (("scenario: idempotent__leader-kill", "scenario: acks-all__leader-kill"),
+     "preset team-acks-all-no-loss: observations.0.scenario: 'acks-all__leader-kill' is not of one of its profiles (idempotent)"),
+    (("  source: our runbook, section 4\n", ""), "preset team-acks-all-no-loss: source: Field required"),
+    (("  description:", "  descripton:"), "preset team-acks-all-no-loss: description: Field required"),
+    (("params: {", "params: {preset: other, "), "preset team-acks-all-no-loss: params: a preset's params do not name a preset (its name does)"),
+    ((TEAM_FILE, "- team\n"), "expected a mapping of preset name -> {source, description, params, observations}"),
+    (("  observations:", "  observations: ["), "not valid YAML at line"),
+])
+def test_a_bad_presets_file_is_refused_in_one_line_naming_the_file_and_the_preset(tmp_path: Path, change: tuple[str, str], message: str) -> None:
+    from acklab.plan.preset_files import load_presets
+
+    path = tmp_path / "team.yaml"
+    assert change[0] in TEAM_FILE
+    path.write_text(TEAM_FILE.replace(*change))
+    with pytest.raises(SpecError) as refused:
+        load_presets(path)
+    assert str(refused.value).startswith(f"presets file {path}") and message in str(refused.value) and "\n" not in str(refused.value), refused.value
+
+
+def test_a_trigger_names_a_presets_file_by_name_in_the_catalog_or_the_team_folder_never_by_path(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from acklab.plan.preset_files import PRESETS_DIR_ENV, catalog_folder, resolve_presets_file
+
+    assert resolve_presets_file("bugs", paths=False) == catalog_folder() / "bugs.yaml"
+    (tmp_path / "team.yaml").write_text(TEAM_FILE)
+    monkeypatch.setenv(PRESETS_DIR_ENV, str(tmp_path))
+    assert resolve_presets_file("team", paths=False) == tmp_path / "team.yaml"
+    for path in ("/etc/passwd", "../catalog/presets/bugs", "team.yaml", str(tmp_path / "team.yaml"), "~/x"):
+        with pytest.raises(SpecError, match="a DAG run names a presets file by NAME .* not by path$"):
+            resolve_presets_file(path, paths=False)
+    with pytest.raises(SpecError, match=f"presets_file 'nope': no nope.yaml in .* or {re.escape(str(tmp_path))} "):
+        resolve_presets_file("nope", paths=False)
+    (tmp_path / "bugs.yaml").write_text(TEAM_FILE)
+    with pytest.raises(SpecError, match="both .* exist; rename the one in ACKLAB_PRESETS_DIR"):
+        resolve_presets_file("bugs", paths=False)
+    assert resolve_presets_file(str(tmp_path / "team.yaml"), paths=True) == tmp_path / "team.yaml"  # the CLI's own user
+
+
+def test_a_dag_run_is_refused_a_presets_file_path_before_anything_starts(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from acklab.orchestration import tasks
+
+    (tmp_path / "team.yaml").write_text(TEAM_FILE)
+    with pytest.raises(SpecError, match="^presets_file '.*team.yaml': a DAG run names a presets file by NAME"):
+        tasks.plan_run({"preset": "team-acks-all-no-loss", "presets_file": str(tmp_path / "team.yaml")}, create=False)
+    monkeypatch.setenv("ACKLAB_PRESETS_DIR", str(tmp_path))
+    planned = tasks.plan_run({"preset": "team-acks-all-no-loss", "presets_file": "team"}, create=False)
+    assert planned["params"]["presets_file"] == "team" and planned["params"]["preset"] == "team-acks-all-no-loss"
+
+
+def test_the_preset_code_never_branches_on_a_client_familys_name() -> None:
+    """Which client an observation is about is data (its `families`); the checks ask the family objects."""
+    import ast
+
+    from acklab.base.paths import PROJECT_ROOT
+    from acklab.workload.families import FAMILIES
+
+    for module in ("checks", "preset_files", "presets"):
+        tree = ast.parse((PROJECT_ROOT / "plugins" / "acklab" / "plan" / f"{module}.py").read_text())
+        literals = {node.value for node in ast.walk(tree) if isinstance(node, ast.Constant) and isinstance(node.value, str)}
+        assert not literals & set(FAMILIES), module
+
+
+def test_every_catalog_presets_file_shows_how_a_preset_is_written() -> None:
+    from acklab.plan.preset_files import catalog_folder
+
+    for path in sorted(catalog_folder().glob("*.yaml")):
+        head = path.read_text().split("\n\n", 1)[0]
+        assert all(word in head for word in ("# For example:", "all_of", "fixed_in", "affected_versions", "families")), path
+
+
+def test_the_checks_page_is_current_and_documents_every_check_and_argument() -> None:
+    from acklab.plan.checks import CHECKS
+    from acklab.report.checks_doc import DOC, checks_markdown
+
+    page = checks_markdown()
+    assert DOC.read_text() == page, "docs/checks.md is stale: regenerate it from acklab.report.checks_doc.checks_markdown()"
+    for name, check in CHECKS.items():
+        assert f"## `{name}`" in page and check.__doc__
+        assert all(f"| `{field}` |" in page and info.description for field, info in check.model_fields.items()), name

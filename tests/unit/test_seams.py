@@ -128,9 +128,10 @@ def test_librdkafka_is_a_client_family_and_nothing_asks_which_client_runs() -> N
 
 
 def test_every_observation_that_restates_a_claim_names_its_bounds() -> None:
-    from acklab.plan.presets import PRESETS, restated_bounds
+    from acklab.plan.checks import restated_bounds
+    from acklab.plan.presets import PRESETS
 
     restating = [o for p in PRESETS.values() for o in p.observations if o.restates]
     assert len(restating) >= 4
     for observation in restating:
-        assert restated_bounds(observation.restates, observation.columns), observation
+        assert restated_bounds(observation.restates, tuple(observation.check.columns)), observation

@@ -13,6 +13,7 @@ from acklab.base.maven import KAFKA_VERSION_PATTERN
 from acklab.cluster.topology import topology_names
 from acklab.nemesis.faults import FAULT_NAMES, NO_FAULT
 from acklab.plan.params import RunParams
+from acklab.plan.preset_files import NAME_PATTERN
 from acklab.plan.presets import PRESETS
 from acklab.workload import families
 from acklab.workload.profiles import profile_names
@@ -51,6 +52,8 @@ def run_time_enums() -> dict[str, dict[str, Any]]:
         # any name: a run's own custom_profiles may add some (checked by `plan`); the catalog's are examples
         "profiles": {"items": {"type": "string"}, "uniqueItems": True, "examples": profiles},
         "faults": {"items": {"type": "string", "enum": faults}, "uniqueItems": True, "examples": faults},
+        # a trigger names a presets file by NAME only (`acklab.plan.preset_files.resolve_presets_file`), never a path
+        "presets_file": {"pattern": NAME_PATTERN},
     }
 
 
@@ -88,10 +91,12 @@ def version_params() -> dict[str, Param]:
 
 
 def preset_param() -> Param:
-    """A named preset instead of the params (only the versions and the backend combine with it)."""
+    """A named preset instead of the params (only the versions, the backend and its presets file combine
+    with it): the catalog's presets are its examples, a `presets_file` may name others."""
     return Param(
-        None, type=["null", "string"], enum=[None, *sorted(PRESETS)],
-        description="Run a named preset (acklab presets) instead of the params above; only the versions and backend apply beside it",
+        None, type=["null", "string"], examples=sorted(PRESETS),
+        description="Run a named preset (acklab presets) instead of the params above; only the versions, backend and "
+        "presets_file apply beside it",
     )
 
 

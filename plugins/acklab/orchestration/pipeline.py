@@ -73,7 +73,7 @@ def write_result(
         "report": str(result.data_docs_index),
     }
     run.write_result(summary)
-    if manifest.preset in presets.BUGS:
+    if presets.is_catalog_bug(manifest):
         write_known_bugs()
     return summary
 

@@ -20,6 +20,7 @@ from acklab.orchestration.pipeline import provision, run_pipeline, verdict, writ
 from acklab.plan import presets
 from acklab.plan.params import RunParams
 from acklab.plan.planner import RunPlan, librdkafka_clients, make_plan, version_grid
+from acklab.plan.preset_files import resolve_presets_file
 from acklab.report.compare import build_comparison
 from acklab.report.field_notes import build_field_notes
 from acklab.report.html import TimelineDrawing
@@ -81,7 +82,9 @@ def _run_params(params: dict[str, Any]) -> dict[str, Any]:
     own = {k: v for k, v in params.items() if k in RunParams.model_fields}
     if own.get("client") is not None or own.get("client_version") is not None:
         own["clients"] = []
-    return presets.with_preset(params["preset"], own) if params.get("preset") else own
+    if own.get("presets_file") is not None:  # a trigger is untrusted: a NAME in a presets folder, never a path
+        resolve_presets_file(own["presets_file"], paths=False)
+    return presets.with_preset(params["preset"], own, own.get("presets_file")) if params.get("preset") else own
 
 
 def provision_cluster(run: dict[str, Any], lease_s: float) -> dict[str, Any]:

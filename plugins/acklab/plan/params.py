@@ -28,6 +28,10 @@ class RunParams(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
     preset: str | None = Field(None, description="The named preset these params come from (acklab presets), if any")
+    presets_file: str | None = Field(
+        None, description="The presets file naming `preset`: NAME (NAME.yaml in the catalog's presets folder or ACKLAB_PRESETS_DIR; "
+        "the CLI also takes a path); null = the catalog's presets",
+    )
     topology: str = Field("three-brokers", description="Cluster topology: a name in clusters/ (or a YAML path)")
     kafka_version: str | None = Field(
         None, pattern=KAFKA_VERSION_PATTERN, description="Apache Kafka version (fetched by `acklab setup`); null = the topology's"

@@ -101,7 +101,7 @@ def make_plan(params: RunParams | dict[str, object]) -> RunPlan:
     if not isinstance(params, RunParams):
         params = parse_model(RunParams, params, "params")
     if params.preset is not None:
-        preset(params.preset)  # SpecError naming the presets
+        preset(params.preset, params.presets_file)  # SpecError naming the presets
     topology = load_topology(params.topology)
     if params.kafka_version:
         topology = parse_model(Topology, {**topology.model_dump(), "kafka_version": params.kafka_version}, "params.kafka_version")

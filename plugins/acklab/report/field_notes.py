@@ -10,7 +10,7 @@ from typing import Any
 from jinja2 import Environment, PackageLoader, select_autoescape
 
 from acklab.checker.verdict import overall
-from acklab.plan.presets import PRESETS
+from acklab.plan.presets import run_preset
 from acklab.report.html import delivery_errors
 from acklab.store.runs import FieldNotesDir, RunDir, write_json
 
@@ -30,7 +30,7 @@ def build_field_notes(run_dirs: list[Path]) -> FieldNotesReport:
     for run in map(RunDir, sorted(run_dirs)):
         result, manifest = run.read_result(), run.read_manifest()
         name = manifest.preset or ""
-        known = PRESETS.get(name)
+        known = run_preset(manifest)
         runs.append({
             "preset": name, "source": known.source if known else "", "description": known.description if known else "",
             "status": result["status"], "run": run.run_id, "report": os.path.relpath(result["html"], out.root),

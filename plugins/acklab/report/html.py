@@ -11,7 +11,7 @@ from typing import Any
 
 from jinja2 import Environment, PackageLoader, select_autoescape
 
-from acklab.plan.presets import BUGS
+from acklab.plan.presets import is_catalog_bug
 from acklab.report.charts import heatmap, timeline
 from acklab.store.history import Regression
 from acklab.store.runs import Manifest, RunDir, known_bugs_dir
@@ -109,7 +109,7 @@ def build_report(
             delivery_errors=delivery_errors(manifest),
             data_docs=os.path.relpath(data_docs, out.root) if data_docs else "",
             matrix_json=os.path.relpath(run.matrix_json, out.root),
-            known_bugs=os.path.relpath(known_bugs_dir() / "index.html", out.root) if manifest.preset in BUGS else "",
+            known_bugs=os.path.relpath(known_bugs_dir() / "index.html", out.root) if is_catalog_bug(manifest) else "",
         )
     )
     return index

@@ -1,4 +1,4 @@
-"""The known-bugs page: each bug preset (`acklab.plan.presets.BUGS`), its tracker entry, the
+"""The known-bugs page: each bug preset of the catalog (`acklab.plan.presets.BUGS`), its tracker entry, the
 versions on which acklab saw it red and green, and when it last ran, from the runs in the store."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from pathlib import Path
 from jinja2 import Environment, PackageLoader, select_autoescape
 
 from acklab.base.paths import runs_dir
-from acklab.plan.presets import BUGS
+from acklab.plan.presets import BUGS, is_catalog_bug
 from acklab.store.runs import Manifest, RunDir, known_bugs_dir, write_json
 
 
@@ -48,8 +48,8 @@ def known_bugs(root: Path | None = None) -> list[BugRecord]:
             status = json.loads(result_file.read_text())["status"]
         except (OSError, ValueError, KeyError):
             continue
-        record = records.get(manifest.preset or "")
-        if record is None:
+        record = records.get(manifest.preset or "") if is_catalog_bug(manifest) else None
+        if record is None:  # not a run of a catalog bug (a team's own presets file may reuse a name)
             continue
         versions = _versions(manifest)
         bucket = {"fail": record.red, "pass": record.green}.get(status, record.incomplete)

@@ -1,0 +1,173 @@
+"""Presets files: named experiments as data. A presets file (YAML) maps each preset's name to where it
+comes from, what it runs (its params: a DAG conf's fields, `acklab.plan.params.RunParams`) and what
+its source claims happens, each claim with the check of `acklab.plan.checks` that tests it.
+
+The catalog's files are `catalog/presets/*.yaml`; a team adds its own file with claims about its own
+setup and runs it with `acklab run --presets-file FILE --preset NAME`. A DAG trigger names a presets
+file by NAME only (`NAME.yaml` in the catalog's folder or in the folder `ACKLAB_PRESETS_DIR` names):
+triggers are untrusted, and a path in one is refused. Every problem is one line naming the file and
+the entry (`SpecError`), raised when the file is read, before anything runs."""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping
+from functools import cache
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from acklab.base.spec import SpecError, load_yaml, parse_model
+from acklab.plan.checks import AnyCheck, ClaimBounds
+from acklab.plan.params import RunParams
+from acklab.workload import families
+
+CATALOG_FOLDER = "catalog/presets"
+PRESETS_DIR_ENV = "ACKLAB_PRESETS_DIR"
+"""The environment variable naming a folder of the team's own presets files, which a DAG trigger may name."""
+NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_-]*$"
+"""A presets file's NAME (its file is NAME.yaml): no path, no dots."""
+
+
+class Observation(BaseModel):
+    """What a source says happens in one scenario of the preset's run, and the check that tests it; on
+    the scenario of each client of the run, or only on those of `families`."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    claim: str = Field(min_length=1, description="what the source says happens")
+    scenario: str = Field(pattern=r"^[^_].*__.+$", description="`<profile>__<fault>` of the preset's run (a run's other clients tag the profile)")
+    families: tuple[str, ...] | None = Field(None, min_length=1, description="the client families it is about (default: every client of the run)")
+    check: AnyCheck = Field(description="the check that tests the claim (`acklab.plan.checks`)")
+
+    @field_validator("families")
+    @classmethod
+    def _known(cls, value: tuple[str, ...] | None) -> tuple[str, ...] | None:
+        if value is not None and (unknown := [name for name in value if name not in families.FAMILIES]):
+            raise ValueError(f"unknown client family {unknown[0]!r}; valid: {', '.join(families.FAMILIES)}")
+        return value
+
+    @property
+    def restates(self) -> str | None:
+        """The id of the registry claim (`acklab.model.claims`) it restates: its check's, if it is `claim_bounds`."""
+        return self.check.claim if isinstance(self.check, ClaimBounds) else None
+
+    def applies_to(self, family: str) -> bool:
+        """Whether it is checked on the scenarios of client family `family`."""
+        return self.families is None or family in self.families
+
+
+class Preset(BaseModel):
+    """A whole experiment (topology, profiles, fault schedule, load) under one name, with where it comes
+    from, what its source claims, and how each claim is checked against the run."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    name: str = Field(pattern=r"^[a-z0-9][a-z0-9.-]*$", description="its name (`acklab run --preset NAME`)")
+    source: str = Field(min_length=1, description="where it comes from, e.g. 'field-notes #2' or a tracker entry's title")
+    description: str = Field(min_length=1, description="what it runs and what it shows")
+    tracker: str = Field("", description="a bug preset's tracker entry (URL)")
+    params: dict[str, Any] = Field(description="its run params (RunParams' fields but preset)")
+    observations: tuple[Observation, ...] = Field(min_length=1, description="what its source claims, each with its check")
+
+    @field_validator("params")
+    @classmethod
+    def _run_params(cls, value: dict[str, Any]) -> dict[str, Any]:
+        if "preset" in value or "presets_file" in value:
+            raise ValueError("a preset's params do not name a preset (its name does)")
+        try:
+            parse_model(RunParams, value, "params")
+        except SpecError as exc:
+            raise ValueError(str(exc).removeprefix("params: ")) from None
+        return value
+
+    @model_validator(mode="after")
+    def _scenarios_of_its_profiles(self) -> Preset:
+        profiles = self.params.get("profiles") or RunParams.model_fields["profiles"].get_default(call_default_factory=True)
+        for n, observation in enumerate(self.observations):
+            profile = observation.scenario.split("__", 1)[0]
+            if profile not in profiles:
+                raise ValueError(f"observations.{n}.scenario: {observation.scenario!r} is not of one of its profiles ({', '.join(profiles)})")
+        return self
+
+    def summary(self) -> dict[str, str]:
+        return {"name": self.name, "source": self.source, "description": self.description, **({"tracker": self.tracker} if self.tracker else {})}
+
+
+def load_presets(path: Path, text: str | None = None) -> dict[str, Preset]:
+    """The presets of the presets file at `path` (or of `text`, read from it), by name; SpecError in
+    one line naming the file and the preset."""
+    if text is None:
+        document = load_yaml(path, "presets file")
+    else:
+        import yaml
+
+        try:
+            document = yaml.safe_load(text)
+        except yaml.YAMLError as exc:
+            raise SpecError(f"presets file {path}: not valid YAML: {str(exc).splitlines()[0]}") from None
+    if not isinstance(document, dict) or not document:
+        raise SpecError(f"presets file {path}: expected a mapping of preset name -> {{source, description, params, observations}}")
+    found = {}
+    for name, spec in document.items():
+        where = f"presets file {path}: preset {name}"
+        if not isinstance(spec, Mapping):
+            raise SpecError(f"{where}: expected a mapping of source, description, tracker, params, observations")
+        found[str(name)] = _parsed(Preset, {"name": str(name), **spec}, where)
+    return found
+
+
+def _parsed(model: type[Preset], data: object, where: str) -> Preset:
+    """`data` as `model`; SpecError in one line (`where: field.path: what is wrong`)."""
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        field = "".join(f"{p}: " for p in [".".join(str(p) for p in first["loc"])] if p)
+        raise SpecError(f"{where}: {field}{str(first['msg']).removeprefix('Value error, ')}") from None
+
+
+@cache
+def catalog_files() -> dict[str, dict[str, Preset]]:
+    """The catalog's presets files (`catalog/presets/NAME.yaml`) by NAME, each file's presets by name;
+    SpecError if a file is invalid or two files name one preset."""
+    folder = resources.files("acklab").joinpath(CATALOG_FOLDER)
+    files: dict[str, dict[str, Preset]] = {}
+    seen: dict[str, str] = {}
+    for entry in sorted(folder.iterdir(), key=lambda item: item.name):
+        if not entry.name.endswith(".yaml"):
+            continue
+        name = entry.name.removesuffix(".yaml")
+        files[name] = load_presets(Path(CATALOG_FOLDER) / entry.name, entry.read_text())
+        for preset in files[name]:
+            if preset in seen:
+                raise SpecError(f"presets file {CATALOG_FOLDER}/{entry.name}: preset {preset}: also in {seen[preset]}.yaml")
+            seen[preset] = name
+    return files
+
+
+def catalog_folder() -> Path:
+    """The catalog's presets folder on disk."""
+    return Path(str(resources.files("acklab").joinpath(CATALOG_FOLDER)))
+
+
+def resolve_presets_file(value: str, *, paths: bool) -> Path:
+    """The presets file `value` names: a NAME (`NAME.yaml` in the catalog's folder or in
+    `$ACKLAB_PRESETS_DIR`), or, if `paths`, a file path. SpecError in one line otherwise: a trigger
+    (`paths` false) may not name a path."""
+    folders = [catalog_folder(), *([Path(os.environ[PRESETS_DIR_ENV])] if os.environ.get(PRESETS_DIR_ENV) else [])]
+    where = " or ".join(f"{folder}" for folder in folders)
+    if re.match(NAME_PATTERN, value):
+        found = [folder / f"{value}.yaml" for folder in folders if (folder / f"{value}.yaml").is_file()]
+        if len(found) > 1:
+            raise SpecError(f"presets_file {value!r}: both {found[0]} and {found[1]} exist; rename the one in {PRESETS_DIR_ENV}")
+        if found:
+            return found[0]
+        if not paths:
+            raise SpecError(f"presets_file {value!r}: no {value}.yaml in {where} (set {PRESETS_DIR_ENV} to the folder of your presets files)")
+    if not paths:
+        raise SpecError(
+            f"presets_file {value!r}: a DAG run names a presets file by NAME (its NAME.yaml in {where}; NAME of letters, digits, - and _), not by path"
+        )
+    return Path(value).expanduser().resolve()
