@@ -21,7 +21,7 @@ REFUSAL_S = 0.5  # one attempt the leader refuses at once (NOT_ENOUGH_REPLICAS),
 # Faults that swallow or hold requests silently (`FaultSpec.silent`): a request lost in flight, or held
 # by a leader cut off from its followers, is retried only after it times out. librdkafka enforces
 # request.timeout.ms on the broker only and times requests out after socket.timeout.ms (default 60 s =
-# the default delivery timeout: measured, 10 s of request-loss then failed every write in flight, at
+# the default delivery timeout: 10 s of request-loss then fails every write in flight, at
 # 60 s); profiles set socket.timeout.ms = request_timeout_ms, the client-side timeout of Java's
 # request.timeout.ms.
 SILENT_FAULTS = frozenset(name for name, spec in FAULTS.items() if spec.silent)

@@ -105,8 +105,8 @@ class RunParams(BaseModel):
 STANDARD_CLIENTS = [families.DEFAULT, "java"]
 """The standard matrix's clients: librdkafka (keeping the plain scenario names) and the Java client. Each
 fault runs one group per client (`clients_together` false): fourteen producers at 2,000 msg/s in one
-group overload two cores (measured: brokers fenced on missed heartbeats, unplanned leader changes
-in the no-fault group, leader-pause and leader-isolate without effect within their window)."""
+group overload two cores (brokers fenced on missed heartbeats, unplanned leader changes in the
+no-fault group, leader-pause and leader-isolate without effect within their window: docs/benchmarks.md)."""
 
 
 def standard_matrix() -> RunParams:
