@@ -59,7 +59,7 @@ def scenario_params(run: RunDir, scenario: str) -> tuple[dict[str, Any], Scenari
     if not params.get("schedule"):
         params["faults"] = [entry.fault]
     params.update(
-        preset=None, profiles=[entry.profile], kafka_version=manifest.kafka_version, clients=[], client_version=None,
+        preset=None, presets_file=None, profiles=[entry.profile], kafka_version=manifest.kafka_version, clients=[], client_version=None,
         client=f"{entry.client_family}:{entry.client_version}",
     )
     if params.get("custom_profiles"):
