@@ -95,18 +95,10 @@ class Preset(BaseModel):
         return {"name": self.name, "source": self.source, "description": self.description, **({"tracker": self.tracker} if self.tracker else {})}
 
 
-def load_presets(path: Path, text: str | None = None) -> dict[str, Preset]:
-    """The presets of the presets file at `path` (or of `text`, read from it), by name; SpecError in
-    one line naming the file and the preset."""
-    if text is None:
-        document = load_yaml(path, "presets file")
-    else:
-        import yaml
-
-        try:
-            document = yaml.safe_load(text)
-        except yaml.YAMLError as exc:
-            raise SpecError(f"presets file {path}: not valid YAML: {str(exc).splitlines()[0]}") from None
+def load_presets(path: Path) -> dict[str, Preset]:
+    """The presets of the presets file at `path`, by name; SpecError in one line naming the file and
+    the preset."""
+    document = load_yaml(path, "presets file")
     if not isinstance(document, dict) or not document:
         raise SpecError(f"presets file {path}: expected a mapping of preset name -> {{source, description, params, observations}}")
     found = {}
@@ -114,36 +106,28 @@ def load_presets(path: Path, text: str | None = None) -> dict[str, Preset]:
         where = f"presets file {path}: preset {name}"
         if not isinstance(spec, Mapping):
             raise SpecError(f"{where}: expected a mapping of source, description, tracker, params, observations")
-        found[str(name)] = _parsed(Preset, {"name": str(name), **spec}, where)
+        try:
+            found[str(name)] = Preset.model_validate({"name": str(name), **spec})
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            field = ".".join(str(part) for part in first["loc"])
+            message = str(first["msg"]).removeprefix("Value error, ")
+            raise SpecError(f"{where}: {field + ': ' if field else ''}{message}") from None
     return found
-
-
-def _parsed(model: type[Preset], data: object, where: str) -> Preset:
-    """`data` as `model`; SpecError in one line (`where: field.path: what is wrong`)."""
-    try:
-        return model.model_validate(data)
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        field = "".join(f"{p}: " for p in [".".join(str(p) for p in first["loc"])] if p)
-        raise SpecError(f"{where}: {field}{str(first['msg']).removeprefix('Value error, ')}") from None
 
 
 @cache
 def catalog_files() -> dict[str, dict[str, Preset]]:
     """The catalog's presets files (`catalog/presets/NAME.yaml`) by NAME, each file's presets by name;
     SpecError if a file is invalid or two files name one preset."""
-    folder = resources.files("acklab").joinpath(CATALOG_FOLDER)
     files: dict[str, dict[str, Preset]] = {}
     seen: dict[str, str] = {}
-    for entry in sorted(folder.iterdir(), key=lambda item: item.name):
-        if not entry.name.endswith(".yaml"):
-            continue
-        name = entry.name.removesuffix(".yaml")
-        files[name] = load_presets(Path(CATALOG_FOLDER) / entry.name, entry.read_text())
-        for preset in files[name]:
+    for path in sorted(catalog_folder().glob("*.yaml")):
+        files[path.stem] = load_presets(path)
+        for preset in files[path.stem]:
             if preset in seen:
-                raise SpecError(f"presets file {CATALOG_FOLDER}/{entry.name}: preset {preset}: also in {seen[preset]}.yaml")
-            seen[preset] = name
+                raise SpecError(f"presets file {path}: preset {preset}: also in {seen[preset]}.yaml")
+            seen[preset] = path.stem
     return files
 
 
@@ -171,3 +155,12 @@ def resolve_presets_file(value: str, *, paths: bool) -> Path:
             f"presets_file {value!r}: a DAG run names a presets file by NAME (its NAME.yaml in {where}; NAME of letters, digits, - and _), not by path"
         )
     return Path(value).expanduser().resolve()
+
+
+def given_presets_file(value: str) -> str:
+    """How run params keep a presets file given on the command line: a NAME as it is (unless a file of
+    that name is at hand), a path made absolute (the run's params are read again after it ran, to check
+    its observations)."""
+    if re.match(NAME_PATTERN, value) and not Path(value).is_file():
+        return value
+    return str(Path(value).expanduser().resolve())
