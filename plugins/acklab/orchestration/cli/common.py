@@ -1,0 +1,109 @@
+"""Shared by the `acklab` commands: the console, how a user's mistake and a failed run end,
+and how a run's result is printed."""
+
+from __future__ import annotations
+
+import logging
+import os
+import tempfile
+import traceback
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+import typer
+from rich.console import Console
+
+from acklab.base import maven
+from acklab.base.paths import runs_dir
+from acklab.base.spec import SpecError
+from acklab.model import beliefs
+from acklab.plan.params import RunParams
+from acklab.plan.presets import describe as describe_claim
+from acklab.store.runs import RunDir
+
+console = Console(stderr=True, soft_wrap=True)
+DEFAULTS = RunParams()
+MATRIX_COLUMNS = ("scenario", "guarantee", "planned", "sent", "acked", "failed", "unknown", "lost", "duplicates", "reordered")
+T = TypeVar("T")
+
+
+class UserError(Exception):
+    """A mistake in what the user asked for: one line, exit code 2."""
+
+
+def user_errors(action: Callable[[], T]) -> T:
+    """Run `action`; a user's mistake becomes one line on stderr and exit code 2."""
+    try:
+        return action()
+    except (SpecError, maven.SetupError, UserError) as exc:
+        console.print(f"[red]error:[/red] {exc}", highlight=False)
+        raise typer.Exit(2) from None
+
+
+def run_failures(action: Callable[[], T]) -> T:
+    """Run `action`; a run that fails (a full disk, a cluster that would not start, a producer that
+    died...) is one line on stderr with where its traceback went, and exit code 1: no verdict."""
+    try:
+        return action()
+    except (typer.Exit, KeyboardInterrupt):
+        raise
+    except Exception as exc:  # every failure of a run ends it the same way
+        trace = Path(tempfile.mkstemp(prefix="acklab-run-failure-", suffix=".log")[1])
+        trace.write_text(traceback.format_exc())
+        first = (str(exc).strip().splitlines() or [""])[0][:300]
+        console.print(f"[red]error:[/red] the run failed, no verdict ({type(exc).__name__}: {first}); traceback: {trace}", highlight=False)
+        raise typer.Exit(1) from None
+
+
+def writable_runs() -> None:
+    """The run store must be a writable folder (created if missing)."""
+    root = runs_dir()
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UserError(f"ACKLAB_RUNS={root}: cannot create the run store ({exc.strerror})") from None
+    if not os.access(root, os.W_OK | os.X_OK):
+        raise UserError(f"ACKLAB_RUNS={root}: the run store is not writable")
+
+
+def print_result(run: RunDir, result: dict[str, Any], err: bool = False, control: bool = True) -> None:
+    """The matrix as a table with each scenario's verdict, then (if `control`) what the negative
+    control showed, the status and the paths (on stderr if `err`: stdout is then kept for one JSON
+    document)."""
+    from functools import partial
+
+    from rich.table import Table
+
+    echo = partial(typer.echo, err=err)
+    caught = "NOT caught" if result["status"] == "invalid" else "caught"  # the negative control's row
+    table = Table(*MATRIX_COLUMNS, "verdict", title="delivery matrix")
+    for row in run.read_matrix():
+        table.add_row(*(str(row.get(c)) for c in MATRIX_COLUMNS), result["scenarios"].get(row["scenario"], caught))
+    Console(width=160, stderr=err).print(table)
+    for regression in result.get("regressions", []):
+        echo(f"REGRESSION {regression['scenario']}: {regression['status']} now, passed in green run {regression['last_green_run']}")
+    for lost in result.get("unverified", []):
+        echo(f"NO LONGER VERIFIED {lost['scenario']}: incomplete now, passed in green run {lost['last_green_run']}")
+    for item in result.get("beliefs", []):
+        echo(beliefs.describe(item))
+    for seen in result.get("observations", []):
+        echo(describe_claim(seen))
+    for line in result.get("control", []) if control else []:
+        echo(line)
+    echo(f"status: {result['status']}")
+    echo(f"html report: {result['html']}")
+    echo(f"matrix: {result['matrix']}")
+    echo(f"report: {result['report']}")
+
+
+def log_to_console(verbose: bool = False) -> None:
+    """INFO logging on the console: acklab's (and any library's errors) only, or everything if
+    `verbose`. A run also logs everything to its `run.log`."""
+    from rich.logging import RichHandler
+
+    shown = RichHandler(console=console, show_path=False)
+    if not verbose:
+        shown.addFilter(lambda record: record.name.startswith("acklab") or record.levelno >= logging.ERROR)
+    logging.basicConfig(level=logging.INFO, format="%(message)s", handlers=[shown])
+    logging.getLogger("acklab.rdkafka").setLevel(logging.CRITICAL)
