@@ -1,4 +1,5 @@
-"""Killed runs: a task process SIGKILLed at a random moment of a scenario group with an active fault.
+"""Killed runs: a task process SIGKILLed at a random moment of a scenario group while its fault is in
+effect (the proxy has blackholed traffic, and the fault's duration has not run out since it started).
 
 Under a scheduler a cluster is bound to the heartbeat its run's tasks keep: once none is alive for
 ACKLAB_HEARTBEAT_S, `acklab reap` (or the next provisioning) removes it: no JVM, proxy, open port or
@@ -16,12 +17,14 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import psutil
 import pytest
 
 from acklab.cluster.state import ClusterState
+from acklab.proxy.control import ProxyControl, ProxyControlError
 from acklab.services import airflow_stack as stack
 from acklab.services.processes import session_members
 
@@ -50,6 +53,34 @@ def _processes_on(folder: Path) -> list[int]:
     return [p.pid for p in psutil.process_iter(["cmdline"]) if any(str(folder) in part for part in (p.info["cmdline"] or []))]
 
 
+def _blackholed(cluster: Path) -> int:
+    """What the cluster's proxy has blackholed so far, over every broker (0 while it cannot be reached)."""
+    try:
+        stats = ProxyControl(ClusterState.load(cluster).proxy.control_port, timeout_s=2.0).stats()
+    except (OSError, ValueError, ProxyControlError):  # no state (yet), or no proxy answering
+        return 0
+    return sum(s.get("blackholed_requests", 0) + s.get("blackholed_responses", 0) for s in stats.values())
+
+
+def _fault_started(cluster: Path, alive: Callable[[], bool], within_s: float) -> float:
+    """Poll the cluster's proxy until client-partition blackholes traffic; return the time of the
+    last poll before that (monotonic): the fault started after it, so it is in effect for
+    PARAMS["fault_duration_s"] from then."""
+    deadline = time.monotonic() + within_s
+    before = time.monotonic()
+    while _blackholed(cluster) == 0:
+        assert alive() and time.monotonic() < deadline, "the run ended or its fault never blackholed anything"
+        before = time.monotonic()
+        time.sleep(0.2)
+    return before
+
+
+def _killed_under_the_fault(started: float, kill: Callable[[], None]) -> None:
+    """Kill now, asserting the fault that started after `started` has not run its course."""
+    assert time.monotonic() - started < PARAMS["fault_duration_s"] - 1.0, "the fault may have ended before the kill"
+    kill()
+
+
 def _reaped(cluster: Path, env: dict[str, str], within_s: float) -> None:
     """Run `acklab reap` until the cluster is gone, as a cron job or the next provisioning would."""
     reap = [str(Path(sys.executable).parent / "acklab"), "reap"]
@@ -69,9 +100,10 @@ def _kill_a_task_mid_fault(seed: int) -> None:
         run_dir = Path(task.stdout.readline().strip())
         assert run_dir.is_dir(), "the task did not provision its cluster"
         cluster = run_dir / "cluster"
-        time.sleep(1.0 + random.Random(seed).uniform(1.0, 10.0))  # the fault runs from ~1 s to ~16 s of the load
+        started = _fault_started(cluster, lambda: task.poll() is None, 120)
+        time.sleep(random.Random(seed).uniform(0.0, 9.0))  # the fault lasts 15 s
         assert task.poll() is None, "the group ended before the kill"
-        task.send_signal(signal.SIGKILL)
+        _killed_under_the_fault(started, lambda: task.send_signal(signal.SIGKILL))
         task.wait(10)
     finally:
         task.kill()
@@ -145,17 +177,17 @@ def test_a_cli_run_stopped_by_sigterm_mid_fault_cleans_up_at_once(isolated_run_s
     )
     try:
         deadline = time.monotonic() + 120
-        # Under the fault: the group after the negative control has its topic and its producer.
-        while not any(path.name.endswith("__client-partition") for new in set(isolated_run_store.iterdir()) - before
-                      for path in (new / "scenarios").glob("*")):
-            assert cli.poll() is None and time.monotonic() < deadline, "the run ended or never reached its fault group"
+        while not (new := set(isolated_run_store.iterdir()) - before):
+            assert cli.poll() is None and time.monotonic() < deadline, "the run ended or never created its folder"
             time.sleep(0.5)
-        time.sleep(4.0)  # the fault runs from 2 s to 12 s of the load
+        (run_dir,) = new
+        started = _fault_started(run_dir / "cluster", lambda: cli.poll() is None, 120)
+        time.sleep(2.0)  # the fault runs for 10 s
+        assert time.monotonic() - started < 10.0 - 1.0, "the fault may have ended before SIGTERM"
         cli.send_signal(signal.SIGTERM)
         assert cli.wait(60) == 128 + signal.SIGTERM
     finally:
         cli.kill()
-    (run_dir,) = set(isolated_run_store.iterdir()) - before
     assert ClusterState.load(run_dir / "cluster").status != "running"
     assert_nothing_left(run_dir / "cluster")
     assert _processes_on(run_dir) == [], "a producer or proxy of the stopped run survived"
