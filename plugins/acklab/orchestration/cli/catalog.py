@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import json
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.console import Console
 
 from acklab.orchestration.cli.common import (
+    UserError,
     user_errors,
 )
 
@@ -16,14 +17,22 @@ from acklab.orchestration.cli.common import (
 def presets(
     as_json: Annotated[bool, typer.Option("--json", help="print them as JSON")] = False,
     bugs: Annotated[bool, typer.Option("--bugs", help="the known-bugs page: each bug preset, its tracker entry, the versions seen red and green, its last run")] = False,
+    presets_file: Annotated[str | None, typer.Option("--presets-file", help="list the presets of this file (yours: a path, or a NAME in $ACKLAB_PRESETS_DIR), checked as `acklab run` checks it")] = None,
 ) -> None:
     """List the presets: name, source and description (--bugs: the known bugs and what the run store saw of them)."""
-    from acklab.plan.presets import PRESETS
+    from acklab.plan.preset_files import given_presets_file
+    from acklab.plan.presets import presets_of
 
+    def listed() -> dict[str, Any]:
+        if bugs and presets_file is not None:
+            raise UserError("--bugs lists the catalog's bug presets: give it without --presets-file")
+        return presets_of(None if presets_file is None else given_presets_file(presets_file))
+
+    known = user_errors(listed)
     if bugs:
         _known_bugs(as_json)
         return
-    summaries = [PRESETS[name].summary() for name in sorted(PRESETS)]
+    summaries = [known[name].summary() for name in sorted(known)]
     if as_json:
         typer.echo(json.dumps(summaries, indent=2))
         return
