@@ -17,6 +17,7 @@ from acklab.cluster.cluster import Cluster
 from acklab.nemesis.events import FaultEvent, Window
 from acklab.nemesis.faults import FAULTS, TO_LOAD_END_CEILING_S, FaultSpec, Links, Process, Proxy, ReplicasDown, RollingRestart
 from acklab.nemesis.schedule import FaultStep, Target
+from acklab.proxy.behaviours.base import Behaviour
 from acklab.proxy.control import ProxyControl
 from acklab.proxy.rules import ProxyRule
 
@@ -197,9 +198,12 @@ def _replicas_down(ctx: FaultContext, step: FaultStep, window: Window) -> FaultE
 # ---- proxy faults -------------------------------------------------------------------------
 
 
-def _proxy_fault(action: str, *counters: str) -> Apply:
-    """Install a proxy rule on the target broker for the window; effective if the proxy counted any
-    frame it acted on (any of `counters`: requests, or responses of requests already in flight)."""
+def _proxy_fault(behaviour: Behaviour) -> Apply:
+    """Install a proxy rule of `behaviour` on the target broker for the window; effective if the proxy
+    counted any frame it acted on (any of the behaviour's counters: requests, or responses of
+    requests already in flight). A behaviour that logs each request it acted on (`Behaviour.log`)
+    puts that log in the event."""
+    action, counters = behaviour.name, behaviour.counters
 
     def apply(ctx: FaultContext, step: FaultStep, window: Window) -> FaultEvent:
         every = step.parsed_target.kind == "every-broker"
@@ -219,9 +223,9 @@ def _proxy_fault(action: str, *counters: str) -> Apply:
             for victim in victims:
                 proxy.clear(victim)
             event.ended = time.time()
-        if action == "hold_request":
+        if behaviour.log == "withheld":
             event.withheld = [entry for victim in victims for entry in _withheld(proxy, victim)]
-        if action == "plant_loss":
+        elif behaviour.log == "swallowed":
             event.swallowed = [entry for victim in victims for entry in proxy.swallowed(victim)]
         after = _summed(proxy.stats(), victims)
         event.counts = {k: after[k] - before[k] for k in after if after[k] != before[k]}
@@ -356,7 +360,7 @@ def _apply(spec: FaultSpec) -> Apply:
     if isinstance(mechanism, Process):
         return _process_fault(mechanism.signal)
     if isinstance(mechanism, Proxy):
-        return _proxy_fault(mechanism.action, *mechanism.counters)
+        return _proxy_fault(mechanism.behaviour)
     if isinstance(mechanism, Links):
         return _link_fault
     if isinstance(mechanism, ReplicasDown):

@@ -2,7 +2,8 @@
 target, its options and their bounds, its mechanism, the properties the schedule and the guarantee
 model rely on, and what it must do to the guarantees' columns. Adding a fault whose mechanism exists
 is one entry of `FAULTS`; a new mechanism is that entry plus its implementation in
-`acklab.nemesis.actions` (`MECHANISMS`). Nothing here touches a cluster."""
+`acklab.nemesis.actions` (`MECHANISMS`). A proxy fault's options model is its behaviour's
+(`acklab.proxy.behaviours`), never declared here. Nothing here touches a cluster."""
 
 from __future__ import annotations
 
@@ -10,10 +11,12 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field
 
-from acklab.proxy.codes import APIS, ERRORS, PRODUCE, api_key
-from acklab.proxy.rules import Action, check_error
+from acklab.proxy.behaviours import BEHAVIOURS
+from acklab.proxy.behaviours.base import Behaviour
+from acklab.proxy.behaviours.hold_request import WithholdOptions
+from acklab.proxy.codes import ERRORS, PRODUCE
 
 NO_FAULT = "none"
 PLANTED_LOSS = "planted-loss"  # the negative control's fault
@@ -31,116 +34,6 @@ class NoOptions(BaseModel):
 
 class ReplicasDownOptions(NoOptions):
     count: int | None = Field(None, ge=1, description="followers to stop (default: enough to break min.insync)")
-
-
-class ProxyOptions(NoOptions):
-    """Options of every proxy fault: each request (or response) is affected with `probability`,
-    at most `count` of them in the window."""
-
-    probability: float = Field(1.0, ge=0, le=1)
-    count: int | None = Field(None, ge=1, description="at most this many requests affected (default: no limit)")
-
-
-class FrameOptions(ProxyOptions):
-    apis: list[int] = Field(
-        default_factory=lambda: [PRODUCE], description=f"request types, by name ({', '.join(APIS)}) or API key (empty = all)"
-    )
-
-    @field_validator("apis", mode="before")
-    @classmethod
-    def _api_keys(cls, apis: Any) -> Any:
-        return [api_key(api) for api in apis] if isinstance(apis, list) else apis
-
-
-class AckLossOptions(FrameOptions):
-    probability: float = Field(0.3, ge=0, le=1)
-    then: Literal["hold", "close"] = "close"
-
-
-class RequestLossOptions(FrameOptions):
-    probability: float = Field(0.3, ge=0, le=1)
-
-
-class LatencyOptions(FrameOptions):
-    delay_s: float = Field(30.0, gt=0)
-    apis: list[int] = Field(default_factory=list)
-
-
-class PartitionOptions(FrameOptions):
-    apis: list[int] = Field(default_factory=list)
-
-
-class ErrorOptions(FrameOptions):
-    """The error the chosen requests are answered with, by name: one a broker answers each of
-    them with (`acklab.proxy.codes.ANSWERABLE`)."""
-
-    error: str = "NOT_ENOUGH_REPLICAS"
-
-    @model_validator(mode="after")
-    def _answerable(self) -> ErrorOptions:
-        if not self.apis:
-            raise ValueError("apis: name the request types to answer with an error")
-        check_error(self.error, self.apis)
-        return self
-
-
-class AfterAppendOptions(ProxyOptions):
-    """The error a PRODUCE response's appended partitions are reported with, by name."""
-
-    error: str = "NOT_ENOUGH_REPLICAS_AFTER_APPEND"
-
-    @field_validator("error")
-    @classmethod
-    def _known(cls, name: str) -> str:
-        return check_error(name)  # type: ignore[return-value]
-
-
-class LoseThenRejectOptions(NoOptions):
-    """How long the lost connection lives before the proxy closes it, and how long the rejection
-    of the lost batch's retry is held (requests behind it are pipelined meanwhile)."""
-
-    error: str = "NOT_ENOUGH_REPLICAS"
-    delay_s: float = Field(0.5, gt=0, description="seconds the lost connection lives; seconds the retry's rejection is held")
-
-    @field_validator("error")
-    @classmethod
-    def _known(cls, name: str) -> str:
-        return check_error(name)  # type: ignore[return-value]
-
-
-class HoldOptions(ProxyOptions):
-    """Held PRODUCE requests are forwarded after `delay_s`, and at the latest when the window ends."""
-
-    delay_s: float = Field(0.0, ge=0, description="release each request this long after it arrived (0: at the window's end)")
-
-
-class WithholdOptions(FrameOptions):
-    """Which requests are withheld and when they are replayed: `delay_s` after each was withheld,
-    or `delay_s` after the next request of type `replay_after` any broker answered, and at the
-    latest at the window's end. PRODUCE requests may be chosen by what they carry."""
-
-    count: int | None = Field(1, ge=1, description="at most this many requests withheld (default 1)")
-    nth: int = Field(1, ge=1, description="withhold from the nth matching request on (the ones before pass)")
-    partition: int | None = Field(None, ge=0, description="only produce requests writing this partition")
-    producer_id: int | None = Field(None, ge=0, description="only produce requests of this producer id")
-    transactional_id: str | None = Field(None, description="only produce requests of this transactional id")
-    transactional_only: bool = Field(False, description="only produce requests of transactional producers")
-    delay_s: float = Field(
-        0.0, ge=0, description="replay this long after each request was withheld, or after replay_after's answer (0: at once; no trigger: at the window's end)"
-    )
-    replay_after: int | None = Field(None, description=f"replay right after a request of this type ({', '.join(APIS)}) is answered")
-
-    @field_validator("replay_after", mode="before")
-    @classmethod
-    def _trigger(cls, name: Any) -> Any:
-        return None if name is None else api_key(name)
-
-    @model_validator(mode="after")
-    def _consistent(self) -> WithholdOptions:
-        choosing = self.transactional_only or any(v is not None for v in (self.partition, self.producer_id, self.transactional_id))
-        if choosing and self.apis != [PRODUCE]:
-            raise ValueError("partition, producer_id, transactional_id and transactional_only choose among Produce requests: apis must be [Produce]")
-        return self
 
 
 class LinkOptions(NoOptions):
@@ -183,10 +76,18 @@ class ReplicasDown:
 @dataclass(frozen=True)
 class Proxy:
     """A rule of the Kafka-aware proxy in front of the target broker's client listener
-    (`acklab.proxy.rules.ProxyRule`); effective once the proxy counted any of `counters`."""
+    (`acklab.proxy.rules.ProxyRule`) applying `behaviour` (`acklab.proxy.behaviours`); effective
+    once the proxy counted any of the behaviour's counters."""
 
-    action: Action
-    counters: tuple[str, ...]
+    behaviour: Behaviour
+
+    @property
+    def action(self) -> str:
+        return self.behaviour.name
+
+    @property
+    def counters(self) -> tuple[str, ...]:
+        return self.behaviour.counters
 
 
 @dataclass(frozen=True)
@@ -274,13 +175,17 @@ def _process(name: str, description: str, target: str, signal: Literal["kill", "
 
 
 def _proxy(
-    name: str, description: str, options: type[BaseModel], mechanism: Proxy, *, bounded: bool = True, silent: bool = False,
+    name: str, description: str, behaviour: str, *, options: type[BaseModel] | None = None, bounded: bool = True, silent: bool = False,
     answers_error: bool = False, precedes_load: bool = False, effects: tuple[Effect, ...] = (), standard: bool = True,
     to_load_end: bool = False,
 ) -> FaultSpec:
+    """A proxy fault applying the behaviour named `behaviour`, configured by its options model (or
+    `options`, one of the behaviour's variants)."""
+    acts = BEHAVIOURS[behaviour]
+    assert options is None or options in acts.option_models, (name, options)
     return FaultSpec(
-        name, description, "leader:0", PROXIED, mechanism, options, bounded=bounded, silent=silent, answers_error=answers_error,
-        precedes_load=precedes_load, effects=effects, standard=standard, to_load_end=to_load_end,
+        name, description, "leader:0", PROXIED, Proxy(acts), options or acts.options, bounded=bounded, silent=silent,
+        answers_error=answers_error, precedes_load=precedes_load, effects=effects, standard=standard, to_load_end=to_load_end,
     )
 
 
@@ -329,8 +234,7 @@ FAULTS: Mapping[str, FaultSpec] = {
             ),
         ),
         _proxy(
-            "ack-loss", "drop produce responses after the broker appended, then close the connection", AckLossOptions,
-            Proxy("drop_response", ("dropped_responses",)),
+            "ack-loss", "drop produce responses after the broker appended, then close the connection", "drop_response",
             effects=(
                 Effect(
                     "ack-loss-duplicates", "ack-loss, acks != 0, no idempotence, retries > 0",
@@ -347,24 +251,21 @@ FAULTS: Mapping[str, FaultSpec] = {
             ),
         ),
         _proxy(
-            "request-loss", "drop produce requests before they reach the broker", RequestLossOptions,
-            Proxy("drop_request", ("dropped_requests",)), silent=True,
+            "request-loss", "drop produce requests before they reach the broker", "drop_request", silent=True,
         ),
         # A response sent at the end of the window is still delayed by delay_s: not bounded by the window.
         _proxy(
-            "latency", "delay every response of the broker by delay_s (default 30 s)", LatencyOptions,
-            Proxy("delay_response", ("delayed_responses",)), bounded=False, precedes_load=True,
+            "latency", "delay every response of the broker by delay_s (default 30 s)", "delay_response", bounded=False, precedes_load=True,
         ),
         _proxy(
-            "client-partition", "blackhole the broker for clients (replication continues)", PartitionOptions,
-            Proxy("blackhole", ("blackholed_requests", "blackholed_responses")), silent=True,
+            "client-partition", "blackhole the broker for clients (replication continues)", "blackhole", silent=True,
         ),
         _proxy(
             "error-inject",
             "answer requests with a broker error (default: produce requests, NOT_ENOUGH_REPLICAS; apis: also FindCoordinator, "
             "InitProducerId, AddPartitionsToTxn, AddOffsetsToTxn, EndTxn, with an error each may carry); they never reach the broker "
             "(Metadata: it does, and its answer's topics carry the error)",
-            ErrorOptions, Proxy("inject_error", ("injected_errors",)), answers_error=True, precedes_load=True,
+            "inject_error", answers_error=True, precedes_load=True,
             effects=(
                 Effect(
                     "injected-errors-fail",
@@ -384,7 +285,7 @@ FAULTS: Mapping[str, FaultSpec] = {
         _proxy(
             "error-after-append",
             "forward produce requests, then report the appended partitions failed (default NOT_ENOUGH_REPLICAS_AFTER_APPEND)",
-            AfterAppendOptions, Proxy("replace_error", ("replaced_errors",)), answers_error=True,
+            "replace_error", answers_error=True,
             effects=(
                 Effect(
                     "error-after-append-duplicates", "error-after-append with a retriable error, acks != 0, no idempotence, retries > 0",
@@ -409,21 +310,21 @@ FAULTS: Mapping[str, FaultSpec] = {
         # producer notices only by its request timeout, as with a silent fault.
         _proxy(
             "request-hold", "hold produce requests, forward them after delay_s or at the window's end",
-            HoldOptions, Proxy("hold_request", ("held_requests",)), silent=True,
+            "hold_request", silent=True,
         ),
         _proxy(
             "withhold-replay",
             "withhold chosen requests (by type, partition, producer id, transactional id, from the nth match) so their client "
             "times them out and moves on, then replay them to the broker: delay_s later, or delay_s after a request of type "
             "replay_after (e.g. EndTxn) was answered, or at the window's end; each withheld request is in the evidence",
-            WithholdOptions, Proxy("hold_request", ("held_requests",)), silent=True, standard=False,
+            "hold_request", options=WithholdOptions, silent=True, standard=False,
         ),
         _proxy(
             "lose-then-reject",
             "lose an idempotent producer's produce request and its pipeline with their connection (never appended), "
             "then answer the lost batch's retry with a broker error (default NOT_ENOUGH_REPLICAS) while the requests "
             "behind it reach the broker",
-            LoseThenRejectOptions, Proxy("lose_then_reject", ("injected_errors",)), answers_error=True,
+            "lose_then_reject", answers_error=True,
         ),
         # The negative control: a loss made on purpose, which the checker must count exactly. It lasts
         # until the load ends, as an idempotent producer's next batch after a swallowed one would be
@@ -433,7 +334,7 @@ FAULTS: Mapping[str, FaultSpec] = {
             "answer the target broker's produce requests as appended, in its name, and never forward them, from the fault's "
             "start until the load ends: the client counts those records acked, no broker stores them (each swallowed batch is "
             "in the evidence); a checker that misses them is broken",
-            NoOptions, Proxy("plant_loss", ("swallowed_requests",)), standard=False, to_load_end=True,
+            "plant_loss", standard=False, to_load_end=True,
             effects=(
                 Effect(
                     "planted-loss-planted", PLANTED_LOSS, lambda s: s.has(PLANTED_LOSS), (("planted_lost", 1, None),),

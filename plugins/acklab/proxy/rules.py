@@ -6,25 +6,15 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from acklab.proxy.codes import ANSWERABLE, ERRORS, PRODUCE, api_name, error_table
+from acklab.proxy.behaviours.base import check_error
+from acklab.proxy.behaviours.drop_response import AckLossOptions
+from acklab.proxy.codes import ERRORS, PRODUCE
 
 Action = Literal[
     "drop_response", "drop_request", "delay_response", "blackhole", "inject_error", "replace_error", "hold_request", "lose_then_reject",
     "plant_loss",
 ]
 PRODUCE_ACTIONS = frozenset({"replace_error", "lose_then_reject", "plant_loss"})  # they act on PRODUCE requests only
-
-
-def check_error(name: str | None, apis: list[int] | tuple[int, ...] = (PRODUCE,)) -> str | None:
-    """`name` if it is an error a fault may answer every request of `apis` with (`ANSWERABLE`)."""
-    if name is None:
-        return None
-    for api in apis:
-        if api not in ANSWERABLE:
-            raise ValueError(f"the proxy cannot answer {api_name(api)} requests with an error; it can: {', '.join(api_name(a) for a in ANSWERABLE)}")
-        if name not in ANSWERABLE[api]:
-            raise ValueError(f"error {name!r} is not one a broker answers {api_name(api)} with; valid: {error_table(api)}")
-    return name
 
 
 class ProxyRule(BaseModel):
@@ -76,7 +66,7 @@ class ProxyRule(BaseModel):
     apis: list[int] = Field(default_factory=lambda: [PRODUCE], description="API keys affected (empty = all)")
     probability: float = Field(1.0, ge=0.0, le=1.0)
     count: int | None = Field(None, ge=1, description="at most this many frames are affected")
-    then: Literal["hold", "close"] = "hold"
+    then: Literal["hold", "close"] = AckLossOptions.model_fields["then"].default  # drop_response's own default
     delay_s: float = Field(0.0, ge=0.0)
     error: str | None = Field(None, description="inject_error / replace_error: the error's name")
     replay_after: int | None = Field(None, description="hold_request: release right after a request of this API key is answered")

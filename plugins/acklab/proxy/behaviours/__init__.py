@@ -1,0 +1,24 @@
+"""The proxy's behaviours, one module each, registered by name (`BEHAVIOURS`): each module is the
+only home of its behaviour's options model, defaults and evidence counters (`base.Behaviour`)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from acklab.proxy.behaviours import (
+    blackhole,
+    delay_response,
+    drop_request,
+    drop_response,
+    hold_request,
+    inject_error,
+    lose_then_reject,
+    plant_loss,
+    replace_error,
+)
+from acklab.proxy.behaviours.base import Behaviour
+
+BEHAVIOURS: Mapping[str, Behaviour] = {
+    module.BEHAVIOUR.name: module.BEHAVIOUR
+    for module in (drop_response, drop_request, delay_response, blackhole, inject_error, replace_error, hold_request, lose_then_reject, plant_loss)
+}
