@@ -1,9 +1,11 @@
-"""A run store on a full disk (a small tmpfs as ACKLAB_RUNS): a clear error or a failed verdict,
-never a pass and never a traceback, and nothing left running."""
+"""A run store on a full disk (a small tmpfs as ACKLAB_RUNS): as docs/reference.md says of a run that
+fails, one line naming the error and where its traceback went, exit code 1 and no verdict (never
+pass, fail or incomplete), no traceback on the terminal, and nothing left running."""
 
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -39,9 +41,14 @@ def test_a_full_disk_gives_a_clear_error_and_no_pass(small_disk: Path) -> None:
         env={**os.environ, "ACKLAB_RUNS": str(runs)}, capture_output=True, text=True, timeout=900,
     )
     output = result.stdout + result.stderr
-    assert result.returncode != 0, output[-3000:]
+    assert result.returncode == 1, output[-3000:]  # a run that failed; 2 is the user's mistake
     assert "Traceback" not in output, output[-3000:]
-    assert "status: pass" not in result.stdout
-    assert "error: the run failed, no verdict" in result.stderr or "status: fail" in result.stdout or "status: incomplete" in result.stdout
+    assert "status:" not in result.stdout, result.stdout[-3000:]  # no verdict at all: neither pass nor fail nor incomplete
+    errors = [line for line in result.stderr.splitlines() if line.startswith("error: ")]  # the progress display may follow it
+    assert len(errors) == 1, result.stderr[-3000:]
+    error = re.fullmatch(r"error: the run failed, no verdict \((\w+): .*\); traceback: (\S+)", errors[0])
+    assert error, errors[0]
+    assert f"{error[1]}: " in Path(error[2]).read_text(), "the traceback file does not hold the error it names"
+    assert not list(runs.glob("*/result.json")), "a run on a full disk wrote a verdict"
     left = [p.pid for p in psutil.process_iter(["cmdline"]) if any(str(small_disk) in part for part in (p.info["cmdline"] or []))]
     assert left == [], f"processes left on the full disk: {left}"
