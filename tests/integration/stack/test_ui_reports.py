@@ -6,6 +6,7 @@ from there; nothing is served to anyone Airflow did not authenticate."""
 from __future__ import annotations
 
 from pathlib import Path
+from urllib.parse import quote
 
 import httpx
 import pytest
@@ -46,8 +47,30 @@ def test_anonymous_is_refused_and_a_token_is_served(airflow_stack: StackState, a
     token = airflow_rest.client.headers["Authorization"]
     served = httpx.get(f"{airflow_stack.url}/acklab/", headers={"Authorization": token}, timeout=30)
     assert served.status_code == 200 and "Latest delivery matrix" in served.text
-    outside = httpx.get(f"{airflow_stack.url}/acklab/runs/r/..%2F..%2Fetc%2Fpasswd", headers={"Authorization": token}, timeout=30)
-    assert outside.status_code == 404
+
+
+def test_the_report_route_refuses_paths_out_of_its_run_folder(airflow_stack: StackState, airflow_rest: AirflowRest, isolated_run_store: Path) -> None:
+    """Traversal reaches the route serving run files (its refusal names the path it was given) and is
+    refused by the route's own checks, although the file exists and has a suffix the route serves:
+    `..`, `%2e%2e`, an absolute path, and `..` as the run id; anonymous, the same requests are 401."""
+    outside = isolated_run_store.parent / "outside-the-runs.json"  # what a way out of runs/r would reach
+    outside.write_text("{}")
+    token = {"Authorization": airflow_rest.client.headers["Authorization"]}
+    probes = {
+        "/acklab/runs/r/..%2F..%2Foutside-the-runs.json": "no such report file: ../../outside-the-runs.json",
+        "/acklab/runs/r/%2e%2e%2F%2e%2e%2Foutside-the-runs.json": "no such report file: ../../outside-the-runs.json",
+        f"/acklab/runs/r/{quote(str(outside), safe='')}": f"no such report file: {outside}",
+        "/acklab/runs/%2e%2e/outside-the-runs.json": "no such run: ..",
+    }
+    try:
+        for path, refusal in probes.items():
+            assert httpx.get(f"{airflow_stack.url}{path}", timeout=30).status_code == 401, path
+            answer = httpx.get(f"{airflow_stack.url}{path}", headers=token, timeout=30)
+            assert (answer.status_code, answer.json()) == (404, {"detail": refusal}), (path, answer.text)
+        missing_route = httpx.get(f"{airflow_stack.url}/acklab/no-such-route", headers=token, timeout=30)
+        assert (missing_route.status_code, missing_route.json()) == (404, {"detail": "Not Found"})  # what the probes must not be
+    finally:
+        outside.unlink()
 
 
 def _plugin_frame(page: Page) -> FrameLocator:
