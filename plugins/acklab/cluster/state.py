@@ -190,8 +190,7 @@ def wait_exited(process: NodeState | ProcessState, timeout_s: float) -> bool:
 
     A zombie whose threads are all gone has exited (its memory, sockets and ports are released):
     it is not waited for until its parent reaps it. A node started by an earlier task is reaped by
-    PID 1, which here took 1.1-1.8 s after the SIGKILL of each JVM (a run's teardown: 7.3 s for
-    three brokers and the proxy). A zombie leader whose other threads still exit may hold its ports."""
+    PID 1, which may take a second or more after the SIGKILL of a JVM. A zombie leader whose other threads still exit may hold its ports."""
     deadline = time.monotonic() + timeout_s
     while not _exited(process.pid, process.create_time):
         if time.monotonic() >= deadline:

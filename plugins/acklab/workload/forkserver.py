@@ -1,8 +1,8 @@
 """Producer processes forked from one pre-imported server instead of each started from scratch.
 
-Starting Python and importing numpy, pyarrow, pydantic and confluent_kafka costs ~0.8 s of CPU per
-producer process; a scenario group starts seven at once, which took 3-5 s on 2 cores before its
-loads could begin. `ForkServer.shared()` starts `python -m acklab.workload.forkserver` once per
+Starting Python and importing numpy, pyarrow, pydantic and confluent_kafka is most of a producer
+process's start, and a scenario group starts seven at once before its loads can begin; forked
+children skip it. `ForkServer.shared()` starts `python -m acklab.workload.forkserver` once per
 client process. The server imports the workers' modules, then forks one child per `spawn`; the
 child runs the main of the worker named (`WORKERS`: the librdkafka worker, or the Java client's,
 which starts its JVM from there) on the caller's pipes (stdin, stdout) and log file (stderr),
