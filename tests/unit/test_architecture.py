@@ -153,8 +153,6 @@ def test_every_test_imports_project_code_as_a_package() -> None:
 # Each is to be replaced by a fact of the family object (`acklab.workload.families`, `FamilyFacts`);
 # remove a line when its site is gone, so the list only shrinks.
 FAMILY_BRANCHING_ALLOWED: frozenset[str] = frozenset({
-    "orchestration/cli/operations.py: setup",  # FAMILIES["librdkafka"] / ["java"] for --client-version / --java-client-version: `version_option`
-    "orchestration/cli/experiments.py: _java_properties",  # == java_client.NAME for --producer-config: `with_config_file`, `read_config`
 })
 
 

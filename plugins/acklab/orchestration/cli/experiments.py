@@ -9,9 +9,7 @@ from typing import Annotated, Any
 
 import typer
 
-from acklab.base import maven
 from acklab.base.paths import runs_dir
-from acklab.base.spec import load_yaml
 from acklab.nemesis.faults import FAULT_NAMES
 from acklab.orchestration.cli.common import (
     DEFAULTS,
@@ -23,15 +21,16 @@ from acklab.orchestration.cli.common import (
     user_errors,
     writable_runs,
 )
-from acklab.plan.params import standard_matrix
-from acklab.plan.presets import VERSIONED, with_preset
 from acklab.plan.presets import describe as describe_claim
+from acklab.plan.presets import with_preset
+from acklab.plan.requests import RunRequest
 from acklab.store.runs import RunDir, latest_result
 
 
 def run(
     ctx: typer.Context,
-    preset: Annotated[str | None, typer.Option(help="run a named preset (see `acklab presets`); only --kafka-version, --client, --client-version, --backend and --json combine with it")] = None,
+    preset: Annotated[str | None, typer.Option(help="run a named preset (see `acklab presets`); only --presets-file, --kafka-version, --client, --client-version, --backend and --json combine with it")] = None,
+    presets_file: Annotated[str | None, typer.Option("--presets-file", help="the presets file naming --preset: your own (YAML, as the catalog's; docs/checks.md), a path or a NAME in $ACKLAB_PRESETS_DIR; default: the catalog's")] = None,
     params_file: Annotated[Path | None, typer.Option("--params", help="a JSON/YAML file of run params, as a DAG's conf (e.g. an `acklab repro` folder's params.json); only --json combines with it")] = None,
     topology: Annotated[str, typer.Option(help="topology name in clusters/ or a YAML path")] = DEFAULTS.topology,
     profile: Annotated[list[str] | None, typer.Option(help=f"producer profile (repeatable; default: {', '.join(DEFAULTS.profiles)})")] = None,
@@ -63,62 +62,22 @@ def run(
     Without --profile and --fault: leader-ack and idempotent under leader-kill. Several
     --kafka-version and/or --client (--client-version) values run the same scenarios on every (Kafka,
     client) pair and print the comparison, scenarios whose verdict differs first."""
-    from acklab.plan.planner import librdkafka_clients, version_grid
+    from acklab.plan.planner import version_grid
 
     log_to_console(verbose)
-    base = standard_matrix() if standard else DEFAULTS
-    params: dict[str, Any] = {
-        "topology": topology,
-        "client_version": client_version,
-        "profiles": profile or base.profiles,
-        "faults": fault or base.faults,
-        "schedule": None,
-        "messages": base.messages if standard and messages == DEFAULTS.messages else messages,
-        "rate": (base.rate if standard and rate == DEFAULTS.rate else rate) or None,
-        "duration_s": duration_s,
-        "message_bytes": message_bytes,
-        "keys": keys,
-        "producers": producers,
-        "partitioner": partitioner,
-        "backend": backend,
-        "fault_at_s": fault_at_s,
-        "fault_duration_s": fault_duration_s,
-        "side_by_side": not one_at_a_time,
-    }
+    request = RunRequest(  # typer ships its own click: compare a parameter's source by name
+        given=tuple(name for name in ctx.params if ctx.get_parameter_source(name).name != "DEFAULT"),
+        preset=preset, presets_file=presets_file, params_file=params_file, topology=topology, profile=profile, fault=fault, schedule=schedule, messages=messages,
+        rate=rate, duration_s=duration_s, message_bytes=message_bytes, keys=keys, producers=producers, partitioner=partitioner,
+        kafka_version=kafka_version, client=client, client_version=client_version, producer_config=producer_config,
+        profiles_file=profiles_file, librdkafka=librdkafka, backend=backend, fault_at_s=fault_at_s, fault_duration_s=fault_duration_s,
+        standard=standard, one_at_a_time=one_at_a_time,
+    )
 
     def plan() -> Any:
-        nonlocal params
-        if params_file is not None:
-            if given := [name for name in ctx.params if name not in ("params_file", "as_json", "verbose") and ctx.get_parameter_source(name).name != "DEFAULT"]:
-                raise UserError(f"--params fixes the run: --{given[0].replace('_', '-')} cannot be combined with it (only --json)")
-            loaded = load_yaml(params_file, "params")
-            if not isinstance(loaded, dict):
-                raise UserError(f"{params_file}: expected a mapping of run params")
-            writable_runs()
-            return version_grid(loaded, [loaded.pop("kafka_version", None)], [loaded.pop("client", None)], minimum=1)
-        if preset is not None:
-            combined = {"preset", "as_json", "verbose", *VERSIONED}
-            # typer ships its own click: compare the source by name
-            if given := [name for name in ctx.params if name not in combined and ctx.get_parameter_source(name).name != "DEFAULT"]:
-                raise UserError(
-                    f"--preset {preset} fixes the experiment: --{given[0].replace('_', '-')} cannot be combined with it "
-                    "(only --kafka-version, --client, --client-version, --backend and --json)"
-                )
-            params = with_preset(preset, {"backend": backend})
-        if schedule is not None:
-            params["schedule"] = load_yaml(schedule, "schedule")
-        clients = [*(client or []), *librdkafka_clients(client_version)]
-        if standard and not clients and preset is None:  # both families, a group per fault and client, as the daily DAG
-            params.update(clients=base.clients, clients_together=base.clients_together)
-        custom = _custom_profiles(profiles_file, librdkafka)
-        if producer_config is not None:
-            custom["custom"] = {"java": _java_properties(producer_config, clients)}
-            clients = clients or ["java"]
-        if custom:
-            params["custom_profiles"] = custom
-            params["profiles"] = profile or list(custom)
+        grid = request.grid()
         writable_runs()
-        return version_grid(params, kafka_version or [None], clients or [None], minimum=1)
+        return version_grid(grid.params, grid.kafka_versions, grid.clients, minimum=1)
 
     plans = user_errors(plan)
     results = [_run_one(plan, as_json and len(plans) == 1, err=as_json) for plan in plans]
@@ -165,32 +124,6 @@ def _run_one(plan: Any, as_json: bool, err: bool = False) -> Any:
     else:
         print_result(result.run, summary, err=err, control=False)  # its line opened the verdicts above
     return result
-
-
-def _java_properties(path: Path, clients: list[str]) -> dict[str, str]:
-    """The user's producer.properties as the Java client reads it (the first Java client named, else
-    the Java family's default)."""
-    from acklab.workload import families, java_client
-
-    java = next((spec for spec in clients if spec.partition(":")[0] == java_client.NAME), java_client.NAME)
-    try:
-        target = java_client.client(families.parse(java)[1])
-    except maven.SetupError as exc:
-        raise UserError(f"--producer-config: {exc}") from None
-    return java_client.read_properties(target, path)
-
-
-def _custom_profiles(profiles_file: Path | None, librdkafka: list[str] | None) -> dict[str, Any]:
-    """The user's profiles: a profiles file's, and `custom` from PROPERTY=VALUE pairs."""
-    from acklab.workload.profiles import RAW, load_profiles_file
-
-    custom = load_profiles_file(profiles_file) if profiles_file is not None else {}
-    if librdkafka:
-        pairs = [item.partition("=") for item in librdkafka]
-        if bad := [key for key, sign, _ in pairs if not sign or not key]:
-            raise UserError(f"--librdkafka {bad[0]!r}: expected PROPERTY=VALUE, e.g. acks=all")
-        custom["custom"] = {RAW: {key.strip(): value.strip() for key, _, value in pairs}}
-    return custom
 
 
 def repro(

@@ -32,23 +32,23 @@ def setup(
     from acklab.cluster import class_archive
     from acklab.workload import families
 
-    librdkafka, java = families.FAMILIES["librdkafka"], families.FAMILIES["java"]
+    chosen = {"client_version": client_version or [], "java_client_version": java_client_version or []}
+    wanted = [(family, chosen[family.version_option]) for family in families.FAMILIES.values()]
 
     def fetch() -> None:
         for kafka in kafka_version:
             maven.kafka_artifacts(kafka)  # a bad version fails before any download
-        for client in client_version or []:
-            librdkafka.check_version(client)
-        for client in java_client_version or []:
-            java.check_version(client)
+        for family, versions in wanted:
+            for version in versions:
+                family.check_version(version)
         for kafka in kafka_version:
             console.print(f"kafka {kafka}: {maven.fetch_kafka(kafka)}")
             console.print(f"kafka {kafka} class archive: {class_archive.dump(kafka) or 'none (nodes start without it)'}")
-        for client in client_version or []:
-            ready = librdkafka.fetch(client)
-            console.print(f"{librdkafka.label(ready)}: {ready.python}")
-        for client in java_client_version or []:
-            console.print(f"{java.label(java.fetch(client))}: built")
+        for family, versions in wanted:
+            for version in versions:
+                ready = family.fetch(version)
+                # a family with its own interpreter per version shows it; one run by acklab's was built
+                console.print(f"{family.label(ready)}: {ready.python if ready.python != sys.executable else 'built'}")
 
     user_errors(fetch)
 
