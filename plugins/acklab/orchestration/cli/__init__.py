@@ -26,6 +26,7 @@ for command in (
     catalog.check_topology,
     docs.model_table,
     docs.evidence_doc,
+    docs.fault_catalog,
     experiments.report,
     operations.reap,
 ):

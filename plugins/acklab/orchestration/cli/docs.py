@@ -1,4 +1,4 @@
-"""`acklab model-table` and `evidence-doc`: the generated documentation pages."""
+"""`acklab model-table`, `evidence-doc` and `fault-catalog`: the generated documentation pages."""
 
 from __future__ import annotations
 
@@ -37,3 +37,12 @@ def _write_generated(path: Path, text: str, check: bool, command: str) -> None:
         raise typer.Exit(0 if current else 1)
     path.write_text(text)
     console.print(f"wrote {path}")
+
+
+def fault_catalog(
+    check: Annotated[bool, typer.Option(help="exit 1 if the file is not current instead of writing it")] = False,
+) -> None:
+    """Write docs/faults.md: every fault of the registry, its kind, targets, options and evidence it took effect."""
+    from acklab.nemesis.catalog_doc import DOC, fault_catalog_markdown
+
+    _write_generated(DOC, fault_catalog_markdown(), check, "acklab fault-catalog")
