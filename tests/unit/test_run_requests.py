@@ -138,3 +138,8 @@ def test_a_producer_config_is_profile_custom_on_the_properties_family(monkeypatc
 def test_a_producer_config_needs_its_client_set_up(tmp_path: Path) -> None:
     with pytest.raises(SpecError, match=r"^--producer-config: java client 3\.0\.99 is not set up"):
         requests.properties_profile(tmp_path / "producer.properties", ["librdkafka:2.6.0", "java:3.0.99"])
+
+
+def test_a_presets_file_names_the_file_of_a_preset() -> None:
+    with pytest.raises(SpecError, match=r"^--presets-file names the file of --preset: give --preset NAME too"):
+        RunRequest(presets_file="team.yaml", given=("presets_file",)).grid()
