@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import json
+import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -373,3 +377,38 @@ def test_the_checks_page_is_current_and_documents_every_check_and_argument() -> 
     for name, check in CHECKS.items():
         assert f"## `{name}`" in page and check.__doc__
         assert all(f"| `{field}` |" in page and info.description for field, info in check.model_fields.items()), name
+
+
+def _acklab(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "ACKLAB_RUNS": str(tmp_path / "runs"), "COLUMNS": "200"}
+    return subprocess.run([str(Path(sys.executable).parent / "acklab"), *args], capture_output=True, text=True, timeout=120, env=env, cwd=tmp_path)
+
+
+def test_acklab_presets_lists_a_teams_presets_file(tmp_path: Path) -> None:
+    (tmp_path / "team.yaml").write_text(TEAM_FILE)
+    listed = _acklab(tmp_path, "presets", "--presets-file", "team.yaml", "--json")
+    assert listed.returncode == 0, listed.stderr
+    assert json.loads(listed.stdout) == [{
+        "name": "team-acks-all-no-loss", "source": "our runbook, section 4",
+        "description": "acks=all and idempotence lose nothing when the leader is killed",
+    }]
+    (tmp_path / "bad.yaml").write_text(TEAM_FILE.replace("op: '=='", "op: '='"))
+    refused = _acklab(tmp_path, "presets", "--presets-file", "bad.yaml")
+    assert refused.returncode == 2 and "observations.0.check: matrix_count.op: Input should be '==', '>', '>=', '<' or '<='" in refused.stdout + refused.stderr
+
+
+def test_acklab_run_refuses_a_bad_presets_file_in_one_line_before_any_broker_starts(tmp_path: Path) -> None:
+    (tmp_path / "bad.yaml").write_text(TEAM_FILE.replace("families: [java]", "families: [jav]"))
+    refused = _acklab(tmp_path, "run", "--presets-file", "bad.yaml", "--preset", "team-acks-all-no-loss")
+    said = (refused.stdout + refused.stderr).strip()
+    assert refused.returncode == 2, said
+    assert said == (
+        f"error: presets file {tmp_path / 'bad.yaml'}: preset team-acks-all-no-loss: observations.1.families: "
+        "unknown client family 'jav'; valid: librdkafka, java"
+    ), said
+    assert not (tmp_path / "runs").exists() or not any((tmp_path / "runs").glob("2*"))  # no run folder, no cluster
+    (tmp_path / "team.yaml").write_text(TEAM_FILE)
+    unknown = _acklab(tmp_path, "run", "--presets-file", "team.yaml", "--preset", "kafka-14402")
+    assert unknown.returncode == 2 and "unknown preset 'kafka-14402' in presets file" in unknown.stdout + unknown.stderr
+    alone = _acklab(tmp_path, "run", "--presets-file", "team.yaml")
+    assert alone.returncode == 2 and "--presets-file names the file of --preset" in alone.stdout + alone.stderr
