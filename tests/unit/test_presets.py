@@ -373,7 +373,7 @@ def test_the_checks_page_is_current_and_documents_every_check_and_argument() -> 
     from acklab.report.checks_doc import DOC, checks_markdown
 
     page = checks_markdown()
-    assert DOC.read_text() == page, "docs/checks.md is stale: regenerate it from acklab.report.checks_doc.checks_markdown()"
+    assert DOC.read_text() == page, "docs/checks.md is stale: run `acklab checks-doc`"
     for name, check in CHECKS.items():
         assert f"## `{name}`" in page and check.__doc__
         assert all(f"| `{field}` |" in page and info.description for field, info in check.model_fields.items()), name

@@ -27,6 +27,7 @@ for command in (
     docs.model_table,
     docs.evidence_doc,
     docs.fault_catalog,
+    docs.checks_doc,
     experiments.report,
     operations.reap,
 ):

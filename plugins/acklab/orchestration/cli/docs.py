@@ -1,4 +1,4 @@
-"""`acklab model-table`, `evidence-doc` and `fault-catalog`: the generated documentation pages."""
+"""`acklab model-table`, `evidence-doc`, `fault-catalog` and `checks-doc`: the generated documentation pages."""
 
 from __future__ import annotations
 
@@ -46,3 +46,12 @@ def fault_catalog(
     from acklab.nemesis.catalog_doc import DOC, fault_catalog_markdown
 
     _write_generated(DOC, fault_catalog_markdown(), check, "acklab fault-catalog")
+
+
+def checks_doc(
+    check: Annotated[bool, typer.Option(help="exit 1 if the file is not current instead of writing it")] = False,
+) -> None:
+    """Write docs/checks.md: every check a preset's observation may use, what it checks and its arguments."""
+    from acklab.report.checks_doc import DOC, checks_markdown
+
+    _write_generated(DOC, checks_markdown(), check, "acklab checks-doc")
