@@ -149,11 +149,10 @@ def test_every_test_imports_project_code_as_a_package() -> None:
     assert loaders == []
 
 
-# Sites outside acklab.workload that still choose by a client family's name, as `file: function`.
-# Each is to be replaced by a fact of the family object (`acklab.workload.families`, `FamilyFacts`);
-# remove a line when its site is gone, so the list only shrinks.
-FAMILY_BRANCHING_ALLOWED: frozenset[str] = frozenset({
-})
+# Sites outside acklab.workload allowed to choose by a client family's name, as `file: function`:
+# none. What differs between families is a fact of the family object (`acklab.workload.families`,
+# `FamilyFacts`); a site listed here would be a debt to replace by one, so the list only shrinks.
+FAMILY_BRANCHING_ALLOWED: frozenset[str] = frozenset()
 
 
 def _family_branches(source: str, file: str, names: frozenset[str]) -> list[str]:
