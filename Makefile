@@ -115,7 +115,7 @@ bench-matrix: setup
 	$(BIN)/acklab reap
 	$(BIN)/python -m acklab.tools.bench_matrix --conf '$(or $(BENCH_MATRIX_CONF),{})'
 
-# Importing the three DAG files in a fresh interpreter after `import airflow.sdk` (median of 5):
+# Importing the DAG files in a fresh interpreter after `import airflow.sdk` (median of 5):
 # the last line is `dag parse seconds: X`.
 .PHONY: bench-dag-parse
 bench-dag-parse: setup
