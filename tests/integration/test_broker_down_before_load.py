@@ -19,10 +19,13 @@ PRESET = "field-notes-1-broker-down-before-first-send"
 
 
 def test_a_broker_down_before_the_first_send_fails_every_record_unsent() -> None:
-    plan = make_plan(presets.with_preset(PRESET, {}))
+    params = presets.with_preset(PRESET, {})
+    messages = params["messages"]
+    block_ms = int(params["custom_profiles"]["fn1-acks1"]["java"]["max.block.ms"])
+    plan = make_plan(params)
     run = run_audited([plan])
     manifest, rows = run.read_manifest(), {row["scenario"]: row for row in run.read_matrix()}
-    errors = {"java": {"TimeoutException": presets.FN1_MESSAGES}, "librdkafka": {"_MSG_TIMED_OUT": presets.FN1_MESSAGES}}
+    errors = {"java": {"TimeoutException": messages}, "librdkafka": {"_MSG_TIMED_OUT": messages}}
     entries = [entry for entry in manifest.scenarios if not entry.control]
     assert sorted(entry.client_family for entry in entries) == ["java", "librdkafka"]
     for scenario, entry in zip(plan.checked, entries, strict=True):
@@ -34,11 +37,11 @@ def test_a_broker_down_before_the_first_send_fails_every_record_unsent() -> None
         assert entry.evidence_complete, entry.incomplete_reason  # Java's TimeoutException in send() is a failure, not a refusal
         assert entry.delivery_errors == errors[entry.client_family]
         assert (entry.producer_stats["txmsgs"], entry.producer_stats["txretries"]) == (0, 0)
-        assert (row["failed_clean"], row["refused"], row["acked"], row["records_read"], row["lost"]) == (presets.FN1_MESSAGES, 0, 0, 0, 0)
+        assert (row["failed_clean"], row["refused"], row["acked"], row["records_read"], row["lost"]) == (messages, 0, 0, 0, 0)
         broken = [e.text() for e in scenario.expected.expectations if not e.holds(row[e.column])]
         assert broken == [], broken  # the model's verdict: leader-durable, failed cleanly is allowed under a fault
     observed = presets.observe(run, manifest, list(rows.values()), {})
     assert {o["client"].split()[0] for o in observed} == {"kafka-clients", "confluent-kafka"}
     assert [o for o in observed if o["status"] != "reproduced"] == []
     java = [o["measured"] for o in observed if "max.block.ms for metadata" in o["claim"]]
-    assert len(java) == 1 and f"not present in metadata after {presets.FN1_BLOCK_MS} ms" in java[0]
+    assert len(java) == 1 and f"not present in metadata after {block_ms} ms" in java[0]
