@@ -13,7 +13,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from acklab.proxy.server import FABRICATED_OFFSET
+from acklab.proxy.behaviours.plant_loss import FABRICATED_OFFSET
 from acklab.store.runs import RunDir
 
 pytestmark = pytest.mark.integration

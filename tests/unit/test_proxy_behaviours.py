@@ -10,7 +10,7 @@ from pathlib import Path
 import acklab
 from acklab.nemesis.faults import FAULTS, Proxy
 from acklab.proxy.behaviours import BEHAVIOURS
-from acklab.proxy.behaviours.base import Options
+from acklab.proxy.behaviours.base import Activation, Options
 
 PACKAGE = Path(acklab.__file__).parent
 BEHAVIOURS_DIR = PACKAGE / "proxy" / "behaviours"
@@ -71,3 +71,17 @@ def test_every_behaviour_is_registered_under_its_name_and_counts_its_effect() ->
         assert behaviour.name == name
         assert behaviour.counters, name
     assert {spec.mechanism.behaviour.name for spec in FAULTS.values() if isinstance(spec.mechanism, Proxy)} == set(BEHAVIOURS)
+
+
+def test_the_proxy_server_never_names_a_behaviour() -> None:
+    """The proxy's plumbing asks the active rule's activation what to do: no behaviour's name, nor
+    its log's, appears in its source."""
+    source = (PACKAGE / "proxy" / "server.py").read_text() + (PACKAGE / "proxy" / "connection.py").read_text()
+    names = {name for name in BEHAVIOURS} | {behaviour.log for behaviour in BEHAVIOURS.values() if behaviour.log}
+    assert sorted(name for name in names if name in source) == []
+
+
+def test_every_behaviour_has_an_activation() -> None:
+    for name, behaviour in BEHAVIOURS.items():
+        assert issubclass(behaviour.activation, Activation), name
+        assert behaviour.activation is not Activation, name

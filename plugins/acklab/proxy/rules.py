@@ -14,7 +14,6 @@ Action = Literal[
     "drop_response", "drop_request", "delay_response", "blackhole", "inject_error", "replace_error", "hold_request", "lose_then_reject",
     "plant_loss",
 ]
-PRODUCE_ACTIONS = frozenset({"replace_error", "lose_then_reject", "plant_loss"})  # they act on PRODUCE requests only
 
 
 class ProxyRule(BaseModel):
@@ -54,7 +53,7 @@ class ProxyRule(BaseModel):
       are forwarded (the broker, missing the lost batch, answers OUT_OF_ORDER_SEQUENCE_NUMBER) and
       answered in order behind it. It acts once: `count` is ignored.
     - plant_loss: a PRODUCE request never reaches the broker; the proxy answers it as the broker
-      would had it appended every partition (error NONE, offsets from `FABRICATED_OFFSET` on, per
+      would had it appended every partition (error NONE, offsets from `acklab.proxy.behaviours.plant_loss.FABRICATED_OFFSET` on, per
       partition; acks=0: no answer), so its client counts the records acked while no broker
       stored them. Each swallowed partition is logged (`swallowed`: topic, partition, record count,
       fabricated base offset, producer id, epoch, base sequence). A request whose record batches

@@ -1,16 +1,22 @@
 """What every proxy behaviour is: a name (the `action` of a `acklab.proxy.rules.ProxyRule`), the
-one options model a fault of it is configured with, and the counters that prove it acted. Each
-behaviour module of this package declares its own; `acklab.proxy.behaviours.BEHAVIOURS` registers
-them by name, and the nemesis takes a proxy fault's options model from there."""
+one options model a fault of it is configured with, the counters that prove it acted, and what it
+does to the traffic (`Activation`: created when its rule is installed, asked about each request and
+response the rule selects). Each behaviour module of this package declares its own;
+`acklab.proxy.behaviours.BEHAVIOURS` registers them by name, the nemesis takes a proxy fault's
+options model from there and the proxy (`acklab.proxy.server.BrokerProxy`) its activation."""
 
 from __future__ import annotations
 
+import enum
+from collections import Counter
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from acklab.proxy.codes import ANSWERABLE, APIS, PRODUCE, api_key, api_name, error_table
+from acklab.proxy.connection import Connection, Held
+from acklab.proxy.protocol import PRODUCE_VERSIONS, ProduceRequest, ProtocolError, RequestHeader, decode_request
 
 
 def check_error(name: str | None, apis: list[int] | tuple[int, ...] = (PRODUCE,)) -> str | None:
@@ -57,12 +63,14 @@ class FrameOptions(ProxyOptions):
 class Behaviour:
     """A proxy behaviour: `name` (the rule's `action`), `options` (the model a fault of it is
     configured with; several faults may share a behaviour with options of their own, `variants`),
-    `counters` (proxy counters, any of which counted in the window proves it took effect) and
-    `log` (the control operation returning its per-request evidence, if it keeps one)."""
+    `counters` (proxy counters, any of which counted in the window proves it took effect),
+    `activation` (its state and decisions while a rule of it is installed) and `log` (the control
+    operation returning its per-request evidence, `Activation.evidence`, if it keeps one)."""
 
     name: str
     options: type[Options]
     counters: tuple[str, ...]
+    activation: type[Activation]
     log: str | None = None
     variants: tuple[type[Options], ...] = ()
 
@@ -70,3 +78,86 @@ class Behaviour:
     def option_models(self) -> tuple[type[Options], ...]:
         """Every options model of this behaviour."""
         return (self.options, *self.variants)
+
+
+class Verdict(enum.Enum):
+    """What becomes of a frame an activation was asked about."""
+
+    FORWARD = "forward"  # it goes on, as it is
+    TAKEN = "taken"  # the behaviour took it: dropped, held, or answered in the broker's name
+    CLOSE = "close"  # the client connection is closed (the client sees a disconnect)
+
+
+class Rule(Protocol):
+    """The installed rule, as its activation reads it (`acklab.proxy.rules.ProxyRule`)."""
+
+    action: str
+    delay_s: float
+    then: str
+    replay_after: int | None
+    nth: int
+
+    @property
+    def error_code(self) -> int: ...
+
+    @property
+    def selects_produce(self) -> bool: ...
+
+    def selects(self, transactional_id: str | None, batches: list[tuple[int, int, int, int]]) -> bool: ...
+
+
+class Host(Protocol):
+    """What the proxy of one broker offers the activation of its rule."""
+
+    stats: Counter[str]
+    rule: Rule | None
+    holding: set[Connection]
+
+    def hold(self, conn: Connection, held: Held) -> None:
+        """Hold `held` back on `conn` until it is due or released; later requests of `conn` queue behind it."""
+
+    def release_all(self) -> None:
+        """Forward every held request now."""
+
+
+class Activation:
+    """A behaviour's state while one rule of it is installed on one broker's proxy (and after, for
+    its evidence). The proxy asks it about each request and response its rule selects (API,
+    probability, count); it counts what it did in `stats` and each frame it acted on in `affected`
+    (the rule's `count` bounds that)."""
+
+    def __init__(self, rule: Rule, host: Host) -> None:
+        self.rule, self.host, self.stats, self.affected = rule, host, host.stats, 0
+
+    def on_request(self, conn: Connection, size: bytes, body: bytes, correlation: int, api_key: int, version: int) -> Verdict:
+        """What becomes of a request the rule selects (`size` + `body`: its frame)."""
+        return Verdict.FORWARD
+
+    async def on_response(self, conn: Connection, body: bytes, api_key: int, version: int) -> bytes | Verdict:
+        """The response body the client gets (Verdict.TAKEN: none, Verdict.CLOSE: its connection is closed)."""
+        return body
+
+    def on_queued(self, conn: Connection, frame: bytes, correlation: int, api_key: int, version: int, due: float) -> None:
+        """A request of `conn` arrived behind one this activation held: hold it too (in order, due with it)."""
+        raise NotImplementedError
+
+    def on_answered(self, api_key: int) -> None:
+        """Some broker of the proxy answered a request of `api_key`."""
+
+    def on_end(self) -> None:
+        """The rule was lifted (held requests are already released)."""
+
+    def evidence(self) -> list[dict]:
+        """The per-frame log of what it did (`Behaviour.log`)."""
+        return []
+
+
+def parse_produce(stats: Counter[str], body: bytes, version: int) -> tuple[RequestHeader, ProduceRequest] | None:
+    """A PRODUCE request, or None (counted as `unparsed_produce`) if the codec cannot read it."""
+    if version in PRODUCE_VERSIONS:
+        try:
+            return decode_request(body)
+        except ProtocolError:
+            pass
+    stats["unparsed_produce"] += 1
+    return None

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
+
 from pydantic import Field
 
-from acklab.proxy.behaviours.base import Behaviour, FrameOptions
+from acklab.proxy.behaviours.base import Activation, Behaviour, FrameOptions, Verdict
+from acklab.proxy.connection import Connection
 
 
 class LatencyOptions(FrameOptions):
@@ -12,4 +15,12 @@ class LatencyOptions(FrameOptions):
     apis: list[int] = Field(default_factory=list, description="request types whose responses wait (empty = all)")
 
 
-BEHAVIOUR = Behaviour("delay_response", LatencyOptions, ("delayed_responses",))
+class DelayResponse(Activation):
+    async def on_response(self, conn: Connection, body: bytes, api_key: int, version: int) -> bytes | Verdict:
+        self.affected += 1
+        self.stats["delayed_responses"] += 1
+        await asyncio.sleep(self.rule.delay_s)
+        return body
+
+
+BEHAVIOUR = Behaviour("delay_response", LatencyOptions, ("delayed_responses",), DelayResponse)

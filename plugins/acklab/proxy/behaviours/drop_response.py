@@ -7,7 +7,8 @@ from typing import Literal
 
 from pydantic import Field
 
-from acklab.proxy.behaviours.base import Behaviour, FrameOptions
+from acklab.proxy.behaviours.base import Activation, Behaviour, FrameOptions, Verdict
+from acklab.proxy.connection import Connection, Tap
 
 
 class AckLossOptions(FrameOptions):
@@ -15,4 +16,26 @@ class AckLossOptions(FrameOptions):
     then: Literal["hold", "close"] = Field("close", description="after a dropped response: close the connection, or hold it (every later response dropped too)")
 
 
-BEHAVIOUR = Behaviour("drop_response", AckLossOptions, ("dropped_responses",))
+class Deaf(Tap):
+    """A held connection that lost a response: no later response of it reaches the client either."""
+
+    def __init__(self, activation: Activation) -> None:
+        self.stats = activation.stats
+
+    def on_response(self, correlation: int, body: bytes, version: int) -> bytes | None:
+        self.stats["dropped_responses"] += 1
+        return None
+
+
+class DropResponse(Activation):
+    async def on_response(self, conn: Connection, body: bytes, api_key: int, version: int) -> bytes | Verdict:
+        self.affected += 1
+        self.stats["dropped_responses"] += 1
+        if self.rule.then == "close":
+            self.stats["closed_after_drop"] += 1
+            return Verdict.CLOSE
+        conn.response_taps.insert(0, Deaf(self))  # before any rewrite pending on the connection
+        return Verdict.TAKEN
+
+
+BEHAVIOUR = Behaviour("drop_response", AckLossOptions, ("dropped_responses",), DropResponse)

@@ -3,12 +3,17 @@ next answer to a `replay_after` request, or when the rule ends); each is logged 
 
 from __future__ import annotations
 
+import asyncio
+import math
+import time
 from typing import Any
 
 from pydantic import Field, field_validator, model_validator
 
-from acklab.proxy.behaviours.base import Behaviour, FrameOptions, ProxyOptions
-from acklab.proxy.codes import APIS, PRODUCE, api_key
+from acklab.proxy.behaviours.base import Activation, Behaviour, FrameOptions, Host, ProxyOptions, Rule, Verdict, parse_produce
+from acklab.proxy.codes import APIS, PRODUCE, api_key, api_name
+from acklab.proxy.connection import Connection, Held
+from acklab.proxy.protocol import ProduceRequest
 
 
 class HoldOptions(ProxyOptions):
@@ -46,4 +51,85 @@ class WithholdOptions(FrameOptions):
         return self
 
 
-BEHAVIOUR = Behaviour("hold_request", HoldOptions, ("held_requests",), log="withheld", variants=(WithholdOptions,))
+class HoldRequest(Activation):
+    """Withholds the requests the rule chooses (see `acklab.proxy.rules.ProxyRule`), each due
+    `delay_s` after it arrived, or released `delay_s` after the `replay_after` trigger is answered
+    (`replayed_after_trigger`), or when the rule ends; logs each (`withheld`), the ones queued
+    behind a held request of their connection too."""
+
+    def __init__(self, rule: Rule, host: Host) -> None:
+        super().__init__(rule, host)
+        self.matched = 0  # requests that matched the rule so far
+        self.withheld: list[dict] = []  # a log entry per held request
+
+    def on_request(self, conn: Connection, size: bytes, body: bytes, correlation: int, api_key: int, version: int) -> Verdict:
+        rule = self.rule
+        request = self._produce(api_key, body, version)
+        if rule.selects_produce and (
+            request is None or not rule.selects(request.transactional_id, [(partition, *batch) for _, partition, batch in _batches(request)])
+        ):
+            return Verdict.FORWARD
+        self.matched += 1
+        if self.matched < rule.nth:
+            return Verdict.FORWARD
+        self.affected += 1
+        timed = rule.delay_s and rule.replay_after is None
+        self._hold(conn, size + body, correlation, api_key, version, time.monotonic() + rule.delay_s if timed else math.inf, request, queued=False)
+        return Verdict.TAKEN
+
+    def on_queued(self, conn: Connection, frame: bytes, correlation: int, api_key: int, version: int, due: float) -> None:
+        self._hold(conn, frame, correlation, api_key, version, due, self._produce(api_key, frame[4:], version), queued=True)
+
+    def on_answered(self, api_key: int) -> None:
+        if self.rule.replay_after == api_key and self.host.holding:
+            if self.rule.delay_s:
+                asyncio.get_running_loop().call_later(self.rule.delay_s, self._replay)
+            else:
+                self._replay()
+
+    def _replay(self) -> None:
+        if self.host.rule is self.rule:
+            self.stats["replayed_after_trigger"] += sum(len(conn.held) for conn in self.host.holding)
+            self.host.release_all()
+
+    def evidence(self) -> list[dict]:
+        return self.withheld
+
+    def _produce(self, api_key: int, body: bytes, version: int) -> ProduceRequest | None:
+        """The request if it is a PRODUCE the codec reads, else None."""
+        parsed = parse_produce(self.stats, body, version) if api_key == PRODUCE else None
+        return None if parsed is None else parsed[1]
+
+    def _hold(
+        self, conn: Connection, frame: bytes, correlation: int, api_key: int, version: int, due: float, request: ProduceRequest | None,
+        *, queued: bool,
+    ) -> None:
+        """Withhold a request (`request`: it, parsed, if a PRODUCE; `queued`: held only because an
+        earlier one of its connection is) and log it."""
+        log: dict = {"api": api_name(api_key), "correlation_id": correlation, "queued": queued, "held_at": time.time()}
+        answered = True
+        if request is not None:
+            answered = request.acks != 0
+            log["transactional_id"] = request.transactional_id
+            log["batches"] = [
+                {"topic": topic, "partition": partition, "producer_id": pid, "producer_epoch": epoch, "base_sequence": sequence}
+                for topic, partition, (pid, epoch, sequence) in _batches(request)
+            ]
+        if not answered:
+            log["answer"] = "none expected (acks=0)"
+        self.withheld.append(log)
+        self.stats["held_requests"] += 1
+        self.host.hold(conn, Held(frame, correlation, api_key, version, due, answered, log, self))
+
+
+def _batches(request: ProduceRequest) -> list[tuple[str, int, tuple[int, int, int]]]:
+    """(topic, partition, (producer id, epoch, base sequence)) of each idempotent batch of a PRODUCE request."""
+    return [
+        (topic.name or topic.topic_id.hex(), partition.index, batch)
+        for topic in request.topics
+        for partition in topic.partitions
+        if (batch := partition.producer_sequence()) is not None
+    ]
+
+
+BEHAVIOUR = Behaviour("hold_request", HoldOptions, ("held_requests",), HoldRequest, log="withheld", variants=(WithholdOptions,))

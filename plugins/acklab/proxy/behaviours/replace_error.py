@@ -5,7 +5,10 @@ from __future__ import annotations
 
 from pydantic import Field, field_validator
 
-from acklab.proxy.behaviours.base import Behaviour, ProxyOptions, check_error
+from acklab.proxy.behaviours.base import Activation, Behaviour, ProxyOptions, Verdict, check_error
+from acklab.proxy.codes import PRODUCE
+from acklab.proxy.connection import Connection
+from acklab.proxy.protocol import PRODUCE_VERSIONS, ProtocolError, with_error
 
 
 class AfterAppendOptions(ProxyOptions):
@@ -19,4 +22,23 @@ class AfterAppendOptions(ProxyOptions):
         return check_error(name)  # type: ignore[return-value]
 
 
-BEHAVIOUR = Behaviour("replace_error", AfterAppendOptions, ("replaced_errors",))
+class ReplaceError(Activation):
+    """A PRODUCE response's appended partitions carry the rule's error (unchanged if unparsed)."""
+
+    async def on_response(self, conn: Connection, body: bytes, api_key: int, version: int) -> bytes | Verdict:
+        if api_key != PRODUCE:
+            return body
+        try:
+            if version not in PRODUCE_VERSIONS:
+                raise ProtocolError(f"version {version}")
+            body, changed = with_error(body, version, self.rule.error_code)
+        except ProtocolError:
+            self.stats["unparsed_produce"] += 1
+            return body
+        if changed:
+            self.affected += 1
+            self.stats["replaced_errors"] += 1
+        return body
+
+
+BEHAVIOUR = Behaviour("replace_error", AfterAppendOptions, ("replaced_errors",), ReplaceError)

@@ -1,0 +1,111 @@
+"""One client connection through the proxy and its connection to the broker: the order in which
+its requests are answered, the requests held back, and the taps a behaviour leaves on it."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections import deque
+from dataclasses import dataclass
+from typing import Protocol
+
+from acklab.proxy.codes import PRODUCE
+
+
+def frame(body: bytes) -> bytes:
+    """A Kafka frame: a 4-byte big-endian size, then `body`."""
+    return len(body).to_bytes(4, "big") + body
+
+
+class Holder(Protocol):
+    """What held a request: it holds the requests that arrive behind it on its connection."""
+
+    def on_queued(self, conn: Connection, frame: bytes, correlation: int, api_key: int, version: int, due: float) -> None: ...
+
+
+@dataclass
+class Held:
+    """A request held back: its frame, when it is due (inf: when the rule ends or a trigger releases
+    it), whether the broker will answer it (not a PRODUCE with acks=0), its log entry (the answer is
+    added to it) and the activation that held it (it decides how requests queued behind it are held)."""
+
+    frame: bytes
+    correlation: int
+    api_key: int
+    version: int
+    due: float
+    answered: bool
+    log: dict
+    owner: Holder
+
+
+class Tap:
+    """What a behaviour leaves on a connection that outlives its rule (a stalled stream, a rewrite
+    pending): it sees every request and response of the connection before the active rule does."""
+
+    def on_request(self, api_key: int) -> bool:
+        """Whether the request is consumed (never forwarded)."""
+        return False
+
+    def on_response(self, correlation: int, body: bytes, version: int) -> bytes | None:
+        """The response body to pass on (None: dropped)."""
+        return body
+
+
+class Connection:
+    """One client connection and its connection to the broker.
+
+    `expected` holds, in send order, what the client will be answered: (correlation, api_key,
+    api_version, None, 0) for a request the broker will answer, (correlation, PRODUCE, version,
+    body, due) for an answer the proxy wrote itself, sent once the broker answered everything
+    before it and not before `due` (monotonic time)."""
+
+    def __init__(self, upstream: asyncio.StreamWriter, client: asyncio.StreamWriter) -> None:
+        self.upstream, self.client = upstream, client
+        self.expected: deque[tuple[int, int, int, bytes | None, float]] = deque()
+        self.held: deque[Held] = deque()
+        self.awaiting: dict[int, dict] = {}  # released requests not answered yet -> their log entry
+        self.request_taps: list[Tap] = []
+        self.response_taps: list[Tap] = []
+        self.client_open = True
+        self.wake = asyncio.Event()
+        self.released = asyncio.Event()
+
+    def forward(self, frame: bytes, correlation: int, api_key: int, version: int) -> None:
+        self.expected.append((correlation, api_key, version, None, 0.0))
+        self.upstream.write(frame)
+
+    def answer(self, correlation: int, version: int, body: bytes, delay_s: float = 0.0) -> None:
+        """Answer a request in the proxy's name `delay_s` from now, in order behind the answers
+        still due from the broker (later answers wait behind it)."""
+        if self.expected or delay_s:
+            self.expected.append((correlation, PRODUCE, version, body, time.monotonic() + delay_s))
+            if delay_s:
+                asyncio.get_running_loop().call_later(delay_s, self.flush_answers)
+        else:
+            self.to_client(frame(body))
+
+    async def answered(self, correlation: int) -> tuple[int, int]:
+        """(api_key, api_version) of the request `correlation` answers (-1, -1 if unknown); answers
+        of the proxy before it are sent first (once due), requests never answered (acks=0) forgotten."""
+        while self.expected:
+            expected, api_key, version, body, due = self.expected[0]
+            if body is None:
+                self.expected.popleft()
+                if expected == correlation:
+                    return api_key, version
+            elif (wait_s := due - time.monotonic()) > 0:
+                await asyncio.sleep(wait_s)  # the head may be sent meanwhile (flush_answers): look again
+            else:
+                self.expected.popleft()
+                self.to_client(frame(body))
+        return -1, -1
+
+    def flush_answers(self) -> None:
+        """Send the proxy's answers at the head of `expected` that are due."""
+        while self.expected and self.expected[0][3] is not None and self.expected[0][4] <= time.monotonic():
+            self.to_client(frame(self.expected.popleft()[3]))  # type: ignore[arg-type]
+
+    def to_client(self, data: bytes) -> None:
+        if self.client_open:
+            self.client.write(data)
