@@ -13,6 +13,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+
+from acklab.store.schemas import MATRIX_PIPELINE
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
@@ -211,7 +213,7 @@ def _send_log_rows(scenario: str) -> list[tuple]:
 
 
 ZERO_NEW = dict(misrouted=0, offset_mismatch=0, aborted=0, aborted_acked=0, aborted_clean=0, aborted_visible=0,
-                unsent=0, refused=0, fatal=0)
+                unsent=0, refused=0, fatal=0, **dict.fromkeys(MATRIX_PIPELINE.names))
 EXPECTED = {
     "s-a": dict(
         _meta("s-a"), planned=11, sent=11, acked=7, failed=2, unknown=2, records_read=14, delivered=4, lost=1,
@@ -243,7 +245,7 @@ EXPECTED = {
         longest_ack_gap_s=pytest.approx(1.002), ack_gap_fault_overlap_s=pytest.approx(0.503),
     ),
     "s-d": dict(
-        _meta("s-d"), **{c: 0 for c in COUNT_COLUMNS}, **{c: None for c in METRIC_COLUMNS},
+        _meta("s-d"), **{c: 0 for c in COUNT_COLUMNS}, **{c: None for c in METRIC_COLUMNS}, **dict.fromkeys(MATRIX_PIPELINE.names),
     ),
     "s-e": dict(
         _meta("s-e"), planned=14, sent=14, acked=10, failed=3, unknown=1, records_read=14, delivered=5, lost=1,
@@ -253,7 +255,7 @@ EXPECTED = {
         # latencies 250 875 1000 1125 1500 1875 2000 2125 2250 2375 ms
         ack_latency_p50_ms=1687.5, ack_latency_p95_ms=pytest.approx(2318.75),
         ack_latency_p99_ms=pytest.approx(2363.75), ack_latency_max_ms=2375.0, acked_per_s=10 / 3.75,
-        longest_ack_gap_s=0.75, ack_gap_fault_overlap_s=0.125,
+        longest_ack_gap_s=0.75, ack_gap_fault_overlap_s=0.125, **dict.fromkeys(MATRIX_PIPELINE.names),
     ),
     "s-f": dict(
         _meta("s-f"), planned=6, sent=4, unsent=2, refused=1, fatal=2, acked=1, failed=3, unknown=0,
@@ -261,7 +263,7 @@ EXPECTED = {
         indeterminate=0, unknown_absent=0, unexpected=1, reordered=0, misrouted=0, offset_mismatch=0,
         aborted=0, aborted_acked=0, aborted_clean=0, aborted_visible=0,
         ack_latency_p50_ms=500.0, ack_latency_p95_ms=500.0, ack_latency_p99_ms=500.0, ack_latency_max_ms=500.0,
-        acked_per_s=1 / 0.5, longest_ack_gap_s=0.5, ack_gap_fault_overlap_s=0.0,
+        acked_per_s=1 / 0.5, longest_ack_gap_s=0.5, ack_gap_fault_overlap_s=0.0, **dict.fromkeys(MATRIX_PIPELINE.names),
     ),
 }
 
@@ -301,6 +303,7 @@ def _audit(send_logs: dict[str, pa.Table]) -> tuple[dict[str, pa.Table], dict[st
         records = _records(entry.scenario)
         outcomes[entry.scenario] = sa.outcome_table(entry.scenario, send_log, records)
         row = _meta(entry.scenario) | sa.matrix_row(send_log, records, outcomes[entry.scenario], dm.fault_windows(entry.fault_timeline))
+        row |= dict.fromkeys(MATRIX_PIPELINE.names)  # producer scenarios: no pipeline
         rows[entry.scenario] = {column: row[column] for column in dm.MATRIX_COLUMNS}
     return outcomes, rows
 

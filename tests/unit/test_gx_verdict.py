@@ -16,6 +16,8 @@ from typing import Any
 
 import pytest
 
+from acklab.store.schemas import MATRIX_PIPELINE
+
 from acklab.checker import audit, gx_suites
 from acklab.checker.gx_project import ensure_project
 from acklab.checker.gx_suites import INTEGRITY_SUITE, MODEL_PAGE, build_suites
@@ -131,6 +133,7 @@ class Run:
                 "hanging_detail": None,
                 "planted_lost": planted,
                 "control": control,
+                **dict.fromkeys(MATRIX_PIPELINE.names),
                 **flags,
                 **counts(**outcomes),
                 "reordered": reordered,

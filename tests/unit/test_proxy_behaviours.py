@@ -1,16 +1,24 @@
 """Each proxy behaviour's options are declared once, in its module of `acklab.proxy.behaviours`: every
-proxy fault of `FAULTS` is configured by its behaviour's options model itself, and no other options
-model of the package redeclares one of their fields."""
+proxy fault of `FAULTS` is configured by its behaviour's options model itself, no other options
+model of the package redeclares one of their fields, and the proxy's rule carries the options model
+itself instead of fields of its own."""
 
 from __future__ import annotations
 
 import ast
+import json
 from pathlib import Path
+from typing import get_args
+
+import pytest
 
 import acklab
 from acklab.nemesis.faults import FAULTS, Proxy
 from acklab.proxy.behaviours import BEHAVIOURS
 from acklab.proxy.behaviours.base import Activation, Options
+from acklab.proxy.behaviours.hold_request import WithholdOptions
+from acklab.proxy.behaviours.inject_error import ErrorOptions
+from acklab.proxy.rules import Action, ProxyRule
 
 PACKAGE = Path(acklab.__file__).parent
 BEHAVIOURS_DIR = PACKAGE / "proxy" / "behaviours"
@@ -85,3 +93,31 @@ def test_every_behaviour_has_an_activation() -> None:
     for name, behaviour in BEHAVIOURS.items():
         assert issubclass(behaviour.activation, Activation), name
         assert behaviour.activation is not Activation, name
+
+
+def test_the_rule_declares_no_option_of_any_behaviour() -> None:
+    """`ProxyRule` is the part every rule has (its behaviour, its options, its lifetime): every
+    option, the requests a rule selects (`apis`) and its share (`probability`, `count`) among them,
+    is declared by the behaviour's options models alone."""
+    assert set(ProxyRule.model_fields) == {"action", "options", "expires_in_s"}
+    assert set(ProxyRule.model_fields) & _behaviour_fields() == set()
+    assert set(get_args(Action)) == set(BEHAVIOURS)
+
+
+@pytest.mark.parametrize("model", [model for behaviour in BEHAVIOURS.values() for model in behaviour.option_models], ids=lambda m: m.__name__)
+def test_a_rule_crosses_the_control_channel_with_its_options_model(model: type[Options]) -> None:
+    """The control channel carries a rule as JSON: the proxy reads back the same options model
+    (a behaviour's variant too) with the same values."""
+    (behaviour,) = [b for b in BEHAVIOURS.values() if model in b.option_models]
+    rule = ProxyRule(action=behaviour.name, options=model(), expires_in_s=7)  # type: ignore[arg-type]
+    received = ProxyRule.model_validate(json.loads(json.dumps(rule.model_dump())))
+    assert type(received.options) is model and received == rule
+
+
+def test_the_nemesis_builds_the_rule_from_the_faults_validated_options() -> None:
+    options = FAULTS["withhold-replay"].options.model_validate({"apis": ["Heartbeat"], "replay_after": "JoinGroup"})
+    rule = ProxyRule(action="hold_request", options=options)
+    assert isinstance(rule.options, WithholdOptions) and rule.options.apis == [12] and rule.options.replay_after == 11
+    assert rule.matches(12) and not rule.matches(0) and rule.share() == (1.0, 1)
+    with pytest.raises(ValueError, match="hold_request is configured by HoldOptions or WithholdOptions, not ErrorOptions"):
+        ProxyRule(action="hold_request", options=ErrorOptions())

@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from acklab.proxy.answers import top_error
-from acklab.proxy.codes import END_TXN, INIT_PRODUCER_ID, PRODUCE
+from acklab.proxy.answers import ANSWERS, error_answer, errors, top_error
+from acklab.proxy.codes import END_TXN, HEARTBEAT, INIT_PRODUCER_ID, PRODUCE, TXN_OFFSET_COMMIT
 from acklab.proxy.protocol import (
     PartitionData,
     PartitionResponse,
@@ -37,7 +37,8 @@ VERSION = 10
 
 @dataclass
 class Broker:
-    """Answers each PRODUCE (acks != 0) with success at the next offset, after `delay_s`; EndTxn with an empty body."""
+    """Answers each PRODUCE (acks != 0) with success at the next offset, after `delay_s`; EndTxn with an empty body;
+    the other requests the proxy can answer (`acklab.proxy.answers.ANSWERS`) with error NONE."""
 
     delay_s: float = 0.0
     received: list[tuple[int, int, float]] = field(default_factory=list)  # (api key, correlation id, time)
@@ -52,6 +53,8 @@ class Broker:
                 self.received.append((api_key, correlation, time.monotonic()))
                 if api_key == END_TXN:
                     answer = correlation.to_bytes(4, "big") + b"\x00"
+                elif api_key in ANSWERS:
+                    answer = error_answer(body, 0)
                 else:
                     header, request = decode_request(body)
                     if request.acks == 0:
@@ -118,8 +121,9 @@ def stats(proxy: ProxyServer, broker: int = 0) -> dict[str, int]:
     return {k: v for k, v in proxy.brokers[broker].stats.items() if not k.startswith(("requests.", "responses.", "connections"))}
 
 
-def set_rule(proxy: ProxyServer, broker: int = 0, **rule: object) -> BrokerProxy:
-    proxy.handle({"op": "set", "broker": broker, "rule": rule})
+def set_rule(proxy: ProxyServer, broker: int = 0, *, action: str, **options: object) -> BrokerProxy:
+    """Install a rule of `action` with `options` (validated by the behaviour's options models) through the control channel."""
+    proxy.handle({"op": "set", "broker": broker, "rule": {"action": action, "options": options}})
     return proxy.brokers[broker]
 
 
@@ -278,17 +282,91 @@ def test_injected_errors_answer_the_coordinator_requests_in_the_brokers_place() 
     run(scenario)
 
 
+def test_injected_errors_answer_group_requests_but_pass_a_version_older_than_the_error() -> None:
+    """UNKNOWN_MEMBER_ID answers Heartbeat (any version) and TxnOffsetCommit from v3, for each
+    partition it commits; a TxnOffsetCommit v2 reaches the broker (`unanswerable.TxnOffsetCommit`)."""
+
+    async def scenario(proxy: ProxyServer, brokers: list[Broker], connect: Callable[[int], Awaitable[Client]]) -> None:
+        set_rule(proxy, action="inject_error", apis=["Heartbeat", "TxnOffsetCommit"], error="UNKNOWN_MEMBER_ID")
+        client = await connect(0)
+        requests = {1: (HEARTBEAT, 4, _heartbeat(1)), 2: (TXN_OFFSET_COMMIT, 2, _txn_offset_commit(2, 2)), 3: (TXN_OFFSET_COMMIT, 3, _txn_offset_commit(3, 3))}
+        for _, _, body in requests.values():
+            client.send(body)
+        answered = {}
+        for _ in requests:
+            body = await client.reader.readexactly(int.from_bytes(await asyncio.wait_for(client.reader.readexactly(4), 2), "big"))
+            correlation = int.from_bytes(body[:4], "big")
+            api, version, _ = requests[correlation]
+            answered[correlation] = errors(body, api, version)
+        assert answered == {1: {"": 25}, 2: {"t-0": 0, "t-1": 0}, 3: {"t-0": 25, "t-1": 25}}
+        assert [c for _, c, _ in brokers[0].received] == [2]
+        assert stats(proxy) == {"injected_errors": 2, "unanswerable.TxnOffsetCommit": 1}
+
+    run(scenario)
+
+
+def _heartbeat(correlation: int) -> bytes:
+    """A Heartbeat v4 request (flexible): group, generation, member, no instance id."""
+    writer = Writer()
+    writer.out += struct.pack(">hhi", HEARTBEAT, 4, correlation)
+    writer.string("test", False)
+    writer.tags({}, ())
+    writer.string("group", True)
+    writer.int32(3)
+    writer.string("member", True)
+    writer.string(None, True)
+    writer.tags({}, ())
+    return bytes(writer.out)
+
+
+def _txn_offset_commit(correlation: int, version: int) -> bytes:
+    """A TxnOffsetCommit v2 or v3 (flexible, with the group's generation and member) request committing partitions 0 and 1 of topic t."""
+    flexible = version >= 3
+    writer = Writer()
+    writer.out += struct.pack(">hhi", TXN_OFFSET_COMMIT, version, correlation)
+    writer.string("test", False)
+    if flexible:
+        writer.tags({}, ())
+    writer.string("txn", flexible)
+    writer.string("group", flexible)
+    writer.out += struct.pack(">qh", 5, 0)
+    if flexible:
+        writer.int32(3)
+        writer.string("member", True)
+        writer.string(None, True)
+    writer.length(1, flexible)
+    writer.string("t", flexible)
+    writer.length(2, flexible)
+    for partition in (0, 1):
+        writer.out += struct.pack(">iqi", partition, 10, -1)
+        writer.string(None, flexible)
+        if flexible:
+            writer.tags({}, ())
+    if flexible:
+        writer.tags({}, ())
+        writer.tags({}, ())
+    return bytes(writer.out)
+
+
 def test_rules_validate_their_options() -> None:
-    with pytest.raises(ValueError, match="inject_error needs an error"):
-        ProxyRule(action="inject_error")
+    with pytest.raises(ValueError, match="apis: name the request types to answer with an error"):
+        ProxyRule.of("inject_error", apis=[])
     with pytest.raises(ValueError, match=r"error 'NOPE' is not one a broker answers Produce with; valid: CORRUPT_MESSAGE \(2, retriable\)"):
-        ProxyRule(action="replace_error", error="NOPE")
+        ProxyRule.of("replace_error", error="NOPE")
     with pytest.raises(ValueError, match="error 'NOT_ENOUGH_REPLICAS' is not one a broker answers EndTxn with"):
-        ProxyRule(action="inject_error", apis=[END_TXN], error="NOT_ENOUGH_REPLICAS")
+        ProxyRule.of("inject_error", apis=[END_TXN], error="NOT_ENOUGH_REPLICAS")
     with pytest.raises(ValueError, match="cannot answer ApiVersions requests"):
-        ProxyRule(action="inject_error", apis=[18], error="NOT_COORDINATOR")
+        ProxyRule.of("inject_error", apis=[18], error="NOT_COORDINATOR")
     with pytest.raises(ValueError, match="error 'NOT_COORDINATOR' is not one a broker answers Metadata with"):
-        ProxyRule(action="inject_error", apis=[3], error="NOT_COORDINATOR")
+        ProxyRule.of("inject_error", apis=[3], error="NOT_COORDINATOR")
+    with pytest.raises(ValueError, match="cannot answer Fetch|cannot answer api 1 "):
+        ProxyRule.of("inject_error", apis=[1], error="NOT_COORDINATOR")
+    with pytest.raises(ValueError, match="error 'REBALANCE_IN_PROGRESS' is not one a broker answers TxnOffsetCommit with"):
+        ProxyRule.of("inject_error", apis=["TxnOffsetCommit"], error="REBALANCE_IN_PROGRESS")
+    with pytest.raises(ValueError, match="Extra inputs are not permitted"):
+        ProxyRule.of("replace_error", apis=[0])  # error-after-append acts on Produce only: it has no apis
+    with pytest.raises(ValueError, match="nth"):
+        ProxyRule.model_validate({"action": "hold_request", "options": {"nth": 0}})
 
 
 def _init_producer_id(correlation: int) -> bytes:
@@ -384,7 +462,7 @@ def test_a_dropped_request_stalls_its_connection_and_answers_stay_in_order() -> 
         client = await connect(0)
         client.produce(1)
         assert await client.answer() == (1, [0, 0])
-        set_rule(proxy, action="drop_request", count=1)
+        set_rule(proxy, action="drop_request", probability=1, count=1)
         client.produce(2)  # dropped by the rule
         client.produce(3)  # past the rule's count, yet behind a lost request: dropped too
         with pytest.raises(TimeoutError):
@@ -400,7 +478,7 @@ def test_a_dropped_request_stalls_its_connection_and_answers_stay_in_order() -> 
 def test_a_dropped_response_on_a_held_connection_is_the_last_it_answers() -> None:
     async def scenario(proxy: ProxyServer, brokers: list[Broker], connect: Callable[[int], Awaitable[Client]]) -> None:
         client = await connect(0)
-        set_rule(proxy, action="drop_response", then="hold", count=1)
+        set_rule(proxy, action="drop_response", probability=1, then="hold", count=1)
         client.produce(1)  # appended, its answer dropped
         client.produce(2)  # appended, its answer would arrive out of order: dropped too
         with pytest.raises(TimeoutError):

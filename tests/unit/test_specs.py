@@ -114,7 +114,7 @@ def test_plan_names_scenarios_and_guarantees() -> None:
         ),
         ({"faults": ["none", "none"]}, "faults must be distinct"),
         ({"profiles": ["leader-ack", "nope"]}, "unknown profile 'nope'"),
-        ({"profiles": []}, "params: profiles: List should have at least 1 item"),
+        ({"profiles": []}, "profiles or processing: name at least one producer profile or processing style"),
         ({"profiles": ["idempotent", "idempotent"]}, "profiles must be distinct"),
         ({"messages": 0}, "params: messages: Input should be greater than or equal to 1"),
         ({"messages": 1000, "rate": 1000, "fault_at_s": 2}, "params.fault_at_s: leader-kill at 2.0s would start after the load ends"),

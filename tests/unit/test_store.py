@@ -5,9 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from acklab.report import evidence_doc as doc
-from acklab.store.contract import COUNT_COLUMNS, COUNT_DOCS, IDENTITIES, METRIC_COLUMNS
+from acklab.checker.pipeline_audit import PIPELINE_COUNTS
+from acklab.store.contract import COUNT_COLUMNS, COUNT_DOCS, IDENTITIES, METRIC_COLUMNS, PIPELINE_COUNT_COLUMNS, PIPELINE_IDENTITIES
 from acklab.store.runs import Manifest, RunDir, ScenarioEntry
-from acklab.store.schemas import MATRIX, OUTCOME_TABLE, SEND_LOG, TOPIC_RECORDS, describe
+from acklab.store.schemas import MATRIX, MATRIX_PIPELINE, OUTCOME_TABLE, PIPELINE_OUTPUT_RECORDS, SEND_LOG, TOPIC_RECORDS, describe
 
 
 def test_docs_evidence_is_current() -> None:
@@ -15,11 +16,15 @@ def test_docs_evidence_is_current() -> None:
 
 
 def test_every_column_is_described_and_every_count_documented() -> None:
-    for schema in (SEND_LOG, TOPIC_RECORDS, OUTCOME_TABLE, MATRIX):
+    for schema in (SEND_LOG, TOPIC_RECORDS, OUTCOME_TABLE, PIPELINE_OUTPUT_RECORDS, MATRIX):
         assert [f.name for f in schema if not describe(f)] == []
     assert set(COUNT_COLUMNS) == set(COUNT_DOCS)
     assert {total for total, _ in IDENTITIES} | {p for _, parts in IDENTITIES for p in parts} <= set(COUNT_COLUMNS)
-    assert MATRIX.names[-len(METRIC_COLUMNS):] == list(METRIC_COLUMNS)
+    assert {total for total, _ in PIPELINE_IDENTITIES} | {p for _, parts in PIPELINE_IDENTITIES for p in parts} <= set(PIPELINE_COUNT_COLUMNS)
+    metrics_end = len(MATRIX.names) - len(MATRIX_PIPELINE)
+    assert MATRIX.names[metrics_end - len(METRIC_COLUMNS) : metrics_end] == list(METRIC_COLUMNS)
+    assert MATRIX.names[metrics_end:] == MATRIX_PIPELINE.names
+    assert set(PIPELINE_COUNT_COLUMNS) == set(PIPELINE_COUNTS)  # the audit computes every documented count
 
 
 def test_a_manifest_round_trips_through_the_run_folder(tmp_path: Path) -> None:

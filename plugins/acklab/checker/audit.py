@@ -55,6 +55,7 @@ with the union of the scenario's fault windows (manifest ``fault_timeline``; a f
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import os
 import shutil
@@ -71,11 +72,15 @@ import pyarrow.parquet as pq
 from confluent_kafka.admin import AdminClient
 from pyspark import SparkConf, SparkContext
 
+from acklab.checker.pipeline_audit import audit_pipeline
+from acklab.checker.pipeline_evidence import acked_inputs, interventions, logs_folder, processor_events
 from acklab.checker.scenario_audit import matrix_row, outcome_table
-from acklab.checker.topic_read import read_partitions
-from acklab.store.contract import IDENTITIES
+from acklab.checker.topic_read import read_outputs, read_partitions
+from acklab.store.contract import IDENTITIES, PIPELINE_IDENTITIES
 from acklab.store.runs import AuditDir, FaultRecord, Manifest, RunDir, ScenarioEntry, write_json
-from acklab.store.schemas import MATRIX, MATRIX_DESCRIPTIVE, OUTCOME_TABLE, SEND_LOG, SEND_LOG_DEFAULTS, TOPIC_RECORDS
+from acklab.store.schemas import (
+    MATRIX, MATRIX_DESCRIPTIVE, MATRIX_PIPELINE, OUTCOME_TABLE, PIPELINE_OUTPUT_RECORDS, SEND_LOG, SEND_LOG_DEFAULTS, TOPIC_RECORDS,
+)
 
 MATRIX_COLUMNS = tuple(MATRIX.names)
 # A task reads its scenarios' topics in batches of about this many planned messages: few enough to
@@ -140,7 +145,7 @@ def check_conservation(rows: Iterable[Mapping[str, Any]], planned: Mapping[str, 
         expected = (planned or {}).get(row["scenario"])
         if expected is not None and row["planned"] != expected:
             broken.append(f"{row['scenario']}: the send log has {row['planned']} rows, the manifest planned {expected}")
-        for total, parts in IDENTITIES:
+        for total, parts in (*IDENTITIES, *(PIPELINE_IDENTITIES if row.get("processing") else ())):
             summed = sum(row[p] for p in parts)
             if row[total] != summed:
                 terms = " + ".join(f"{p}={row[p]}" for p in parts)
@@ -188,6 +193,7 @@ def audit_share(run: RunDir, share: Sequence[ScenarioEntry], source: Source, out
     writers = {"outcomes": _Writer(out.outcomes / name, OUTCOME_TABLE)}
     if source.archive is None:
         writers["records"] = _Writer(out.topic_records / name, TOPIC_RECORDS)
+        writers["pipeline"] = _Writer(out.pipeline_records / name, PIPELINE_OUTPUT_RECORDS)
     try:
         # An archive is read once per task.
         for batch in ([list(share)] if share else []) if source.archive is not None else read_batches(share, MESSAGES_PER_READ):
@@ -202,12 +208,38 @@ def audit_share(run: RunDir, share: Sequence[ScenarioEntry], source: Source, out
                 writers["outcomes"].write(outcomes)
                 meta = {column: getattr(scenario, column) for column in MATRIX_DESCRIPTIVE.names}
                 row = meta | matrix_row(send_log, own, outcomes, fault_windows(scenario.fault_timeline))
+                row |= pipeline_columns(run, scenario, send_log, source, writers.get("pipeline"))
                 yield {column: row[column] for column in MATRIX_COLUMNS}
         for writer in writers.values():
             writer.close()
     finally:
         for writer in writers.values():
             writer.abandon()
+
+
+def pipeline_columns(run: RunDir, scenario: ScenarioEntry, send_log: pa.Table, source: Source, writer: _Writer | None) -> dict[str, Any]:
+    """A pipeline scenario's matrix columns (`MATRIX_PIPELINE`: all null for a producer scenario):
+    its committed output read from Kafka (and archived by `writer`) or from the archive, audited
+    against its acked inputs and its processors' logs (`acklab.checker.pipeline_audit`)."""
+    pipeline = scenario.pipeline
+    if pipeline is None:
+        return dict.fromkeys(MATRIX_PIPELINE.names)
+    if source.archive is not None:
+        archive = source.archive.parent / source.archive.name.replace("topic_records", "pipeline_records")
+        outputs = pq.read_table(archive, filters=[("scenario", "=", scenario.scenario)]).cast(PIPELINE_OUTPUT_RECORDS)
+    else:
+        assert source.bootstrap is not None
+        outputs = read_outputs(source.bootstrap, pipeline.output_topic, scenario.partitions or 0, scenario.scenario)
+        if writer is not None:
+            writer.write(outputs)
+    counts, timeline = audit_pipeline(
+        acked_inputs(send_log), outputs, processor_events(logs_folder(run, scenario)), pipeline.committed, pipeline.style,
+        interventions(scenario),
+    )
+    return {
+        "processing": pipeline.style, "processors": pipeline.processors, "drain_s": pipeline.drain_s, **counts,
+        "pipeline_timeline": json.dumps(timeline, separators=(",", ":")),
+    }
 
 
 def read_batches(share: Sequence[ScenarioEntry], messages: int) -> list[list[ScenarioEntry]]:
@@ -294,7 +326,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     else:
         bootstrap = args.bootstrap_servers or manifest.bootstrap_servers
         source = Source(bootstrap=bootstrap, partitions=topic_partitions(bootstrap, [s.topic for s in manifest.scenarios if s.topic]))
-    for folder in (out.outcomes, *([] if args.topic_records else [out.topic_records])):
+    for folder in (out.outcomes, *([] if args.topic_records else [out.topic_records, out.pipeline_records])):
         shutil.rmtree(folder, ignore_errors=True)
         folder.mkdir(parents=True)
     tasks = context.defaultParallelism

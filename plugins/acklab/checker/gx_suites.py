@@ -18,7 +18,7 @@ from acklab.checker.verdict import INTEGRITY
 from acklab.model.claims import Claim, Expectation, claim, suite_class
 from acklab.model.guarantees import suite_expectations
 from acklab.nemesis.faults import NO_FAULT
-from acklab.store.contract import COUNT_COLUMNS, IDENTITIES, METRIC_COLUMNS
+from acklab.store.contract import COUNT_COLUMNS, IDENTITIES, METRIC_COLUMNS, PIPELINE_COUNT_COLUMNS, PIPELINE_IDENTITIES
 from acklab.store.schemas import MATRIX
 
 if TYPE_CHECKING:
@@ -99,6 +99,17 @@ def build_suites() -> list[ExpectationSuite]:
     ]
     integrity += [
         explained(
+            gxe.ExpectColumnValuesToBeBetween,
+            f"{column} is a count, so never negative (null in a producer scenario's row).",
+            f"{column} >= 0",
+            INTEGRITY,
+            column=column,
+            min_value=0,
+        )
+        for column in PIPELINE_COUNT_COLUMNS
+    ]
+    integrity += [
+        explained(
             gxe.ExpectColumnPairValuesToBeEqual,
             f"Conservation: every message counted in {total} is in exactly one of {', '.join(parts)}.",
             f"{total} == {conservation_column(parts)}",
@@ -106,7 +117,7 @@ def build_suites() -> list[ExpectationSuite]:
             column_A=total,
             column_B=conservation_column(parts),
         )
-        for total, parts in IDENTITIES
+        for total, parts in (*IDENTITIES, *PIPELINE_IDENTITIES)
     ]
     suites = [
         gx.ExpectationSuite(

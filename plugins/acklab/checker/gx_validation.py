@@ -24,7 +24,8 @@ from acklab.checker.gx_project import SITE, project_context
 from acklab.checker.gx_suites import INTEGRITY_SUITE, MATRIX_COLUMNS, MISSING, PLANNED_REASON, conservation_column
 from acklab.checker.verdict import INTEGRITY, FailedExpectation, Row, Verdict, judge, pair_rows, show
 from acklab.nemesis.faults import NO_FAULT
-from acklab.store.contract import IDENTITIES
+from acklab.store.contract import IDENTITIES, PIPELINE_IDENTITIES
+from acklab.store.schemas import MATRIX_PIPELINE
 from acklab.store.runs import RunDir
 
 if TYPE_CHECKING:
@@ -102,10 +103,12 @@ def _frame(records: list[dict[str, Any]], reasons: Sequence[str | None]) -> pd.D
     conservation sum (null where a part is null or missing)."""
     import pandas as pd
 
+    # A row written before pipelines existed is a producer scenario's: its pipeline columns are null.
+    records = [dict.fromkeys(MATRIX_PIPELINE.names) | record for record in records]
     frame = pd.DataFrame(records)
     frame[PLANNED_REASON] = list(reasons)
     frame[MISSING] = [", ".join(c for c in MATRIX_COLUMNS if c not in record) for record in records]
-    for _, parts in IDENTITIES:
+    for _, parts in (*IDENTITIES, *PIPELINE_IDENTITIES):
         frame[conservation_column(parts)] = frame.reindex(columns=list(parts)).sum(axis=1, min_count=len(parts))
     return frame
 

@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 import pyarrow as pa
-from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
+from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, TopicPartition
 
 from acklab.store.schemas import TOPIC_RECORDS
 from acklab.workload.records import read_back
@@ -89,3 +89,37 @@ def _table(chunks: Sequence[Mapping[str, np.ndarray]], scenarios: Sequence[str],
     }
     return pa.Table.from_arrays([arrays[field.name] for field in TOPIC_RECORDS], schema=TOPIC_RECORDS)
 
+
+
+def read_outputs(bootstrap: str, topic: str, partitions: int, scenario: str) -> pa.Table:
+    """Every committed record of a pipeline's output topic as ``PIPELINE_OUTPUT_RECORDS`` rows (a
+    value that is not a processor's output has null fields). Tens of thousands of records per
+    pipeline: parsed in Python. Raises ``TopicReadError`` as `read_partitions`."""
+    from acklab.store.schemas import PIPELINE_OUTPUT_RECORDS
+    from acklab.workload.processing import OUTPUT_FIELDS, parse_output
+
+    rows: dict[str, list[object]] = {name: [] for name in ("partition", "offset", *OUTPUT_FIELDS)}
+    pending = set(range(partitions))
+    consumer = Consumer(consumer_config(bootstrap))
+    try:
+        consumer.list_topics(timeout=30)
+        consumer.assign([TopicPartition(topic, partition, OFFSET_BEGINNING) for partition in range(partitions)])
+        progress = time.monotonic()
+        while pending:
+            for message in consumer.consume(_BATCH, 1.0):
+                progress = time.monotonic()
+                if (error := message.error()) is not None:
+                    if error.code() == KafkaError._PARTITION_EOF:
+                        pending.discard(message.partition())
+                    continue
+                rows["partition"].append(message.partition())
+                rows["offset"].append(message.offset())
+                fields = parse_output(message.value()) or (None,) * len(OUTPUT_FIELDS)
+                for name, value in zip(OUTPUT_FIELDS, fields, strict=True):
+                    rows[name].append(value)
+            if time.monotonic() - progress > STALL_TIMEOUT_S:
+                raise TopicReadError(f"{topic}: no record and no end for {STALL_TIMEOUT_S:.0f}s from partitions {sorted(pending)}")
+    finally:
+        consumer.close()
+    count = len(rows["offset"])
+    return pa.table({"scenario": [scenario] * count, **rows}).select(PIPELINE_OUTPUT_RECORDS.names).cast(PIPELINE_OUTPUT_RECORDS)

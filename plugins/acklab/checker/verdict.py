@@ -28,7 +28,7 @@ from typing import Any, Literal
 
 from acklab.model.claims import Expectation, Kind
 from acklab.model.classes import Guarantee
-from acklab.store.contract import COUNT_COLUMNS
+from acklab.store.contract import COUNT_COLUMNS, PIPELINE_COUNT_COLUMNS
 from acklab.store.runs import Manifest
 
 Status = Literal["pass", "fail", "incomplete", "invalid"]
@@ -96,21 +96,35 @@ class ScenarioVerdict:
 
 @dataclass(frozen=True)
 class ControlCheck:
-    """Whether the checker caught the run's planted loss: the control row is red (`status` fail)
-    with `lost` equal to the records the proxy swallowed (`planted`, at least one)."""
+    """Whether the checker caught a negative control: the control row is red (`status` fail) with
+    the checker's count (`lost`) equal to what was planted (`planted`, at least one). The planted
+    loss: records the proxy swallowed against records counted lost; the pipeline control
+    (`pipeline`): inputs its processors' logs say they re-processed against the extra committed
+    outputs counted (`processing_duplicates`)."""
 
     scenario: str
     status: Status
     planted: int | None
     lost: int | None
     reason: str | None = None
+    pipeline: bool = False
+
+    @classmethod
+    def of(cls, scenario: ScenarioVerdict) -> ControlCheck:
+        counts = scenario.counts
+        if counts.get("input_acked") is not None:
+            return cls(scenario.scenario, scenario.status, counts.get("reprocessed"), counts.get("processing_duplicates"), scenario.reason, True)
+        return cls(scenario.scenario, scenario.status, counts.get("planted_lost"), counts.get("lost"), scenario.reason)
 
     @property
     def caught(self) -> bool:
         return self.status == "fail" and bool(self.planted) and self.lost == self.planted
 
     def line(self) -> str:
-        numbers = f"the proxy swallowed {show(self.planted)} records, the checker counted {show(self.lost)} lost"
+        if self.pipeline:
+            numbers = f"the processors re-processed {show(self.planted)} inputs, the checker counted {show(self.lost)} duplicated outputs"
+        else:
+            numbers = f"the proxy swallowed {show(self.planted)} records, the checker counted {show(self.lost)} lost"
         if self.caught:
             return f"negative control caught: {numbers} ({self.scenario} red, as it must be)"
         why = f"; {self.reason}" if self.reason else ""
@@ -135,10 +149,7 @@ class Verdict:
 
     @property
     def controls(self) -> tuple[ControlCheck, ...]:
-        return tuple(
-            ControlCheck(s.scenario, s.status, s.counts.get("planted_lost"), s.counts.get("lost"), s.reason)
-            for s in self.scenarios if s.control
-        )
+        return tuple(ControlCheck.of(s) for s in self.scenarios if s.control)
 
     @property
     def status(self) -> Status:
@@ -240,7 +251,7 @@ def _scenario_verdict(
         guarantee=record["guarantee"],
         status=status,
         failed=tuple(failed),
-        counts={name: record.get(name) for name in (*COUNT_COLUMNS, "planted_lost")},
+        counts={name: record.get(name) for name in (*COUNT_COLUMNS, *PIPELINE_COUNT_COLUMNS, "planted_lost")},
         reason=reason,
         fatal_error=record.get("fatal_error"),
         hanging_detail=record.get("hanging_detail"),

@@ -291,6 +291,45 @@ RULES: tuple[Claim, ...] = (
         "be red, with lost equal to planted_lost: a checker that misses them would miss a real loss.",
     ),
     _rule(
+        "processing-exactly-once",
+        Kind.GUARANTEE,
+        "processing eos (and eos-naive, the planted bug that claims it)",
+        lambda s: s.processing in ("eos", "eos-naive"),
+        (("processed_lost", 0, 0), ("processed_duplicated", 0, 0), ("output_aborted_visible", 0, 0), ("zombie_writes", 0, 0)),
+        "A processor that produces its output and sends its consumer offsets in one transaction (KIP-447: "
+        "sendOffsetsToTransaction with the consumer's group metadata; send_offsets_to_transaction in librdkafka) commits "
+        "each input's effect once: every input whose offset the group committed has exactly one committed output, "
+        "output of aborted transactions is invisible to read_committed readers, and a member the group moved past "
+        "(a zombie) can neither write nor commit offsets (Kafka's KIP-447; both clients' transactional producer docs).",
+    ),
+    _rule(
+        "processing-at-least-once",
+        Kind.GUARANTEE,
+        "processing at-least-once",
+        lambda s: s.processing == "at-least-once",
+        (("processed_lost", 0, 0),),
+        "A processor that flushes its output before it commits the offsets never loses an input whose offset was "
+        "committed; an input processed again after a crash or a rebalance is duplicated, which is allowed.",
+    ),
+    _rule(
+        "processing-at-most-once",
+        Kind.GUARANTEE,
+        "processing at-most-once",
+        lambda s: s.processing == "at-most-once",
+        (("processed_duplicated", 0, 0),),
+        "A processor that commits the offsets before it produces never processes an input twice (its producer is "
+        "idempotent); an input whose offset was committed and whose output was not produced is lost, which is allowed.",
+    ),
+    _rule(
+        "pipeline-drained",
+        Kind.EVIDENCE,
+        "a pipeline (processing set)",
+        lambda s: s.processing is not None,
+        (("unprocessed", 0, 0),),
+        "Every acknowledged input was consumed and its offset committed by the end of the drain; an input never "
+        "consumed says nothing about the processing guarantee, so the scenario is incomplete.",
+    ),
+    _rule(
         "transaction-aborts",
         Kind.EFFICACY,
         "transactional, abort_ratio > 0",

@@ -54,9 +54,12 @@ def expect_setting(setting: Setting) -> Expected:
     return Expected(classify(setting), tuple(expectations), reason(setting))
 
 
-def expect(profile: ProducerProfile, topology: Topology, schedule: Sequence[FaultStep], client: Client | None = None) -> Expected:
-    """What a scenario of `profile` on `topology` under `schedule`, run by `client`, must show (`Setting.of`)."""
-    return expect_setting(Setting.of(profile, topology, schedule, client))
+def expect(
+    profile: ProducerProfile, topology: Topology, schedule: Sequence[FaultStep], client: Client | None = None, processing: str | None = None
+) -> Expected:
+    """What a scenario of `profile` on `topology` under `schedule`, run by `client`, must show
+    (`Setting.of`); `processing`: a pipeline's style, whose input `profile` writes."""
+    return expect_setting(Setting.of(profile, topology, schedule, client, processing))
 
 
 def suite_expectations() -> dict[str, tuple[Expectation, ...]]:

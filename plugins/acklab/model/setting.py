@@ -48,11 +48,15 @@ class Setting:
     errors_writes: bool  # a fault answers produce requests with an error
     family: str = families.DEFAULT  # the client family that runs the scenario
     client_version: str = ""  # its version ("": unknown)
+    processing: str | None = None  # a pipeline scenario's processing style (`acklab.workload.processing`); None: a producer scenario
 
     @classmethod
-    def of(cls, profile: ProducerProfile, topology: Topology, schedule: Sequence[FaultStep], client: Client | None = None) -> Setting:
+    def of(
+        cls, profile: ProducerProfile, topology: Topology, schedule: Sequence[FaultStep], client: Client | None = None, processing: str | None = None
+    ) -> Setting:
         """The setting of a scenario run by `client` (None: the default family, version unknown),
-        with its family's documented defaults (`ClientFamily.defaults`)."""
+        with its family's documented defaults (`ClientFamily.defaults`); `processing`: a pipeline's
+        style (`profile` then writes its input)."""
         family = families.default() if client is None else families.of(client)
         defaults = family.defaults
         backoff_ms, backoff_max_ms = (
@@ -83,6 +87,7 @@ class Setting:
             errors_writes=any(answers_writes(step.fault, step.options) for step in schedule),
             family=family.name,
             client_version=client.version if client is not None else "",
+            processing=processing,
         )
 
     def has(self, fault: str) -> bool:

@@ -11,26 +11,49 @@ from collections import Counter
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal, Protocol
 
 from acklab.cluster.cluster import Cluster
 from acklab.nemesis.events import FaultEvent, Window
-from acklab.nemesis.faults import FAULTS, TO_LOAD_END_CEILING_S, FaultSpec, Links, Process, Proxy, ReplicasDown, RollingRestart
+from acklab.nemesis.faults import (
+    COORDINATORS, FAULTS, TO_LOAD_END_CEILING_S, FaultSpec, Links, Process, ProcessorOptions, ProcessorSignal, Proxy, ReplicasDown, RollingRestart,
+)
 from acklab.nemesis.schedule import FaultStep, Target
 from acklab.proxy.behaviours.base import Behaviour
 from acklab.proxy.control import ProxyControl
 from acklab.proxy.rules import ProxyRule
 
 
+class Processors(Protocol):
+    """A pipeline's processor instances as a processor fault acts on them
+    (`acklab.workload.processors.ProcessorGroup`); a call that cannot do what it is asked in time
+    raises a RuntimeError."""
+
+    @property
+    def group_id(self) -> str: ...
+
+    def arm(self, number: int, timeout_s: float, stop: Callable[[], bool]) -> dict[str, Any]: ...
+
+    def kill(self, number: int) -> int: ...
+
+    def restart(self, number: int) -> object: ...
+
+    def resume(self, number: int) -> None: ...
+
+    def moved_on(self, number: int, since: float, generation: int) -> dict[str, Any] | None: ...
+
+
 @dataclass(frozen=True)
 class FaultContext:
-    """What a fault acts on: the cluster and the scenario's topic. `settled` is set once a process
-    fault has shown its effect or given up looking (a step before the load lets the producers start then)."""
+    """What a fault acts on: the cluster, the scenario's topic and, in a group with pipelines, their
+    processors (`processors`). `settled` is set once a process fault has shown its effect or given up
+    looking (a step before the load lets the producers start then)."""
 
     cluster: Cluster
     topic: str
     min_insync_replicas: int
     settled: threading.Event = field(default_factory=threading.Event)
+    processors: Mapping[str, Processors] = field(default_factory=dict)  # a group's pipelines: input topic -> its processors
 
 
 Apply = Callable[[FaultContext, FaultStep, Window], FaultEvent]
@@ -49,11 +72,47 @@ def resolve(ctx: FaultContext, target: Target) -> int:
         return followers[0] if followers else -1
     if target.kind == "controller":
         return ctx.cluster.active_controller()
+    if target.kind in COORDINATORS:
+        return coordinator(ctx, target.kind)
     if target.kind == "broker":
         assert target.broker is not None
         return target.broker
     with ctx.cluster.admin(timeout_s=5) as admin:
         return random.choice(sorted(admin.broker_ids()))
+
+
+def coordinator(ctx: FaultContext, kind: str) -> int:
+    """The broker coordinating the first pipeline's consumer group (`group-coordinator`, as its group
+    describes it) or the transactions of its instance 0 (`txn-coordinator`: the leader of the
+    `__transaction_state` partition its transactional id hashes to, as the broker maps it); -1 if
+    the group has no pipeline."""
+    if not ctx.processors:
+        return -1
+    group_id = next(iter(ctx.processors.values())).group_id
+    with ctx.cluster.admin(timeout_s=5) as admin:
+        if kind == "group-coordinator":
+            return admin.group_coordinator(group_id)
+        partitions = admin.partitions(TRANSACTION_STATE)
+        owner = partitions[java_hash(transactional_id(group_id, 0)) % len(partitions)]
+        return owner.leader
+
+
+TRANSACTION_STATE = "__transaction_state"
+
+
+def transactional_id(group_id: str, instance: int) -> str:
+    """The transactional.id of a pipeline's processor instance (stable across its incarnations)."""
+    return f"{group_id}-p{instance}"
+
+
+def java_hash(text: str) -> int:
+    """Kafka's `Utils.abs(text.hashCode())`: Java's String hash, made non-negative as Kafka does."""
+    h = 0
+    units = text.encode("utf-16-be")
+    for i in range(0, len(units), 2):
+        h = (31 * h + int.from_bytes(units[i : i + 2], "big")) & 0xFFFFFFFF
+    h = h - (1 << 32) if h >= 1 << 31 else h
+    return 0 if h == -(1 << 31) else abs(h)
 
 
 def _poll(window: Window, check: Callable[[], str | None], interval_s: float = 0.2) -> tuple[str | None, float | None]:
@@ -107,6 +166,10 @@ def _process_fault(action: Literal["kill", "stop", "pause"]) -> Apply:
                     if target.kind != "leader" and victim not in admin.broker_ids():  # the controller noticed
                         return f"broker {victim} fenced"
                     return None
+            elif target.kind in COORDINATORS:
+                def check() -> str | None:
+                    now = coordinator(ctx, target.kind)
+                    return f"{target.kind} moved {victim} -> {now}" if now not in (-1, victim) else None
             elif target.kind == "follower":
                 def check() -> str | None:
                     state = admin.partition(target.topic or ctx.topic, target.partition)
@@ -213,7 +276,8 @@ def _proxy_fault(behaviour: Behaviour) -> Apply:
         proxy = ctx.cluster.proxy()
         before = _summed(proxy.stats(), victims)
         lasts = TO_LOAD_END_CEILING_S if FAULTS[step.fault].to_load_end else step.duration_s
-        rule = ProxyRule(action=action, expires_in_s=lasts + 5, **step.options)  # type: ignore[arg-type]
+        options = FAULTS[step.fault].options.model_validate(step.options)  # the behaviour's options model (or a variant of it)
+        rule = ProxyRule(action=action, options=options, expires_in_s=lasts + 5)  # type: ignore[arg-type]
         for victim in victims:
             proxy.set_rule(victim, rule)
         ctx.settled.set()  # in effect from here: a step before the load lets the producers start
@@ -347,6 +411,93 @@ def _link_fault(ctx: FaultContext, step: FaultStep, window: Window) -> FaultEven
     return event
 
 
+# ---- processor faults ---------------------------------------------------------------------
+
+MOVE_ON_GRACE_S = 60.0  # a zombie's group gets this long past the window to move on before it is resumed anyway
+
+
+def _processor_fault(kind: Literal["kill", "zombie"]) -> Apply:
+    """Arm instance `instance` of every pipeline of the group, wait until each stopped itself at its
+    point, then kill it (restart after the window) or keep it paused until its group moved on past
+    its generation and the window is over (then resume it). Effective once every pipeline's
+    instance was hit at its point (and, for a zombie, its group moved on)."""
+
+    def apply(ctx: FaultContext, step: FaultStep, window: Window) -> FaultEvent:
+        number = ProcessorOptions.model_validate(step.options).instance
+        event = FaultEvent(step.fault, f"processor:{number}", kind)
+        if not ctx.processors:
+            event.ended, event.effect = time.time(), "no pipeline processors in this group"
+            ctx.settled.set()
+            return event
+        hit: dict[str, dict] = {}
+        missed: dict[str, str] = {}
+
+        def arm(topic: str, group: Processors) -> None:
+            try:
+                hit[topic] = group.arm(number, max(1.0, window.end - time.monotonic()), lambda: window.over)
+            except RuntimeError as exc:
+                missed[topic] = str(exc)
+
+        with ThreadPoolExecutor(len(ctx.processors), thread_name_prefix="arm") as pool:
+            for topic, group in ctx.processors.items():
+                pool.submit(arm, topic, group)
+        records = {
+            topic: {"topic": topic, "kind": step.fault, "instance": number, "incarnation": point["incarnation"], "txn": point["txn"],
+                    "generation": point["generation"], "point_at": point["t"]}
+            for topic, point in hit.items()
+        }
+        try:
+            if kind == "kill":
+                for topic in hit:
+                    ctx.processors[topic].kill(number)
+                    records[topic]["killed_at"] = time.time()
+                effect = f"killed processor {number} at its point in {len(hit)} pipeline(s)" if hit and not missed else None
+                event.observe(effect, f"processor {number} not hit at its point: {'; '.join(missed.values()) or 'the window ended'}")
+                ctx.settled.set()
+                window.wait_out()
+            else:
+                moved = _wait_moved_on(ctx, number, hit, window)
+                for topic, found in moved.items():
+                    records[topic]["moved_on"] = found
+                stuck = sorted(set(hit) - set(moved))
+                effect = (
+                    f"processor {number} paused at its point until its group moved on (generation "
+                    f"{', '.join(str(m['generation']) for m in moved.values())}) in {len(moved)} pipeline(s)"
+                    if hit and not missed and not stuck else None
+                )
+                event.observe(effect, f"processor {number}: {'; '.join(missed.values()) or ''}{' group did not move on: ' + ', '.join(stuck) if stuck else ''}")
+                ctx.settled.set()
+        finally:
+            for topic in hit:
+                group = ctx.processors[topic]
+                if kind == "kill":
+                    group.restart(number)
+                    records[topic]["restarted_at"] = time.time()
+                else:
+                    group.resume(number)
+                    records[topic]["resumed_at"] = time.time()
+            event.interventions = list(records.values())
+            event.ended = time.time()
+        return event
+
+    return apply
+
+
+def _wait_moved_on(ctx: FaultContext, number: int, hit: Mapping[str, dict], window: Window) -> dict[str, dict]:
+    """Per pipeline hit: the assignment of another instance that took its paused instance's
+    partitions at a later generation, once seen; waits out the window, then up to
+    `MOVE_ON_GRACE_S` more for the pipelines whose group has not moved on yet."""
+    moved: dict[str, dict] = {}
+    deadline = window.end + MOVE_ON_GRACE_S
+    while True:
+        for topic, point in hit.items():
+            if topic not in moved and (found := ctx.processors[topic].moved_on(number, point["t"], point["generation"])) is not None:
+                moved[topic] = {"generation": found["generation"], "instance": found["instance"], "t": found["t"]}
+        if window.over and (len(moved) == len(hit) or time.monotonic() > deadline or window.stop.is_set()):
+            return moved
+        time.sleep(0.2)
+
+
 def _describe(pairs: list[tuple[int, int]]) -> str:
     """`1<->2, 1->3`: each cut link once, both directions as <->."""
     both = {tuple(sorted(pair)) for pair in pairs if pair[::-1] in pairs}
@@ -367,6 +518,8 @@ def _apply(spec: FaultSpec) -> Apply:
         return _replicas_down
     if isinstance(mechanism, RollingRestart):
         return _rolling_restart
+    if isinstance(mechanism, ProcessorSignal):
+        return _processor_fault(mechanism.kind)
     raise ValueError(f"{spec.name}: no mechanism")
 
 

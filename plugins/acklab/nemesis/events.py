@@ -23,6 +23,7 @@ class FaultEvent:
     counts: dict[str, int] = field(default_factory=dict)
     withheld: list[dict] = field(default_factory=list)  # the requests a hold withheld (`acklab.store.runs.WithheldRequest`)
     swallowed: list[dict] = field(default_factory=list)  # what planted-loss swallowed (`acklab.store.runs.SwallowedPartition`)
+    interventions: list[dict] = field(default_factory=list)  # processor faults: each instance hit (`acklab.store.runs.Intervention`)
 
     def observe(self, effect: str | None, otherwise: str, since: float | None = None) -> None:
         """Record whether the cluster showed the fault's effect: first seen now, begun after `since`

@@ -21,8 +21,9 @@ from acklab.proxy.codes import ERRORS, PRODUCE
 NO_FAULT = "none"
 PLANTED_LOSS = "planted-loss"  # the negative control's fault
 TO_LOAD_END_CEILING_S = 6 * 3600.0  # a fault that lasts until the load ends (`FaultSpec.to_load_end`) is undone after this at the latest
-TargetKind = Literal["leader", "follower", "controller", "broker", "random-broker", "every-broker"]
-ANY_NODE: frozenset[TargetKind] = frozenset({"leader", "follower", "controller", "broker", "random-broker"})
+TargetKind = Literal["leader", "follower", "controller", "broker", "random-broker", "every-broker", "group-coordinator", "txn-coordinator"]
+COORDINATORS: frozenset[TargetKind] = frozenset({"group-coordinator", "txn-coordinator"})  # a pipeline's: its group's, its instance 0's transactions'
+ANY_NODE: frozenset[TargetKind] = frozenset({"leader", "follower", "controller", "broker", "random-broker"}) | COORDINATORS
 PROXIED: frozenset[TargetKind] = ANY_NODE | {"every-broker"}  # a proxy fault may act on every broker's traffic at once
 PARTITION: frozenset[TargetKind] = frozenset({"leader", "follower"})
 
@@ -46,6 +47,10 @@ class OneWayOptions(LinkOptions):
 
 class LossyLinkOptions(LinkOptions):
     probability: float = Field(0.3, gt=0, lt=1, description="share of the packets dropped, each direction")
+
+
+class ProcessorOptions(NoOptions):
+    instance: int = Field(0, ge=0, description="the processor instance it acts on (0..processors-1)")
 
 
 class SplitOptions(NoOptions):
@@ -102,7 +107,19 @@ class Links:
     seen: Literal["leader-moved", "reacted"] = "reacted"
 
 
-Mechanism = Process | RollingRestart | ReplicasDown | Proxy | Links
+@dataclass(frozen=True)
+class ProcessorSignal:
+    """Act on a pipeline's processor instance at its point (`acklab.workload.processing`: armed,
+    it stops itself between its output and its offsets step): `kill` it (SIGKILL) and start its
+    next incarnation after the window (same transactional.id: the restart fences the killed
+    epoch and aborts its open transaction at once, instead of waiting for transaction.timeout.ms),
+    or keep it paused as a `zombie` until the group has moved on past its generation and the
+    window is over, then resume it (SIGCONT)."""
+
+    kind: Literal["kill", "zombie"]
+
+
+Mechanism = Process | RollingRestart | ReplicasDown | Proxy | Links | ProcessorSignal
 
 
 @dataclass(frozen=True)
@@ -165,6 +182,12 @@ class FaultSpec:
         return isinstance(self.mechanism, Proxy)
 
     @property
+    def needs_pipeline(self) -> bool:
+        """It acts on a pipeline's processors, or by default on a coordinator of one: it runs with
+        pipeline scenarios only."""
+        return isinstance(self.mechanism, ProcessorSignal) or self.default_target in COORDINATORS
+
+    @property
     def cuts_links(self) -> bool:
         """It cuts links between nodes (`acklab.cluster.links`: iptables and cgroups, so root)."""
         return isinstance(self.mechanism, Links)
@@ -211,8 +234,44 @@ FAULTS: Mapping[str, FaultSpec] = {
         _process("follower-kill", "SIGKILL an in-sync follower, restart after the duration", "follower:0", "kill"),
         _process("controller-kill", "SIGKILL the active KRaft controller, restart after the duration", "controller", "kill"),
         FaultSpec(
+            "group-coordinator-kill", "SIGKILL the broker coordinating a pipeline's consumer group, restart after the duration",
+            "group-coordinator", ANY_NODE, Process("kill"), moves_leaders=True, standard=False,
+        ),
+        FaultSpec(
+            "txn-coordinator-kill",
+            "SIGKILL the broker coordinating the transactions of a pipeline's processor instance 0, restart after the duration",
+            "txn-coordinator", ANY_NODE, Process("kill"), moves_leaders=True, standard=False,
+        ),
+        FaultSpec(
             "follower-restart", "SIGTERM (controlled shutdown) of an in-sync follower, start after the duration", "follower:0", ANY_NODE,
             Process("stop"), moves_leaders=True, precedes_load=True, standard=False,
+        ),
+        FaultSpec(
+            "processor-kill",
+            "SIGKILL a pipeline's processor instance at its point (after its output, before its offsets; at-most-once: the "
+            "reverse), start it again after the duration with the same transactional.id",
+            None, frozenset(), ProcessorSignal("kill"), ProcessorOptions, standard=False,
+            effects=(
+                Effect(
+                    "processor-kill-redelivers", "processor-kill, processing other than at-most-once",
+                    lambda s: s.has("processor-kill") and s.processing not in (None, "at-most-once"),
+                    (("redelivered", 1, None),),
+                    "The instance dies between its output and its offsets, so the batch it held is consumed again by the "
+                    "next owner of its partitions; none consumed again means the kill never met the load.",
+                ),
+                Effect(
+                    "processor-kill-drops", "processor-kill, processing at-most-once",
+                    lambda s: s.has("processor-kill") and s.processing == "at-most-once",
+                    (("processed_lost", 1, None),),
+                    "At-most-once commits the batch's offsets before its output, so the killed batch is never produced.",
+                ),
+            ),
+        ),
+        FaultSpec(
+            "zombie",
+            "pause (SIGSTOP) a pipeline's processor instance at its point until the group has moved on past its generation "
+            "(and the duration is over), then resume it: its writes and offset commits must be fenced",
+            None, frozenset(), ProcessorSignal("zombie"), ProcessorOptions, standard=False,
         ),
         FaultSpec(
             "rolling-restart", "clean restart of every broker in turn (takes as long as it takes)", None, frozenset(), RollingRestart(),
@@ -263,7 +322,8 @@ FAULTS: Mapping[str, FaultSpec] = {
         _proxy(
             "error-inject",
             "answer requests with a broker error (default: produce requests, NOT_ENOUGH_REPLICAS; apis: also FindCoordinator, "
-            "InitProducerId, AddPartitionsToTxn, AddOffsetsToTxn, EndTxn, with an error each may carry); they never reach the broker "
+            "InitProducerId, AddPartitionsToTxn, AddOffsetsToTxn, EndTxn, TxnOffsetCommit, OffsetCommit, OffsetFetch, JoinGroup, "
+            "SyncGroup, Heartbeat, LeaveGroup, ConsumerGroupHeartbeat, with an error each may carry); they never reach the broker "
             "(Metadata: it does, and its answer's topics carry the error)",
             "inject_error", answers_error=True, precedes_load=True,
             effects=(

@@ -11,13 +11,16 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from acklab.base.spec import SpecError, parse_model
 from acklab.cluster.topology import Topology
-from acklab.nemesis.faults import FAULT_NAMES, FAULTS, NO_FAULT, TargetKind
+from acklab.nemesis.faults import COORDINATORS, FAULT_NAMES, FAULTS, NO_FAULT, TargetKind
 
 TARGET = re.compile(
-    r"^(?:(?P<role>leader|follower):(?:(?P<topic>[^/\s]+)/)?(?P<partition>\d+)|controller|broker:(?P<broker>\d+)|random-broker|every-broker)$"
+    r"^(?:(?P<role>leader|follower):(?:(?P<topic>[^/\s]+)/)?(?P<partition>\d+)|controller|broker:(?P<broker>\d+)|random-broker|every-broker|group-coordinator|txn-coordinator)$"
 )
 NODE_OPTIONS = ("peers", "side")  # options of link faults that name node ids
-TARGET_FORMS = "leader:[<topic>/]<partition>, follower:[<topic>/]<partition>, controller, broker:<id>, random-broker or every-broker (proxy faults)"
+TARGET_FORMS = (
+    "leader:[<topic>/]<partition>, follower:[<topic>/]<partition>, controller, broker:<id>, random-broker, every-broker (proxy "
+    "faults), group-coordinator or txn-coordinator (a pipeline's)"
+)
 
 
 class Target(BaseModel):
@@ -85,6 +88,11 @@ class FaultStep(BaseModel):
         if self.before_load and self.at_s != 0:
             raise ValueError(f"a step before the load starts at at_s 0, not {self.at_s:g}")
         return self
+
+    @property
+    def needs_pipeline(self) -> bool:
+        """It acts on a pipeline's processors or a coordinator of one: it runs with pipelines only."""
+        return FAULTS[self.fault].needs_pipeline or (self.target is not None and Target.parse(self.target).kind in COORDINATORS)
 
     @property
     def label(self) -> str:

@@ -14,6 +14,8 @@ from collections.abc import Collection, Sequence
 from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass
 
+from confluent_kafka import Consumer, TopicPartition
+
 from acklab.base.spec import SpecError
 from acklab.cluster.cluster import Cluster
 from acklab.nemesis.actions import FaultContext
@@ -22,8 +24,10 @@ from acklab.nemesis.faults import FAULTS, PLANTED_LOSS
 from acklab.nemesis.runner import Nemesis
 from acklab.nemesis.watch import LeaderWatch
 from acklab.plan.planner import RunPlan, ScenarioPlan
-from acklab.store.runs import EarlierAttempt, FaultRecord, GroupTiming, Manifest, RunDir, ScenarioEntry
+from acklab.store.runs import EarlierAttempt, FaultRecord, GroupTiming, Manifest, PipelineEvidence, RunDir, ScenarioEntry
 from acklab.workload import families
+from acklab.workload.processing import ProcessorJob
+from acklab.workload.processors import ProcessorGroup
 from acklab.workload.producer import START_TIMEOUT_S, LoadResult, Progress, run_load
 from acklab.workload.worker import PARENT_GONE, SIGTERM_STOP
 
@@ -124,6 +128,19 @@ def _set_aside(run: RunDir, entry: ScenarioEntry, attempt: int) -> EarlierAttemp
 def _attempt(
     cluster: Cluster, plan: RunPlan, index: int, group: list[ScenarioPlan], run: RunDir, progress: Progress | None, attempt: int
 ) -> list[ScenarioEntry]:
+    """`_run_group` with the processors of its pipelines, which are killed whatever happens."""
+    processors: dict[str, ProcessorGroup] = {}
+    try:
+        return _run_group(cluster, plan, index, group, run, progress, attempt, processors)
+    finally:
+        for processor_group in processors.values():
+            processor_group.close()
+
+
+def _run_group(
+    cluster: Cluster, plan: RunPlan, index: int, group: list[ScenarioPlan], run: RunDir, progress: Progress | None, attempt: int,
+    processors: dict[str, ProcessorGroup],
+) -> list[ScenarioEntry]:
     """One run of `group` (scenarios of group `index`): the profiles of one fault side by side on fresh
     topics with the same replica assignment (so the fault's target, partition 0 of the first topic,
     has the same leader and followers in every topic; `replica_assignment`: the active controller never
@@ -134,15 +151,19 @@ def _attempt(
     starts once every producer is ready and every topic is in sync, or, with a step before the load,
     once the topics exist and that step has shown its effect (the producers then start against it).
 
+    A pipeline scenario's processors (`processors`, by input topic) start once its topics are in
+    sync and consume until the load has ended and the group committed every input (`_drain`).
+
     Returns each scenario's manifest entry (not written yet)."""
     topology = plan.topology
     topics = [topic_name(run, scenario.name) + ("" if attempt == 1 else f"-attempt-{attempt}") for scenario in group]
+    pipelines = {topic: scenario for topic, scenario in zip(topics, group, strict=True) if scenario.pipeline is not None}
     targets = [step.parsed_target for step in group[0].schedule if step.target]
     targeted = [target.partition for target in targets if target.kind == "leader" and target.topic is None]
     assignment = replica_assignment(
         sorted(topology.broker_ids), topology.partitions, topology.replication_factor, index, cluster.active_controller(), targeted
     )
-    nemesis = Nemesis(FaultContext(cluster, topics[0], topology.min_insync_replicas), group[0].schedule)
+    nemesis = Nemesis(FaultContext(cluster, topics[0], topology.min_insync_replicas, processors=processors), group[0].schedule)
     moves_leaders = any(FAULTS[step.fault].moves_leaders for step in group[0].schedule)
     watch = None if moves_leaders else LeaderWatch(cluster, topics)
     load_spec = plan.load_of(group)
@@ -150,10 +171,15 @@ def _attempt(
     topics_ready = threading.Event()
 
     def create_topics() -> None:
+        every = [*topics, *(output_topic(topic) for topic in pipelines)]
         with cluster.admin() as admin:
-            admin.create_topics(topics, assignment)
-            for topic in topics:
+            admin.create_topics(every, assignment)
+            for topic in every:
                 admin.wait_in_sync(topic, 60)
+        for topic, scenario in pipelines.items():
+            processors[topic] = _start_processors(cluster, topic, scenario, run)
+        for processor_group in processors.values():
+            processor_group.wait_assigned(topology.partitions, PROCESSORS_READY_S)
         topics_ready.set()
 
     def start_faults() -> None:  # once every producer is ready and every topic fully in sync
@@ -203,10 +229,12 @@ def _attempt(
         raise failed[0]  # type: ignore[misc]
     outcome = nemesis.join()
     cluster.wait_healthy(120)
+    load_ended = max((f.result().ended for f in futures), default=time.time())
+    drained = {topic: _drain(cluster, topic, processors[topic], pipelines[topic], topology.partitions, load_ended, run) for topic in pipelines}
     hanging = open_transactions(cluster, {t: s for t, s in zip(topics, group, strict=True) if s.profile.transaction}, topology.partitions)
     planted = planted_losses(cluster, outcome, topics) if any(step.fault == PLANTED_LOSS for step in group[0].schedule) else {}
     entries = [
-        _entry(plan, scenario, topic, future.result(), outcome, unplanned, run, hanging.get(topic), planted.get(topic))
+        _entry(plan, scenario, topic, future.result(), outcome, unplanned, run, hanging.get(topic), planted.get(topic), drained.get(topic))
         for scenario, topic, future in zip(group, topics, futures, strict=True)
     ]
     if watch is None:
@@ -216,6 +244,53 @@ def _attempt(
         if entry.disturbances:
             log.warning("scenario %s: unplanned during the load: %s", entry.scenario, "; ".join(entry.disturbances))
     return disturbed
+
+
+PROCESSORS_READY_S = 60.0  # the processors of a pipeline are assigned every input partition within this
+DRAIN_S = 90.0  # after the load, a pipeline's group commits every input within this, or the inputs left are unprocessed
+
+
+def output_topic(topic: str) -> str:
+    """A pipeline's output topic, beside its input topic `topic`."""
+    return f"{topic}-out"
+
+
+def _start_processors(cluster: Cluster, topic: str, scenario: ScenarioPlan, run: RunDir) -> ProcessorGroup:
+    """Start the processor instances of pipeline `scenario` on its input topic `topic`."""
+    pipeline = scenario.pipeline
+    assert pipeline is not None
+    template = ProcessorJob(
+        bootstrap_servers=cluster.bootstrap_servers, input_topic=topic, output_topic=output_topic(topic), group_id=f"{topic}-processors",
+        instance=0, style=pipeline.style, group_protocol=pipeline.group_protocol, log="-",
+    )
+    group = ProcessorGroup(families.of(scenario.client), scenario.client, run.scenario(scenario.name).root / "processors", template, pipeline.processors)
+    group.start()
+    return group
+
+
+def _drain(cluster: Cluster, topic: str, group: ProcessorGroup, scenario: ScenarioPlan, partitions: int, load_ended: float, run: RunDir) -> PipelineEvidence:
+    """Let the processors of `topic` consume until their group committed every input partition to
+    its end (or `DRAIN_S` passed), then stop them; what they did, for the entry."""
+    pipeline = scenario.pipeline
+    assert pipeline is not None
+    ends = input_ends(cluster, topic, partitions)
+    committed = group.drain(cluster.bootstrap_servers, ends, DRAIN_S)
+    done = all(committed.get(p, -1) >= end for p, end in ends.items())
+    drain_s = time.time() - load_ended if done else None
+    exits = group.stop()
+    return PipelineEvidence(
+        style=pipeline.style, processors=pipeline.processors, group_protocol=pipeline.group_protocol, group_id=group.template.group_id,
+        output_topic=group.template.output_topic, logs=run.relative(group.folder), ends=ends, committed=committed, drain_s=drain_s, exits=exits,
+    )
+
+
+def input_ends(cluster: Cluster, topic: str, partitions: int) -> dict[int, int]:
+    """The end offset (high watermark) of each partition of `topic`."""
+    consumer = Consumer({"bootstrap.servers": cluster.direct_bootstrap_servers, "group.id": "acklab-ends", "enable.auto.commit": False})
+    try:
+        return {p: consumer.get_watermark_offsets(TopicPartition(topic, p), 10)[1] for p in range(partitions)}
+    finally:
+        consumer.close()
 
 
 def replica_assignment(
@@ -337,6 +412,7 @@ def _entry(
     run: RunDir,
     hanging: dict[int, Hanging] | str | None = None,
     planted_lost: int | None = None,
+    pipeline: PipelineEvidence | None = None,
 ) -> ScenarioEntry:
     """The scenario's manifest entry: what was planned, what the load saw, what the fault did,
     (transactional scenarios) the partitions left with a hanging transaction (`open_transactions`),
@@ -391,6 +467,7 @@ def _entry(
         if isinstance(hanging, dict) and hanging else None,
         planted_lost=planted_lost,
         control=scenario.control,
+        pipeline=pipeline,
         producer_stats={"path": run.relative(files.stats), **result.stats},
         fault_timeline=[FaultRecord.model_validate(event) for event in outcome.timeline_dicts()],
         fault_effective=outcome.effective and not late,

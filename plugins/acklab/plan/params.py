@@ -13,8 +13,12 @@ from acklab.base.maven import KAFKA_VERSION_PATTERN
 from acklab.nemesis.faults import FAULT_NAMES, FAULTS
 from acklab.nemesis.schedule import FaultStep
 from acklab.workload import families
+from acklab.workload.processing import GroupProtocol, Style
 from acklab.workload.profiles import Partitioner, profile_names
 from acklab.workload.spec import MAX_MESSAGES, MAX_PRODUCERS
+
+
+MAX_PROCESSORS = 8  # processor instances per pipeline scenario (each a process)
 
 
 class RunParams(BaseModel):
@@ -56,7 +60,7 @@ class RunParams(BaseModel):
         description=f"confluent-kafka version of the producers (2.0.2 or later, set up by `acklab setup --client-version`); null = the locked {families.default().locked}",
     )
     profiles: list[str] = Field(
-        default_factory=lambda: ["leader-ack", "idempotent"], min_length=1, description="Producer profiles, one scenario per fault"
+        default_factory=lambda: ["leader-ack", "idempotent"], description="Producer profiles, one scenario per fault (may be empty with processing)"
     )
     custom_profiles: dict[str, dict[str, Any]] | None = Field(
         None,
@@ -83,6 +87,21 @@ class RunParams(BaseModel):
         True, description="With several clients side by side: one group per fault holds every client's scenarios (false: one "
         "group per fault and client, each client's producers alone on the cluster)",
     )
+    processing: list[Style] = Field(
+        default_factory=list,
+        description="Pipeline scenarios beside the profiles' ones: per processing style (eos, at-least-once, at-most-once, "
+        "eos-naive: a planted bug) and fault, the load writes an input topic with input_profile and `processors` processor "
+        "instances of the run's client consume, transform and produce it to an output topic (acklab.workload.processing); "
+        "processor faults (processor-kill, zombie) run with these only",
+    )
+    processing_faults: list[str] | None = Field(
+        None, description="The faults pipeline scenarios run under (null = faults); processor faults run with pipelines only"
+    )
+    processors: int = Field(2, ge=1, le=MAX_PROCESSORS, description="Processor instances per pipeline scenario (separate processes, one group)")
+    input_profile: str = Field("idempotent", description="The producer profile that writes a pipeline's input topic (not transactional)")
+    group_protocol: GroupProtocol = Field(
+        "classic", description="The processors' consumer group protocol: classic (generations) or consumer (KIP-848, member epochs)"
+    )
     negative_control: bool = Field(
         True, description="Run a planted loss first (negative-control__planted-loss): unless the checker counts it exactly, the "
         "run is invalid. false: the run has no proof that it could go red, and its report says so",
@@ -96,7 +115,9 @@ class RunParams(BaseModel):
             raise ValueError("clients names every client of the run: give it without client or client_version")
         if any(not re.match(families.CLIENT_PATTERN, spec) for spec in self.clients):
             raise ValueError(f"clients: each FAMILY:VERSION (java:3.9.1, librdkafka:2.16.1), got {self.clients}")
-        for name, values in (("profiles", self.profiles), ("faults", self.faults)):
+        if not self.profiles and not self.processing:
+            raise ValueError("profiles or processing: name at least one producer profile or processing style")
+        for name, values in (("profiles", self.profiles), ("faults", self.faults), ("processing", self.processing)):
             if len(set(values)) != len(values):
                 raise ValueError(f"{name} must be distinct: {values}")
         return self

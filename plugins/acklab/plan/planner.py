@@ -23,8 +23,18 @@ from acklab.plan.params import RunParams
 from acklab.plan.presets import preset
 from acklab.workload import families
 from acklab.workload.client import Client
+from acklab.workload.processing import GroupProtocol, Style
 from acklab.workload.profiles import ProducerProfile, get_profile, profile_from_spec
 from acklab.workload.spec import LoadSpec
+
+
+class PipelineSpec(BaseModel):
+    """A pipeline scenario's processing: its style, its processor instances and their group protocol
+    (`acklab.workload.processing`); its load writes the input topic with the scenario's profile."""
+
+    style: Style
+    processors: int = 2
+    group_protocol: GroupProtocol = "classic"
 
 
 class ScenarioPlan(BaseModel):
@@ -37,6 +47,7 @@ class ScenarioPlan(BaseModel):
     beliefs: tuple[str, ...] = ()  # the beliefs it tests (acklab.model.beliefs)
     control: bool = False  # the run's negative control (`CONTROL`): its own group, first, with its own load
     load: LoadSpec | None = None  # its own load (the control's), else the plan's
+    pipeline: PipelineSpec | None = None  # a pipeline scenario: `profile` writes its input topic
 
 
 CONTROL = "negative-control"
@@ -45,6 +56,14 @@ whose writes to the leader of partition 0 the proxy swallows from 0.5 s on (`pla
 checker must count exactly the swallowed records lost, or the run is invalid."""
 CONTROL_PROFILE, CONTROL_AT_S = "idempotent", 0.5
 CONTROL_LOAD = {"messages": 2000, "rate": 1000.0}
+
+
+PIPELINE_CONTROL = "pipeline-control"
+"""The pipelines' negative control: the planted processor bug `eos-naive` (offsets committed by the
+consumer after the transaction) under processor-kill at 1 s, 3,000 messages at 1,000/s. Its killed
+batch is processed again: the checker must count exactly as many duplicated outputs as the
+processors' logs say they re-processed, or the run is invalid."""
+PIPELINE_CONTROL_AT_S, PIPELINE_CONTROL_LOAD = 1.0, {"messages": 3000, "rate": 1000.0}
 
 
 class RunPlan(BaseModel):
@@ -139,13 +158,24 @@ def make_plan(params: RunParams | dict[str, object]) -> RunPlan:
         if params.partitioner is not None:
             profile = parse_model(ProducerProfile, {**profile.model_dump(), "partitioner": params.partitioner}, "params.partitioner")
         profiles.append(profile)
-    settings = check_feasible(topology, profiles, load, [step for steps in schedules.values() for step in steps])
+    pipelines = _pipelines(params, schedules, topology)
+    if pipelines:
+        input_profile = get_profile(params.input_profile, params.custom_profiles)
+        if input_profile.transaction is not None:
+            raise SpecError(f"params.input_profile: {input_profile.name} is transactional; a pipeline's input is written by a non-transactional profile")
+    checked_profiles = [*profiles, *([input_profile] if pipelines else [])]
+    settings = check_feasible(topology, checked_profiles, load, [step for steps in schedules.values() for step in steps])
     clients = _clients(params)
     resolved = {}
+    inputs = {}
     for client in clients:  # every client accepts every profile before anything starts
         family = families.of(client)
         resolved[client] = [family.resolve(profile, client) for profile in profiles]
-        for profile in resolved[client]:
+        if pipelines:
+            inputs[client] = family.resolve(input_profile, client)
+            if problem := family.processor_problem(client, params.group_protocol, topology.kafka_version):
+                raise SpecError(f"params.group_protocol: {problem}")
+        for profile in [*resolved[client], *([inputs[client]] if pipelines else [])]:
             check_batches(settings, client.family, profile, family.config(profile))
         family.validate(client, resolved[client], load)
     before_load = sorted({step.fault for steps in schedules.values() for step in steps if step.before_load})
@@ -158,8 +188,26 @@ def make_plan(params: RunParams | dict[str, object]) -> RunPlan:
     scenarios = []
     for n, client in enumerate(clients):
         tag = "" if n == 0 else "." + client_tag(client, clients)
+        for pipeline in pipelines:
+            for fault, steps in schedules.items():
+                if params.schedule is None and fault not in (params.processing_faults or params.faults):
+                    continue
+                scenarios.append(
+                    ScenarioPlan(
+                        name=f"pipeline-{pipeline.style}{tag}__{fault}",
+                        profile=inputs[client],
+                        client=client,
+                        fault=fault,
+                        schedule=steps,
+                        expected=expect(inputs[client], topology, steps, client, pipeline.style),
+                        beliefs=applying(Setting.of(inputs[client], topology, steps, client, pipeline.style)),
+                        pipeline=pipeline,
+                    )
+                )
         for profile in resolved[client]:
             for fault, steps in schedules.items():
+                if any(step.needs_pipeline for step in steps) or (params.schedule is None and fault not in params.faults):
+                    continue  # processor faults act on pipelines only
                 scenarios.append(
                     ScenarioPlan(
                         name=f"{profile.name}{tag}__{fault}",
@@ -172,9 +220,37 @@ def make_plan(params: RunParams | dict[str, object]) -> RunPlan:
                     )
                 )
     if params.negative_control:
+        if pipelines:
+            scenarios.insert(0, _pipeline_control(topology, clients[0], load, inputs[clients[0]], params))
         scenarios.insert(0, _control(topology, clients[0], load))
     client = clients[0]
     return RunPlan(params=params, topology=topology, client=client, load=load, scenarios=scenarios)
+
+
+def _pipeline_control(topology: Topology, client: Client, load: LoadSpec, profile: ProducerProfile, params: RunParams) -> ScenarioPlan:
+    """The pipelines' negative control (`PIPELINE_CONTROL`), on the run's first client."""
+    own = parse_model(LoadSpec, {**PIPELINE_CONTROL_LOAD, "message_bytes": load.message_bytes, "keys": load.keys}, "params (pipeline control)")
+    steps = [parse_model(FaultStep, {"fault": "processor-kill", "at_s": PIPELINE_CONTROL_AT_S, "duration_s": 2.0}, "pipeline control")]
+    return ScenarioPlan(
+        name=f"{PIPELINE_CONTROL}__processor-kill", profile=profile, client=client, fault="processor-kill", schedule=steps,
+        expected=expect(profile, topology, steps, client, "eos-naive"), control=True, load=own,
+        pipeline=PipelineSpec(style="eos-naive", processors=params.processors, group_protocol=params.group_protocol),
+    )
+
+
+def _pipelines(params: RunParams, schedules: dict[str, list[FaultStep]], topology: Topology) -> list[PipelineSpec]:
+    """The run's processing styles as pipeline specs; SpecError for processor faults without a
+    pipeline or aimed at an instance the pipelines do not have."""
+    for steps in schedules.values():
+        for step in steps:
+            if not step.needs_pipeline:
+                continue
+            if not params.processing:
+                raise SpecError(f"params.faults: {step.fault} acts on a pipeline's processors or coordinators: give processing (e.g. eos)")
+            instance = int(step.options.get("instance", 0))
+            if instance >= params.processors:
+                raise SpecError(f"params.faults: {step.fault} instance {instance} does not exist: processors are 0..{params.processors - 1}")
+    return [PipelineSpec(style=style, processors=params.processors, group_protocol=params.group_protocol) for style in params.processing]
 
 
 def _control(topology: Topology, client: Client, load: LoadSpec) -> ScenarioPlan:
@@ -248,7 +324,8 @@ def _fault_schedules(params: RunParams, topology: Topology) -> dict[str, list[Fa
     if params.schedule is not None:
         check_schedule(params.schedule, topology, "params.schedule")
         return {"+".join(step.label for step in params.schedule) or "none": params.schedule}
-    schedules = {fault: schedule_for(fault, params.fault_at_s, params.fault_duration_s) for fault in params.faults}
+    faults = list(dict.fromkeys([*params.faults, *(params.processing_faults or [])]))
+    schedules = {fault: schedule_for(fault, params.fault_at_s, params.fault_duration_s) for fault in faults}
     for fault, steps in schedules.items():
         check_schedule(steps, topology, f"params.faults ({fault})")
     return schedules

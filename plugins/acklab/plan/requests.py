@@ -13,6 +13,8 @@ a one-line SpecError:
 - `--client-version V` is the client `librdkafka:V`;
 - `--profiles-file` and `--librdkafka` add custom profiles, run by default (all of them) unless
   `--profile` names some;
+- `--processing STYLE` runs pipeline scenarios (a style per option); without `--profile` no
+  producer scenario beside them;
 - `--producer-config FILE` is profile `custom`, read by the family whose configuration file is a
   `producer.properties` (the first client of that family named, else its default).
 
@@ -83,6 +85,10 @@ class RunRequest(BaseModel):
     fault_duration_s: float = DEFAULTS.fault_duration_s
     standard: bool = False
     one_at_a_time: bool = False
+    processing: list[str] | None = None
+    processors: int = DEFAULTS.processors
+    input_profile: str = DEFAULTS.input_profile
+    group_protocol: str = DEFAULTS.group_protocol
 
     def grid(self) -> RunGrid:
         """The params and grid these options ask for; SpecError (one line) for options that do not
@@ -129,7 +135,12 @@ class RunRequest(BaseModel):
         return {
             "topology": self.topology,
             "client_version": self.client_version,
-            "profiles": self.profile or base.profiles,
+            # With --processing the run is its pipelines unless --profile adds producer scenarios.
+            "profiles": self.profile or ([] if self.processing else base.profiles),
+            "processing": self.processing or base.processing,
+            "processors": self.processors,
+            "input_profile": self.input_profile,
+            "group_protocol": self.group_protocol,
             "faults": self.fault or base.faults,
             "schedule": None,
             "messages": base.messages if self.standard and self.messages == DEFAULTS.messages else self.messages,

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, SerializeAsAny, model_validator
 
-from acklab.proxy.behaviours.base import check_error
-from acklab.proxy.behaviours.drop_response import AckLossOptions
-from acklab.proxy.codes import ERRORS, PRODUCE
+from acklab.proxy.behaviours import BEHAVIOURS
+from acklab.proxy.behaviours.base import Options
 
 Action = Literal[
     "drop_response", "drop_request", "delay_response", "blackhole", "inject_error", "replace_error", "hold_request", "lose_then_reject",
@@ -17,7 +16,11 @@ Action = Literal[
 
 
 class ProxyRule(BaseModel):
-    """One active fault on one broker's client traffic.
+    """One active fault on one broker's client traffic: the behaviour (`action`), its options (an
+    instance of one of its options models, `acklab.proxy.behaviours.base.Behaviour.option_models`:
+    the only home of every option, the requests it selects, `apis`, and its share, `probability`
+    and `count`, among them) and a safety lifetime. On the control channel the options travel as
+    the model's fields (`model_dump`) and are validated by the behaviour's models again.
 
     - drop_response: the broker processed the request, its response never reaches the client;
       then `hold` the connection (no later response of it reaches the client either: it times out)
@@ -30,10 +33,12 @@ class ProxyRule(BaseModel):
       as with a link delay).
     - blackhole: nothing passes in either direction; new connections are accepted and ignored.
     - inject_error: a request is answered by the proxy with `error` (a PRODUCE request for each of
-      its partitions) and never reaches the broker (acks=0: the connection is closed, as a broker
-      does). A Metadata request does reach the broker; every topic of its answer carries `error`
-      (`acklab.proxy.answers.metadata_with_error`). The requests the proxy can answer and the
-      errors each may carry: `acklab.proxy.codes.ANSWERABLE`; others pass untouched.
+      its partitions, an offset commit for each partition it commits) and never reaches the broker
+      (acks=0: the connection is closed, as a broker does). A Metadata request does reach the
+      broker; every topic of its answer carries `error` (`acklab.proxy.answers.metadata_with_error`).
+      The requests the proxy can answer and the errors each may carry: `acklab.proxy.codes.ANSWERABLE`
+      (their layouts: `acklab.proxy.answers.ANSWERS`); others, and a version not answered with that
+      error, pass untouched.
     - replace_error: a PRODUCE request reaches the broker; the partitions its response reports
       appended carry `error` instead.
     - hold_request: a matching request is withheld and forwarded `delay_s` after it arrived (0 =
@@ -62,49 +67,25 @@ class ProxyRule(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
     action: Action
-    apis: list[int] = Field(default_factory=lambda: [PRODUCE], description="API keys affected (empty = all)")
-    probability: float = Field(1.0, ge=0.0, le=1.0)
-    count: int | None = Field(None, ge=1, description="at most this many frames are affected")
-    then: Literal["hold", "close"] = AckLossOptions.model_fields["then"].default  # drop_response's own default
-    delay_s: float = Field(0.0, ge=0.0)
-    error: str | None = Field(None, description="inject_error / replace_error: the error's name")
-    replay_after: int | None = Field(None, description="hold_request: release right after a request of this API key is answered")
-    nth: int = Field(1, ge=1, description="hold_request: the matches before the nth pass")
-    partition: int | None = Field(None, ge=0)
-    producer_id: int | None = Field(None, ge=0)
-    transactional_id: str | None = None
-    transactional_only: bool = False
+    options: SerializeAsAny[Options] = Field(description="the behaviour's options (a mapping is validated by its options models)")
     expires_in_s: float = Field(300.0, gt=0, description="safety: the rule lifts itself after this")
 
-    @model_validator(mode="after")
-    def _complete(self) -> ProxyRule:
-        if self.action in ("inject_error", "replace_error", "lose_then_reject") and self.error is None:
-            raise ValueError(f"{self.action} needs an error")
-        if self.action == "inject_error" and not self.apis:
-            raise ValueError("inject_error needs the request types it answers (apis)")
-        check_error(self.error, self.apis if self.action == "inject_error" else (PRODUCE,))
-        return self
+    @model_validator(mode="before")
+    @classmethod
+    def _behaviours_options(cls, data: Any) -> Any:
+        if isinstance(data, dict) and data.get("action") in BEHAVIOURS:
+            data = {**data, "options": BEHAVIOURS[data["action"]].options_of(data.get("options", {}))}
+        return data
 
-    def selects(self, transactional_id: str | None, batches: list[tuple[int, int, int, int]]) -> bool:
-        """Whether a PRODUCE request (its transactional id, and (partition, producer id, epoch, base
-        sequence) per idempotent batch) is one the hold chooses."""
-        if (self.transactional_only and transactional_id is None) or (
-            self.transactional_id is not None and transactional_id != self.transactional_id
-        ):
-            return False
-        if self.partition is not None and all(batch[0] != self.partition for batch in batches):
-            return False
-        return self.producer_id is None or any(batch[1] == self.producer_id for batch in batches)
-
-    @property
-    def selects_produce(self) -> bool:
-        """Whether the hold chooses among PRODUCE requests by what they carry."""
-        return self.transactional_only or any(v is not None for v in (self.transactional_id, self.partition, self.producer_id))
+    @classmethod
+    def of(cls, action: Action, expires_in_s: float = 300.0, **options: Any) -> ProxyRule:
+        """A rule of `action` with the named options (validated by the behaviour's options models)."""
+        return cls(action=action, options=BEHAVIOURS[action].options_of(options), expires_in_s=expires_in_s)
 
     def matches(self, api_key: int) -> bool:
-        return not self.apis or api_key in self.apis
+        """Whether the rule selects requests (and responses) of `api_key` (its options' `apis`)."""
+        return self.options.acts_on(api_key)
 
-    @property
-    def error_code(self) -> int:
-        assert self.error is not None
-        return ERRORS[self.error].code
+    def share(self) -> tuple[float, int | None]:
+        """(probability, count) of its options: each selected frame is affected with `probability`, at most `count` of them."""
+        return self.options.share()

@@ -88,11 +88,12 @@ class BrokerProxy:
         if time.monotonic() > self.rule_expires:
             self.end_rule()
             return None
-        if rule.count is not None and self.activation.affected >= rule.count:  # type: ignore[union-attr]
+        probability, count = rule.share()
+        if count is not None and self.activation.affected >= count:  # type: ignore[union-attr]
             return None
         if api_key is not None and not rule.matches(api_key):
             return None
-        if rule.probability < 1.0 and random.random() >= rule.probability:
+        if probability < 1.0 and random.random() >= probability:
             return None
         return rule
 
@@ -281,12 +282,12 @@ class BrokerProxy:
 
 
 def _answer(body: bytes, api_key: int, version: int) -> str:
-    """What the broker answered a released request: per partition for PRODUCE, else its error."""
+    """What the broker answered a released request: per partition for PRODUCE, else its error (or its parts')."""
     try:
         if api_key == PRODUCE and version in PRODUCE_VERSIONS:
             _, response = decode_response(body, version)
             return ", ".join(f"{t.name or t.topic_id.hex()}-{p.index}: {error_name(p.error_code)}" for t in response.topics for p in t.partitions)
-        return error_name(answers.top_error(body, api_key, version))
+        return answers.describe(body, api_key, version)
     except ProtocolError as exc:
         return f"unparsed ({exc})"
 

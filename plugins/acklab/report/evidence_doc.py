@@ -10,9 +10,13 @@ import pyarrow as pa
 from pydantic import BaseModel
 
 from acklab.base.paths import PROJECT_ROOT
-from acklab.store.contract import IDENTITIES, OUTCOME_DOCS, UNEXPECTED
-from acklab.store.runs import LAYOUT, EarlierAttempt, FaultRecord, GroupTiming, Manifest, ScenarioEntry, WithheldBatch, WithheldRequest
-from acklab.store.schemas import MATRIX, OUTCOME_TABLE, PRODUCER_STATS, SEND_LOG, SEND_LOG_DEFAULTS, TOPIC_RECORDS, describe
+from acklab.store.contract import IDENTITIES, OUTCOME_DOCS, PIPELINE_IDENTITIES, UNEXPECTED
+from acklab.store.runs import (
+    LAYOUT, EarlierAttempt, FaultRecord, GroupTiming, Intervention, Manifest, PipelineEvidence, ScenarioEntry, WithheldBatch, WithheldRequest,
+)
+from acklab.store.schemas import (
+    MATRIX, OUTCOME_TABLE, PIPELINE_OUTPUT_RECORDS, PRODUCER_STATS, SEND_LOG, SEND_LOG_DEFAULTS, TOPIC_RECORDS, describe,
+)
 
 DOC = PROJECT_ROOT / "docs" / "evidence.md"
 
@@ -58,6 +62,17 @@ def _fields(model: type[BaseModel]) -> list[tuple[str, str, str]]:
     return rows
 
 
+PROCESSOR_FILES = (
+    "A pipeline's processor files (`processors/`): per instance `i` and incarnation `n`, "
+    "`processor-<i>.<n>.json` (its job), `processor-<i>.<n>.jsonl` (its log: one JSON event per line, the events of "
+    "`acklab.workload.processing`) and `processor-<i>.<n>.stderr`."
+)
+PIPELINE_RULES = (
+    "The pipeline identity holds for pipeline rows (`processing` set); its counts are those of "
+    "`acklab.checker.pipeline_audit`, whose docstring defines each."
+)
+
+
 def _columns(schema: pa.Schema) -> list[tuple[str, str, str]]:
     return [(f"`{f.name}`", str(f.type) + ("" if f.nullable else ", not null"), describe(f)) for f in schema]
 
@@ -80,14 +95,20 @@ def to_markdown() -> str:
     lines += ["### A withheld batch (`batches`)", "", *_table(("field", "type", "meaning"), _fields(WithheldBatch))]
     lines += ["### The group (`group`)", "", *_table(("field", "type", "meaning"), _fields(GroupTiming))]
     lines += ["### An earlier run (`earlier_attempts`)", "", *_table(("field", "type", "meaning"), _fields(EarlierAttempt))]
+    lines += ["### A pipeline (`pipeline`)", "", *_table(("field", "type", "meaning"), _fields(PipelineEvidence))]
+    lines += ["### A processor fault's intervention (`interventions`)", "", *_table(("field", "type", "meaning"), _fields(Intervention))]
+    lines += [PROCESSOR_FILES, ""]
     lines += ["## Send log (`send_log.parquet`, one row per planned message)", "", *_table(("column", "type", "meaning"), _columns(SEND_LOG))]
     lines += [SEND_LOG_RULES.format(defaults=defaults), ""]
     lines += ["## Producer statistics (`producer_stats.parquet`)", "", *_table(("column", "type", "meaning"), _columns(PRODUCER_STATS))]
     lines += ["## Topic records (`audit/topic_records.parquet`)", "", *_table(("column", "type", "meaning"), _columns(TOPIC_RECORDS))]
     lines += [RECORDS_RULES, ""]
+    lines += ["## Pipeline output records (`audit/pipeline_records.parquet`)", "", *_table(("column", "type", "meaning"), _columns(PIPELINE_OUTPUT_RECORDS))]
     lines += ["## Outcome table (`audit/outcomes.parquet`, one row per message of every scenario)", "", *_table(("column", "type", "meaning"), _columns(OUTCOME_TABLE))]
     classes = [*OUTCOME_DOCS.items(), (UNEXPECTED, "in the topic, not in the send log")]
     lines += ["Outcome classes (exclusive; `copies` = topic records carrying the id):", "", *_table(("outcome", "when"), ((f"`{n}`", d) for n, d in classes))]
     lines += ["## Delivery matrix (`audit/matrix.parquet`, `audit/matrix.json`: one row per scenario)", "", *_table(("column", "type", "meaning"), _columns(MATRIX))]
-    lines += [AUDIT_RULES, "", *_table(("identity",), ((f"`{total} = {' + '.join(parts)}`",) for total, parts in IDENTITIES))]
+    identities = (*IDENTITIES, *PIPELINE_IDENTITIES)
+    lines += [AUDIT_RULES, "", *_table(("identity",), ((f"`{total} = {' + '.join(parts)}`",) for total, parts in identities))]
+    lines += [PIPELINE_RULES, ""]
     return "\n".join(lines).rstrip() + "\n"

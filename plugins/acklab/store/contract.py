@@ -81,3 +81,26 @@ IDENTITIES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("aborted", ("aborted_clean", "aborted_visible")),
     ("records_read", ("delivered", "acked_duplicated", "indeterminate", "aborted_visible", "duplicates", UNEXPECTED)),
 )
+
+# A pipeline scenario's counts (`acklab.checker.pipeline_audit`); null in a producer scenario's row.
+PIPELINE_COUNT_DOCS: Mapping[str, str] = {
+    "input_acked": "input messages acknowledged into the input topic (not aborted): the pipeline's inputs",
+    "processed_once": "inputs with exactly one committed output",
+    "processed_duplicated": "inputs with more than one committed output",
+    "processing_duplicates": "their extra committed outputs",
+    "processed_lost": "inputs without a committed output whose offset the group committed",
+    "unprocessed": "inputs without a committed output whose offset the group never committed by the end of the drain",
+    "output_records": "committed output records read by the audit (read_committed)",
+    "output_unexpected": "committed outputs of an id that is not an acknowledged input",
+    "output_unparsed": "committed output records whose value is not a processor's output",
+    "output_aborted_visible": "committed-visible outputs of a transaction a processor aborted or that was open when its instance was killed",
+    "zombie_writes": "committed outputs a zombie wrote under the generation it was paused in, from its paused transaction on",
+    "redelivered": "input offsets consumed again (from the processors' logs: batches holding them, minus one)",
+    "reprocessed": "input offsets whose output became durable again (from the processors' logs)",
+    "poll_skips": "input offsets a processor skipped within one assignment (Jepsen's poll-skip)",
+    "poll_backwards": "batches that went back within one assignment without a rewind (Jepsen's nonmonotonic poll)",
+}
+PIPELINE_COUNT_COLUMNS = tuple(PIPELINE_COUNT_DOCS)
+PIPELINE_IDENTITIES: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("input_acked", ("processed_once", "processed_duplicated", "processed_lost", "unprocessed")),
+)

@@ -32,9 +32,11 @@ LAYOUT: tuple[tuple[str, str], ...] = (
     ("scenarios/<scenario>/send_log.parquet", "every planned message's fate (send log)"),
     ("scenarios/<scenario>/producer_stats.parquet", "the client's statistics sampled during the load (`acklab.store.schemas.PRODUCER_STATS`)"),
     ("scenarios/<scenario>/producers/p<n>.{log,json}", "each producer process's log and counts"),
+    ("scenarios/<scenario>/processors/processor-<i>.<n>.{json,jsonl,stderr}", "a pipeline's processor instance i, incarnation n: its job, its log (`acklab.workload.processing`), its stderr"),
     ("scenarios/<scenario>.attempt-<n>/", "an earlier run of the scenario whose evidence was incomplete, so its group ran it again: the same files, kept, not audited"),
     ("cluster/", "the cluster: `cluster.json` (pids, ports, owner), node folders with their logs (data removed at teardown)"),
     ("audit/topic_records.parquet", "every record the audit read from the scenario topics"),
+    ("audit/pipeline_records.parquet", "every committed output record of the pipelines' output topics (`acklab.store.schemas.PIPELINE_OUTPUT_RECORDS`)"),
     ("audit/outcomes.parquet", "one row per message (all scenarios'): its outcome class and flags"),
     ("audit/matrix.parquet, audit/matrix.json", "the delivery matrix: one row per scenario"),
     ("result.json", "the verdict: status per scenario, regressions, paths of the matrix and reports"),
@@ -96,6 +98,22 @@ class SwallowedPartition(BaseModel):
     answered: bool = Field(description="the proxy answered it (false with acks=0: no answer is expected)")
 
 
+class Intervention(BaseModel):
+    """What a processor fault did to one pipeline's processor instance (`processor-kill`, `zombie`)."""
+
+    topic: str = Field(description="the pipeline's input topic (its scenario's topic)")
+    kind: str = Field(description="processor-kill or zombie")
+    instance: int = Field(description="the processor instance")
+    incarnation: int = Field(description="its incarnation hit (a kill starts incarnation + 1)")
+    txn: int = Field(description="the batch (transaction) it was in at its point")
+    generation: int = Field(description="the group generation (member epoch under group.protocol=consumer) of that batch")
+    point_at: float = Field(description="epoch seconds it logged its point and stopped itself")
+    killed_at: float | None = Field(None, description="processor-kill: when it was killed (SIGKILL)")
+    restarted_at: float | None = Field(None, description="processor-kill: when its next incarnation started")
+    moved_on: dict[str, Any] | None = Field(None, description="zombie: the other instance's assignment that took its partitions (generation, instance, t)")
+    resumed_at: float | None = Field(None, description="zombie: when it was resumed (SIGCONT)")
+
+
 class FaultRecord(BaseModel):
     """One applied fault as the manifest records it (`acklab.nemesis.events.FaultEvent`)."""
 
@@ -113,6 +131,7 @@ class FaultRecord(BaseModel):
     counts: dict[str, int] = Field(default_factory=dict, description="proxy counter deltas during the fault, or a link fault's dropped_packets")
     withheld: list[WithheldRequest] = Field(default_factory=list, description="hold faults: each request withheld")
     swallowed: list[SwallowedPartition] = Field(default_factory=list, description="planted-loss: each partition of a request swallowed")
+    interventions: list[Intervention] = Field(default_factory=list, description="processor faults: each processor instance hit")
 
 
 class GroupTiming(BaseModel):
@@ -132,6 +151,21 @@ class EarlierAttempt(BaseModel):
     incomplete_reason: str | None = Field(None, description="why its evidence was incomplete")
     fault_effect: str | None = Field(None, description="what its faults did")
     load_started: float | None = Field(None, description="epoch seconds of its first send")
+
+
+class PipelineEvidence(BaseModel):
+    """A pipeline scenario's processing: what ran and where its evidence is (`acklab.workload.processing`)."""
+
+    style: str = Field(description="processing style: eos, at-least-once, at-most-once, eos-naive")
+    processors: int = Field(description="processor instances")
+    group_protocol: str = Field("classic", description="the processors' consumer group protocol")
+    group_id: str = Field(description="their consumer group")
+    output_topic: str = Field(description="the topic they produce to")
+    logs: str = Field(description="folder of the processors' jobs, logs and stderr, relative to the run folder")
+    ends: dict[int, int] = Field(default_factory=dict, description="input partition -> its end offset when the drain began")
+    committed: dict[int, int] = Field(default_factory=dict, description="input partition -> the group's committed offset after the drain (-1: none)")
+    drain_s: float | None = Field(None, description="seconds from the load's end until the group had committed every input (null: it never did)")
+    exits: dict[str, int | None] = Field(default_factory=dict, description="`<instance>.<incarnation>` -> exit status at the stop (null: killed after the stop timeout)")
 
 
 class ScenarioEntry(BaseModel):
@@ -172,6 +206,7 @@ class ScenarioEntry(BaseModel):
         None, description="planted-loss: records of the scenario's topic the proxy answered as appended and never forwarded (the swallowed entries of its timeline, summed); null without that fault"
     )
     control: bool = Field(False, description="the run's negative control: its planted loss must be caught exactly, or the run is invalid")
+    pipeline: PipelineEvidence | None = Field(None, description="a pipeline scenario: its processing (below); null for a producer scenario")
     producer_stats: dict[str, Any] = Field(default_factory=dict, description="path of the statistics, sample count, counter totals, gauge maxima")
     fault_timeline: list[FaultRecord] = Field(default_factory=list, description="every applied fault (below)")
     fault_effective: bool | None = Field(None, description="every fault took effect while the load ran")
@@ -260,6 +295,11 @@ class AuditDir:
     @property
     def topic_records(self) -> Path:
         return self.root / "topic_records.parquet"
+
+    @property
+    def pipeline_records(self) -> Path:
+        """The committed output records of every pipeline scenario (`PIPELINE_OUTPUT_RECORDS`)."""
+        return self.root / "pipeline_records.parquet"
 
     @property
     def outcomes(self) -> Path:

@@ -11,7 +11,9 @@ from typing import Any
 
 import pyarrow as pa
 
-from acklab.store.contract import COUNT_COLUMNS, COUNT_DOCS, METRIC_COLUMNS, METRIC_DOCS, OUTCOMES, STATE_DOCS
+from acklab.store.contract import (
+    COUNT_COLUMNS, COUNT_DOCS, METRIC_COLUMNS, METRIC_DOCS, OUTCOMES, PIPELINE_COUNT_COLUMNS, PIPELINE_COUNT_DOCS, STATE_DOCS,
+)
 
 DOC = b"doc"
 
@@ -102,6 +104,22 @@ TOPIC_RECORDS = pa.schema(
     ]
 )
 
+PIPELINE_OUTPUT_RECORDS = pa.schema(
+    [
+        SCENARIO,
+        column("partition", pa.int32(), "output topic partition"),
+        column("offset", pa.int64(), "offset in the output partition"),
+        column("id", pa.int64(), "the input message's id (from the output value's `<id>:<seq>:` prefix); null: not a processor's output"),
+        column("seq", pa.int64(), "the input message's per-key sequence number"),
+        column("instance", pa.int64(), "the processor instance that produced it"),
+        column("incarnation", pa.int64(), "its incarnation (0, then +1 per restart)"),
+        column("generation", pa.int64(), "the group generation (member epoch under KIP-848) it was produced under"),
+        column("in_partition", pa.int64(), "the input record's partition"),
+        column("in_offset", pa.int64(), "the input record's offset"),
+        column("txn", pa.int64(), "the batch (transaction) of its incarnation"),
+    ]
+)
+
 OUTCOME_TABLE = pa.schema(
     [
         SCENARIO,
@@ -151,10 +169,21 @@ MATRIX_DESCRIPTIVE = pa.schema(
         column("control", pa.bool_(), "the run's negative control (a planted loss the checker must catch exactly)"),
     ]
 )
+# A pipeline scenario's columns (null in a producer scenario's row).
+MATRIX_PIPELINE = pa.schema(
+    [
+        column("processing", pa.string(), "a pipeline's processing style (eos, at-least-once, at-most-once, eos-naive); null: a producer scenario"),
+        column("processors", pa.int64(), "its processor instances"),
+        column("drain_s", pa.float64(), "seconds from the load's end until its group had committed every input (null: never)"),
+        *(column(name, pa.int64(), PIPELINE_COUNT_DOCS[name]) for name in PIPELINE_COUNT_COLUMNS),
+        column("pipeline_timeline", pa.string(), "JSON: per processor `<instance>.<incarnation>`, its rebalances, generations, batches, commits, aborts, errors and stop"),
+    ]
+)
 MATRIX = pa.schema(
     [
         *MATRIX_DESCRIPTIVE,
         *(column(name, pa.int64(), COUNT_DOCS[name]) for name in COUNT_COLUMNS),
         *(column(name, pa.float64(), METRIC_DOCS[name]) for name in METRIC_COLUMNS),
+        *MATRIX_PIPELINE,
     ]
 )

@@ -107,6 +107,16 @@ class ClientFamily(Protocol):
         """Where `client`'s producer processes come from."""
         ...
 
+    def processor_problem(self, client: Client, group_protocol: str, kafka_version: str) -> str | None:
+        """Why `client` cannot run a pipeline processor with `group_protocol` against Kafka
+        `kafka_version` (one line), or None."""
+        ...
+
+    def processor_command(self, client: Client, job: Path) -> list[str]:
+        """The command that runs one pipeline processor instance of `client` on the job file `job`
+        (`acklab.workload.processing.ProcessorJob`), in `client.env`."""
+        ...
+
 
 class FamilyFacts(Protocol):
     """What the rest of acklab asks of a client family beyond running it: the facts on which the

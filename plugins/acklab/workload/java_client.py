@@ -362,6 +362,22 @@ def is_cluster_property(key: str) -> bool:
     return key in CLUSTER_PROPERTIES or key.startswith(("ssl.", "sasl."))
 
 
+def processor_command(client: Client, job: Path) -> list[str]:
+    """The command that runs a pipeline processor instance of `client` on `job` (the driver's
+    `process JOB`, `dev.acklab.Processor`: the contract of `acklab.workload.processing`)."""
+    return java_command(client.version, "process", str(job))
+
+
+def processor_problem(client: Client, group_protocol: str, kafka_version: str) -> str | None:
+    """KIP-848's group.protocol=consumer is generally available from kafka-clients 4.0 and Kafka 4.0."""
+    if group_protocol == "consumer":
+        if _version(client.version) < (4, 0):
+            return f"kafka-clients {client.version} has no generally available group.protocol=consumer (KIP-848: kafka-clients 4.0 or later)"
+        if tuple(int(part) for part in re.findall(r"\d+", kafka_version)[:2]) < (4, 0):
+            return f"Kafka {kafka_version} brokers do not serve group.protocol=consumer by default (KIP-848: Kafka 4.0 or later)"
+    return None
+
+
 CLIENT_ENV = "ACKLAB_JAVA_CLIENT"  # the kafka-clients version a Java producer process runs
 
 
@@ -409,3 +425,9 @@ class Java:
 
     def launcher(self, client: Client) -> Launcher:
         return JavaLauncher(client)
+
+    def processor_problem(self, client: Client, group_protocol: str, kafka_version: str) -> str | None:
+        return processor_problem(client, group_protocol, kafka_version)
+
+    def processor_command(self, client: Client, job: Path) -> list[str]:
+        return processor_command(client, job)

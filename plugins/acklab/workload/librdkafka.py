@@ -188,3 +188,22 @@ class Librdkafka:
         from acklab.workload.forkserver import ForkServer  # imports the worker: only when a load starts
 
         return ForkServer.shared(client.python, client.env)
+
+    def processor_problem(self, client: Client, group_protocol: str, kafka_version: str) -> str | None:
+        """KIP-848's group.protocol=consumer is generally available from librdkafka 2.10.0 and Kafka 4.0."""
+        if group_protocol == "consumer":
+            if _release(client.librdkafka) < (2, 10):
+                return f"librdkafka {client.librdkafka} has no generally available group.protocol=consumer (KIP-848: librdkafka 2.10.0 or later)"
+            if _release(kafka_version) < (4, 0):
+                return f"Kafka {kafka_version} brokers do not serve group.protocol=consumer by default (KIP-848: Kafka 4.0 or later)"
+        return None
+
+    def processor_command(self, client: Client, job: Path) -> list[str]:
+        """The command that runs a pipeline processor instance of `client` on `job` (`acklab.workload.processor`)."""
+        return [client.python, "-m", "acklab.workload.processor", str(job)]
+
+
+def _release(version: str) -> tuple[int, int]:
+    """(major, minor) of a version string; (0, 0) if it has none."""
+    parts = re.findall(r"\d+", version)[:2]
+    return (int(parts[0]), int(parts[1])) if len(parts) == 2 else (0, 0)

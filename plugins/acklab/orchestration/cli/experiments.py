@@ -53,6 +53,10 @@ def run(
     fault_at_s: Annotated[float, typer.Option(help="seconds into the load when the fault starts")] = DEFAULTS.fault_at_s,
     fault_duration_s: Annotated[float, typer.Option(help="seconds the fault lasts")] = DEFAULTS.fault_duration_s,
     standard: Annotated[bool, typer.Option("--standard", help="the daily DAG's standard matrix (every profile x every fault)")] = False,
+    processing: Annotated[list[str] | None, typer.Option(help="pipeline scenarios: processing style (repeatable): eos, at-least-once, at-most-once, eos-naive (a planted bug); with faults such as processor-kill and zombie")] = None,
+    processors: Annotated[int, typer.Option(help="processor instances per pipeline (separate processes, one consumer group)")] = DEFAULTS.processors,
+    input_profile: Annotated[str, typer.Option(help="the producer profile writing a pipeline's input topic (not transactional)")] = DEFAULTS.input_profile,
+    group_protocol: Annotated[str, typer.Option(help="the processors' consumer group protocol: classic or consumer (KIP-848)")] = DEFAULTS.group_protocol,
     one_at_a_time: Annotated[bool, typer.Option(help="one scenario at a time instead of a fault's profiles side by side")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="print the matrix rows as JSON")] = False,
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="also show the libraries' logging (always in the run's run.log)")] = False,
@@ -71,7 +75,8 @@ def run(
         rate=rate, duration_s=duration_s, message_bytes=message_bytes, keys=keys, producers=producers, partitioner=partitioner,
         kafka_version=kafka_version, client=client, client_version=client_version, producer_config=producer_config,
         profiles_file=profiles_file, librdkafka=librdkafka, backend=backend, fault_at_s=fault_at_s, fault_duration_s=fault_duration_s,
-        standard=standard, one_at_a_time=one_at_a_time,
+        standard=standard, one_at_a_time=one_at_a_time, processing=processing, processors=processors, input_profile=input_profile,
+        group_protocol=group_protocol,
     )
 
     def plan() -> Any:

@@ -9,14 +9,20 @@ from __future__ import annotations
 
 import enum
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from acklab.proxy.codes import ANSWERABLE, APIS, PRODUCE, api_key, api_name, error_table
+from acklab.proxy.codes import ANSWERABLE, APIS, ERRORS, PRODUCE, api_key, api_name, error_table
 from acklab.proxy.connection import Connection, Held
 from acklab.proxy.protocol import PRODUCE_VERSIONS, ProduceRequest, ProtocolError, RequestHeader, decode_request
+
+
+def error_code(name: str) -> int:
+    """The code of the error named `name` (`acklab.proxy.codes.ERRORS`)."""
+    return ERRORS[name].code
 
 
 def check_error(name: str | None, apis: list[int] | tuple[int, ...] = (PRODUCE,)) -> str | None:
@@ -32,10 +38,19 @@ def check_error(name: str | None, apis: list[int] | tuple[int, ...] = (PRODUCE,)
 
 
 class Options(BaseModel):
-    """A behaviour's options: unknown names are refused."""
+    """A behaviour's options: unknown names are refused. A rule of a behaviour whose options choose
+    neither request types nor a share acts on every PRODUCE request (its activation may pass some)."""
 
     # Built on first use, not at import: the DAG files import the catalog when they are parsed.
     model_config = ConfigDict(extra="forbid", defer_build=True)
+
+    def acts_on(self, api_key: int) -> bool:
+        """Whether the rule selects requests (and their responses) of `api_key`."""
+        return api_key == PRODUCE
+
+    def share(self) -> tuple[float, int | None]:
+        """(probability, count): each selected frame is affected with `probability`, at most `count` in all."""
+        return 1.0, None
 
 
 class ProxyOptions(Options):
@@ -44,6 +59,9 @@ class ProxyOptions(Options):
 
     probability: float = Field(1.0, ge=0, le=1, description="share of the matching requests (or responses) affected")
     count: int | None = Field(None, ge=1, description="at most this many requests affected (default: no limit)")
+
+    def share(self) -> tuple[float, int | None]:
+        return self.probability, self.count
 
 
 class FrameOptions(ProxyOptions):
@@ -57,6 +75,9 @@ class FrameOptions(ProxyOptions):
     @classmethod
     def _api_keys(cls, apis: Any) -> Any:
         return [api_key(api) for api in apis] if isinstance(apis, list) else apis
+
+    def acts_on(self, api_key: int) -> bool:
+        return not self.apis or api_key in self.apis
 
 
 @dataclass(frozen=True)
@@ -79,6 +100,25 @@ class Behaviour:
         """Every options model of this behaviour."""
         return (self.options, *self.variants)
 
+    def options_of(self, options: Options | Mapping[str, Any]) -> Options:
+        """`options` as an instance of one of `option_models`: an instance of one is kept; a mapping
+        (a rule's options as the control channel carries them) is validated by the first model
+        naming each of its keys that takes it (ValueError if none does)."""
+        if isinstance(options, Options):
+            if not isinstance(options, self.option_models):
+                raise ValueError(f"{self.name} is configured by {' or '.join(m.__name__ for m in self.option_models)}, not {type(options).__name__}")
+            return options
+        if not isinstance(options, Mapping):
+            raise ValueError(f"{self.name}: options must be a mapping of option names to values")
+        fitting = [model for model in self.option_models if set(options) <= set(model.model_fields)] or [self.options]
+        first: ValidationError | None = None
+        for model in fitting:
+            try:
+                return model.model_validate(options)
+            except ValidationError as exc:
+                first = first or exc
+        raise ValueError(f"{self.name} options: {first}")
+
 
 class Verdict(enum.Enum):
     """What becomes of a frame an activation was asked about."""
@@ -89,21 +129,11 @@ class Verdict(enum.Enum):
 
 
 class Rule(Protocol):
-    """The installed rule, as its activation reads it (`acklab.proxy.rules.ProxyRule`)."""
+    """The installed rule, as its activation reads it (`acklab.proxy.rules.ProxyRule`): its
+    behaviour's name and options (an instance of one of `Behaviour.option_models`)."""
 
     action: str
-    delay_s: float
-    then: str
-    replay_after: int | None
-    nth: int
-
-    @property
-    def error_code(self) -> int: ...
-
-    @property
-    def selects_produce(self) -> bool: ...
-
-    def selects(self, transactional_id: str | None, batches: list[tuple[int, int, int, int]]) -> bool: ...
+    options: Any
 
 
 class Host(Protocol):

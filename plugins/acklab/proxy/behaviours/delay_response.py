@@ -19,7 +19,7 @@ class DelayResponse(Activation):
     async def on_response(self, conn: Connection, body: bytes, api_key: int, version: int) -> bytes | Verdict:
         self.affected += 1
         self.stats["delayed_responses"] += 1
-        await asyncio.sleep(self.rule.delay_s)
+        await asyncio.sleep(self.rule.options.delay_s)
         return body
 
 

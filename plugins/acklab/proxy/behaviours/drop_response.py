@@ -31,7 +31,7 @@ class DropResponse(Activation):
     async def on_response(self, conn: Connection, body: bytes, api_key: int, version: int) -> bytes | Verdict:
         self.affected += 1
         self.stats["dropped_responses"] += 1
-        if self.rule.then == "close":
+        if self.rule.options.then == "close":
             self.stats["closed_after_drop"] += 1
             return Verdict.CLOSE
         conn.response_taps.insert(0, Deaf(self))  # before any rewrite pending on the connection

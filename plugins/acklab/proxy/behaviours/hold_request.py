@@ -10,14 +10,15 @@ from typing import Any
 
 from pydantic import Field, field_validator, model_validator
 
-from acklab.proxy.behaviours.base import Activation, Behaviour, FrameOptions, Host, ProxyOptions, Rule, Verdict, parse_produce
+from acklab.proxy.behaviours.base import Activation, Behaviour, FrameOptions, Host, Rule, Verdict, parse_produce
 from acklab.proxy.codes import APIS, PRODUCE, api_key, api_name
 from acklab.proxy.connection import Connection, Held
 from acklab.proxy.protocol import ProduceRequest
 
 
-class HoldOptions(ProxyOptions):
-    """Held PRODUCE requests are forwarded after `delay_s`, and at the latest when the window ends."""
+class HoldOptions(FrameOptions):
+    """Held requests (PRODUCE unless `apis` says otherwise) are forwarded after `delay_s`, and at
+    the latest when the window ends."""
 
     delay_s: float = Field(0.0, ge=0, description="release each request this long after it arrived (0: at the window's end)")
 
@@ -45,45 +46,68 @@ class WithholdOptions(FrameOptions):
 
     @model_validator(mode="after")
     def _consistent(self) -> WithholdOptions:
-        choosing = self.transactional_only or any(v is not None for v in (self.partition, self.producer_id, self.transactional_id))
-        if choosing and self.apis != [PRODUCE]:
+        if self.selects_produce and self.apis != [PRODUCE]:
             raise ValueError("partition, producer_id, transactional_id and transactional_only choose among Produce requests: apis must be [Produce]")
         return self
 
+    @property
+    def selects_produce(self) -> bool:
+        """Whether the hold chooses among PRODUCE requests by what they carry."""
+        return self.transactional_only or any(v is not None for v in (self.transactional_id, self.partition, self.producer_id))
+
+    def selects(self, transactional_id: str | None, batches: list[tuple[int, int, int, int]]) -> bool:
+        """Whether a PRODUCE request (its transactional id, and (partition, producer id, epoch, base
+        sequence) per idempotent batch) is one the hold chooses."""
+        if (self.transactional_only and transactional_id is None) or (
+            self.transactional_id is not None and transactional_id != self.transactional_id
+        ):
+            return False
+        if self.partition is not None and all(batch[0] != self.partition for batch in batches):
+            return False
+        return self.producer_id is None or any(batch[1] == self.producer_id for batch in batches)
+
+
+def withholding(options: HoldOptions | WithholdOptions) -> WithholdOptions:
+    """A hold's options as the withhold they amount to: `HoldOptions` hold every matching request
+    from the first on, with no trigger."""
+    return options if isinstance(options, WithholdOptions) else WithholdOptions.model_validate(options.model_dump())
+
 
 class HoldRequest(Activation):
-    """Withholds the requests the rule chooses (see `acklab.proxy.rules.ProxyRule`), each due
-    `delay_s` after it arrived, or released `delay_s` after the `replay_after` trigger is answered
-    (`replayed_after_trigger`), or when the rule ends; logs each (`withheld`), the ones queued
-    behind a held request of their connection too."""
+    """Withholds the requests the rule's options choose (`WithholdOptions`; `HoldOptions` choose
+    every matching request), each due `delay_s` after it arrived, or released `delay_s` after the
+    `replay_after` trigger is answered (`replayed_after_trigger`), or when the rule ends; logs each
+    (`withheld`), the ones queued behind a held request of their connection too."""
 
     def __init__(self, rule: Rule, host: Host) -> None:
         super().__init__(rule, host)
+        self.options = withholding(rule.options)
         self.matched = 0  # requests that matched the rule so far
         self.withheld: list[dict] = []  # a log entry per held request
 
     def on_request(self, conn: Connection, size: bytes, body: bytes, correlation: int, api_key: int, version: int) -> Verdict:
-        rule = self.rule
+        options = self.options
         request = self._produce(api_key, body, version)
-        if rule.selects_produce and (
-            request is None or not rule.selects(request.transactional_id, [(partition, *batch) for _, partition, batch in _batches(request)])
+        if options.selects_produce and (
+            request is None or not options.selects(request.transactional_id, [(partition, *batch) for _, partition, batch in _batches(request)])
         ):
             return Verdict.FORWARD
         self.matched += 1
-        if self.matched < rule.nth:
+        if self.matched < options.nth:
             return Verdict.FORWARD
         self.affected += 1
-        timed = rule.delay_s and rule.replay_after is None
-        self._hold(conn, size + body, correlation, api_key, version, time.monotonic() + rule.delay_s if timed else math.inf, request, queued=False)
+        timed = options.delay_s and options.replay_after is None
+        due = time.monotonic() + options.delay_s if timed else math.inf
+        self._hold(conn, size + body, correlation, api_key, version, due, request, queued=False)
         return Verdict.TAKEN
 
     def on_queued(self, conn: Connection, frame: bytes, correlation: int, api_key: int, version: int, due: float) -> None:
         self._hold(conn, frame, correlation, api_key, version, due, self._produce(api_key, frame[4:], version), queued=True)
 
     def on_answered(self, api_key: int) -> None:
-        if self.rule.replay_after == api_key and self.host.holding:
-            if self.rule.delay_s:
-                asyncio.get_running_loop().call_later(self.rule.delay_s, self._replay)
+        if self.options.replay_after == api_key and self.host.holding:
+            if self.options.delay_s:
+                asyncio.get_running_loop().call_later(self.options.delay_s, self._replay)
             else:
                 self._replay()
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pydantic import Field, model_validator
 
 from acklab.proxy import answers
-from acklab.proxy.behaviours.base import Activation, Behaviour, FrameOptions, Verdict, check_error, parse_produce
+from acklab.proxy.behaviours.base import Activation, Behaviour, FrameOptions, Verdict, check_error, error_code, parse_produce
 from acklab.proxy.codes import METADATA, PRODUCE, api_name
 from acklab.proxy.connection import Connection, Tap
 from acklab.proxy.protocol import ProtocolError, error_response
@@ -54,7 +54,7 @@ class InjectError(Activation):
     topic carries the error: `injected_topic_errors`)."""
 
     def on_request(self, conn: Connection, size: bytes, body: bytes, correlation: int, api_key: int, version: int) -> Verdict:
-        code = self.rule.error_code
+        code = error_code(self.rule.options.error)
         if api_key == METADATA:
             rewrite = next((tap for tap in conn.response_taps if isinstance(tap, Rewrite)), None)
             if rewrite is None:

@@ -8,7 +8,7 @@ import asyncio
 
 from pydantic import Field, field_validator
 
-from acklab.proxy.behaviours.base import Activation, Behaviour, Host, Options, Rule, Verdict, check_error, parse_produce
+from acklab.proxy.behaviours.base import Activation, Behaviour, Host, Options, Rule, Verdict, check_error, error_code, parse_produce
 from acklab.proxy.codes import PRODUCE
 from acklab.proxy.connection import Connection, Tap
 from acklab.proxy.protocol import error_response
@@ -65,13 +65,14 @@ class LoseThenReject(Activation):
             self.swallowing.add(conn)
             conn.request_taps.insert(0, Swallowing(self, conn))  # before a stall: its requests count as lost
             self.stats["lost_requests"] += 1
-            asyncio.get_running_loop().call_later(self.rule.delay_s, self._close, conn)
+            asyncio.get_running_loop().call_later(self.rule.options.delay_s, self._close, conn)
             return Verdict.TAKEN
         if self.affected or not any(self.lost.get(key) == sequence for key, sequence in batches.items()):
             return Verdict.FORWARD
         self.affected += 1
         self.stats["injected_errors"] += 1
-        conn.answer(correlation, version, error_response(header, request, self.rule.error_code), self.rule.delay_s)
+        options = self.rule.options
+        conn.answer(correlation, version, error_response(header, request, error_code(options.error)), options.delay_s)
         return Verdict.TAKEN
 
     def _close(self, conn: Connection) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pydantic import Field, field_validator
 
-from acklab.proxy.behaviours.base import Activation, Behaviour, ProxyOptions, Verdict, check_error
+from acklab.proxy.behaviours.base import Activation, Behaviour, ProxyOptions, Verdict, check_error, error_code
 from acklab.proxy.codes import PRODUCE
 from acklab.proxy.connection import Connection
 from acklab.proxy.protocol import PRODUCE_VERSIONS, ProtocolError, with_error
@@ -31,7 +31,7 @@ class ReplaceError(Activation):
         try:
             if version not in PRODUCE_VERSIONS:
                 raise ProtocolError(f"version {version}")
-            body, changed = with_error(body, version, self.rule.error_code)
+            body, changed = with_error(body, version, error_code(self.rule.options.error))
         except ProtocolError:
             self.stats["unparsed_produce"] += 1
             return body

@@ -36,6 +36,10 @@ import org.apache.kafka.common.utils.AppInfoParser;
  * <p>{@code run JOB}: the job is a properties file written by {@code acklab.workload.java_worker}
  * ({@link Job}); {@link ProducerRun} runs it.
  *
+ * <p>{@code process JOB}: one pipeline processor instance ({@link Processor}, the consume-transform-produce
+ * loop of {@code acklab.workload.processing}); the job is the JSON file of its ProcessorJob ({@link ProcessorJob}).
+ * Exits 0 when stopped (SIGTERM, its parent gone), 1 after an error it could not handle.
+ *
  * <p>{@code version}: the kafka-clients version on the class path.
  */
 public final class AcklabProducer {
@@ -51,6 +55,8 @@ public final class AcklabProducer {
             }
         } else if (args.length == 2 && args[0].equals("run")) {
             new ProducerRun(new Job(load(Paths.get(args[1])))).run();
+        } else if (args.length == 2 && args[0].equals("process")) {
+            System.exit(Processor.main(ProcessorJob.read(Paths.get(args[1]))));
         } else if (args.length == 2 && args[0].equals("read")) {
             Properties properties = load(Paths.get(args[1]));
             StringBuilder out = new StringBuilder("{");
@@ -61,7 +67,7 @@ public final class AcklabProducer {
         } else if (args.length == 1 && args[0].equals("version")) {
             System.out.println(AppInfoParser.getVersion());
         } else {
-            System.err.println("usage: AcklabProducer validate FILE... | read FILE | run JOB | version");
+            System.err.println("usage: AcklabProducer validate FILE... | read FILE | run JOB | process JOB | version");
             System.exit(2);
         }
     }

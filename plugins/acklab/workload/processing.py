@@ -1,0 +1,127 @@
+"""The processor contract: what a pipeline's processor instance is given, what it writes to its
+output topic and what it logs. One home for both client families' processors (confluent-kafka's
+`acklab.workload.processor`, the Java driver's `AcklabProcessor`) and for the audit that reads
+their evidence (`acklab.checker.pipeline_audit`).
+
+A processor instance is one process and one consumer-group member. It consumes the input topic
+with `isolation.level=read_committed` and auto-commit off, transforms each record and produces it
+to the output topic, then makes its progress durable the way its *style* says:
+
+============== ====================================================================================
+eos            per polled batch: begin a transaction, produce, send the batch's next offsets to the
+               transaction with the consumer's group metadata (KIP-447), commit. An abortable error:
+               abort, rewind the consumer to its committed offsets. A fatal one (fenced): close the
+               producer, log it, build a new one with the same `transactional.id`.
+eos-naive      a planted bug: the transaction holds the output only; the offsets are committed with
+               the consumer's own commit after the transaction committed.
+at-least-once  produce, flush, then commit the offsets (synchronously).
+at-most-once   commit the offsets (synchronously), then produce and flush.
+============== ====================================================================================
+
+**The point.** Between its two steps (output and offsets; for at-most-once offsets and output) a
+processor passes *the point* once per batch. When armed by SIGUSR1 it logs a `point` event at its
+next pass (flushed) and stops itself (SIGSTOP): the nemesis then kills it (`processor-kill`) or
+resumes it after the group moved on (`zombie`), so the outcome never depends on luck.
+
+**Stopping.** SIGTERM, or its parent gone (`parent_pid`): the processor ends its batch (commits
+it), closes its consumer (leaving the group) and producer, logs `stop` and exits 0. SIGINT is
+ignored (a Ctrl-C reaches the whole process group: the parent decides).
+
+**Output record.** Key: the input record's key. Value: the input value's `<id>:<seq>:` prefix, then
+`<instance>:<incarnation>:<generation>:<input partition>:<input offset>:<txn>` (decimal ASCII;
+`generation`: the group generation, or the member epoch under `group.protocol=consumer`, the
+processor saw when it produced; `txn`: the batch number within the incarnation, from 0).
+
+**Log.** JSON lines, one object per event, each with `t` (epoch seconds) and `ev`; flushed per
+line. Events (fields beside `t` and `ev`):
+
+- `start`: instance, incarnation, pid, client_family, client_version, transactional_id
+- `assigned` / `revoked`: generation, member (the member id), partitions (list of int)
+- `batch`: txn, generation, count, inputs ({partition: [first offset, last offset]}; JSON keys are
+  strings) — logged once per polled batch, before its first step (for at-most-once: before the commit)
+- `point`: txn (the process stops itself right after)
+- `committed`: txn, offsets ({partition: next offset}) — the offsets (and, for eos styles, the
+  transaction) are durable: the client's commit call returned without error
+- `aborted`: txn, error — the transaction was aborted by the processor (abort call returned)
+- `error`: txn, error, fatal (bool) — a step failed; for eos, `aborted` or a new producer follows
+- `rewound`: offsets ({partition: offset}) — the consumer was set back to them
+- `stop`: reason
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+Style = Literal["eos", "at-least-once", "at-most-once", "eos-naive"]
+STYLES: tuple[str, ...] = ("eos", "at-least-once", "at-most-once", "eos-naive")
+TRANSACTIONAL_STYLES = frozenset({"eos", "eos-naive"})
+GroupProtocol = Literal["classic", "consumer"]
+ARM_SIGNAL = "SIGUSR1"  # arms the point
+
+
+class ProcessorJob(BaseModel):
+    """One processor instance's job, written as JSON and passed to its process by path."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    bootstrap_servers: str
+    input_topic: str
+    output_topic: str
+    group_id: str
+    instance: int = Field(ge=0)
+    incarnation: int = Field(0, ge=0, description="0 at first start; +1 at each restart of the instance")
+    style: Style
+    transactional_id: str | None = Field(None, description="eos styles: stable per instance across incarnations (a restart fences the last)")
+    group_protocol: GroupProtocol = "classic"
+    max_batch: int = Field(200, ge=1, description="records per poll, so per transaction")
+    poll_timeout_ms: int = Field(100, ge=1)
+    session_timeout_ms: int = Field(6000, ge=1000)
+    max_poll_interval_ms: int = Field(10000, ge=1000)
+    transaction_timeout_ms: int = Field(10000, ge=1000)
+    consumer_config: dict[str, str] = Field(default_factory=dict, description="the user's consumer properties (the family's names), over the defaults")
+    producer_config: dict[str, str] = Field(default_factory=dict, description="the user's producer properties, over the defaults")
+    log: str = Field(description="path of the JSON-lines log")
+    parent_pid: int | None = Field(None, description="the supervising process: the processor stops (`stop` reason `parent gone`) once its parent is another")
+
+
+def transactional_id(group_id: str, instance: int) -> str:
+    """The transactional.id of a pipeline's processor instance: stable across its incarnations, so
+    a restart fences the one before."""
+    return f"{group_id}-p{instance}"
+
+
+def output_value(prefix: bytes, instance: int, incarnation: int, generation: int, partition: int, offset: int, txn: int) -> bytes:
+    """An output record's value (`prefix`: the input value's `<id>:<seq>:`)."""
+    return b"%s%d:%d:%d:%d:%d:%d" % (prefix, instance, incarnation, generation, partition, offset, txn)
+
+
+OUTPUT_FIELDS = ("id", "seq", "instance", "incarnation", "generation", "in_partition", "in_offset", "txn")
+_OUTPUT = re.compile(rb"^(\d+):(\d+):(\d+):(\d+):(-?\d+):(\d+):(\d+):(\d+)$")
+
+
+def parse_output(value: bytes | None) -> tuple[int, ...] | None:
+    """The fields of an output value (`OUTPUT_FIELDS`), or None if it is not one."""
+    match = _OUTPUT.match(value or b"")
+    return tuple(int(group) for group in match.groups()) if match else None
+
+
+def input_prefix(value: bytes) -> bytes:
+    """The `<id>:<seq>:` prefix of an input value (the load's records)."""
+    second = value.index(b":", value.index(b":") + 1)
+    return value[: second + 1]
+
+
+def read_log(path: Path) -> Iterator[dict[str, Any]]:
+    """The events of a processor log; a last line cut by a kill is skipped."""
+    with path.open() as lines:
+        for line in lines:
+            try:
+                yield json.loads(line)
+            except json.JSONDecodeError:
+                continue

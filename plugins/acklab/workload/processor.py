@@ -1,0 +1,301 @@
+"""confluent-kafka's processor: one pipeline processor instance (`python -m acklab.workload.processor JOB`),
+as `acklab.workload.processing` states the contract (styles, the point, the output value, the log).
+
+The loop, per `consume()` batch of at most `max_batch` records (eos): `begin_transaction`, produce
+each transformed record, pass the point, `send_offsets_to_transaction(next offsets,
+consumer_group_metadata())`, `commit_transaction`. A rebalance happens inside `consume()` only,
+so never while a transaction is open. An abortable error (`txn_requires_abort`): abort, rewind to
+the committed offsets. A fatal one (fenced): the producer is closed and a new one with the same
+`transactional.id` fences any earlier epoch, then rewind. A retriable one: the call is retried
+(librdkafka documents retrying commit/abort/send_offsets on `retriable()`).
+
+The group generation is read from the consumer's group metadata (librdkafka's serialized
+`rd_kafka_consumer_group_metadata_t`: magic `CGMDv2:`, then the generation id as a native int32).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TextIO
+
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition, libversion, version
+
+from acklab.workload.processing import TRANSACTIONAL_STYLES, ProcessorJob, input_prefix, output_value
+
+CGMD_MAGIC = b"CGMDv2:"
+RETRIES = 20  # a retriable error of a commit step is retried this often (0.5 s apart) before it is treated as abortable
+
+
+def generation(metadata: object) -> int:
+    """The generation id (member epoch under KIP-848) in confluent-kafka's group metadata; -1 if unknown."""
+    raw = bytes(metadata) if isinstance(metadata, (bytes, bytearray)) else b""
+    if raw.startswith(CGMD_MAGIC) and len(raw) >= len(CGMD_MAGIC) + 4:
+        return int.from_bytes(raw[len(CGMD_MAGIC) : len(CGMD_MAGIC) + 4], sys.byteorder, signed=True)
+    return -1
+
+
+class Log:
+    """The JSON-lines log: one event per line, flushed."""
+
+    def __init__(self, path: Path) -> None:
+        self.file: TextIO = path.open("a", buffering=1)
+
+    def __call__(self, event: str, **fields: Any) -> None:
+        self.file.write(json.dumps({"t": time.time(), "ev": event, **fields}, separators=(",", ":")) + "\n")
+        self.file.flush()
+
+
+class Processor:
+    """One instance's loop (`run`) and its state: the consumer, the producer, the point's arming."""
+
+    def __init__(self, job: ProcessorJob) -> None:
+        self.job = job
+        self.log = Log(Path(job.log))
+        self.armed = False
+        self.stopping: str | None = None
+        self.txn = 0
+        self.generation = -1
+        self.install_signals()  # before the clients: a SIGTERM during init_transactions stops cleanly
+        self.consumer = Consumer(self._consumer_config())
+        self.producer = self._producer()
+
+    # ---- configuration -------------------------------------------------------------------------
+
+    def _consumer_config(self) -> dict[str, object]:
+        job = self.job
+        config: dict[str, object] = {
+            "bootstrap.servers": job.bootstrap_servers,
+            "group.id": job.group_id,
+            "isolation.level": "read_committed",
+            "enable.auto.commit": False,
+            "enable.auto.offset.store": False,
+            "auto.offset.reset": "earliest",
+        }
+        if job.group_protocol == "consumer":
+            config["group.protocol"] = "consumer"
+        else:
+            config["session.timeout.ms"] = job.session_timeout_ms
+            config["max.poll.interval.ms"] = job.max_poll_interval_ms
+            config["heartbeat.interval.ms"] = max(500, job.session_timeout_ms // 6)
+        config.update(job.consumer_config)
+        return config
+
+    def _producer(self) -> Producer:
+        job = self.job
+        config: dict[str, object] = {
+            "bootstrap.servers": job.bootstrap_servers,
+            "enable.idempotence": True,
+            "acks": "all",
+            "linger.ms": 5,
+        }
+        if job.style in TRANSACTIONAL_STYLES:
+            config["transactional.id"] = job.transactional_id
+            config["transaction.timeout.ms"] = job.transaction_timeout_ms
+        config.update(job.producer_config)
+        producer = Producer(config)
+        if job.style in TRANSACTIONAL_STYLES:
+            producer.init_transactions(60)
+        return producer
+
+    # ---- signals ------------------------------------------------------------------------------
+
+    def install_signals(self) -> None:
+        signal.signal(signal.SIGUSR1, lambda *_: setattr(self, "armed", True))
+        signal.signal(signal.SIGTERM, lambda *_: setattr(self, "stopping", "SIGTERM"))
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+    def point(self) -> None:
+        """The point between a batch's two steps: if armed, log it and stop this process."""
+        if self.armed:
+            self.armed = False
+            self.log("point", txn=self.txn)
+            os.kill(os.getpid(), signal.SIGSTOP)
+
+    # ---- the loop -----------------------------------------------------------------------------
+
+    def run(self) -> int:
+        job = self.job
+        self.log(
+            "start", instance=job.instance, incarnation=job.incarnation, pid=os.getpid(), client_family="librdkafka",
+            client_version=f"{version()} (librdkafka {libversion()[0]})", transactional_id=job.transactional_id,
+        )
+        self.consumer.subscribe([job.input_topic], on_assign=self._assigned, on_revoke=self._revoked, on_lost=self._revoked)
+        step = {
+            "eos": self._eos, "eos-naive": self._eos_naive, "at-least-once": self._at_least_once, "at-most-once": self._at_most_once,
+        }[job.style]
+        try:
+            while self.stopping is None:
+                if job.parent_pid is not None and os.getppid() != job.parent_pid:
+                    self.stopping = "parent gone"
+                    break
+                records = [m for m in self.consumer.consume(job.max_batch, job.poll_timeout_ms / 1000) if not m.error()]
+                if records:
+                    step(records)
+                    self.txn += 1
+        finally:
+            self._close()
+        return 0
+
+    def _assigned(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
+        self.log("assigned", generation=self._generation(), member=consumer.memberid(), partitions=sorted(p.partition for p in partitions))
+
+    def _revoked(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
+        self.log("revoked", generation=self._generation(), member=consumer.memberid(), partitions=sorted(p.partition for p in partitions))
+
+    def _generation(self) -> int:
+        try:
+            return generation(self.consumer.consumer_group_metadata())
+        except KafkaException:
+            return -1
+
+    def _batch(self, records: list[Any]) -> dict[str, int]:
+        """Log the polled batch (`batch`, with the generation it is produced under); the next offset per partition."""
+        self.generation = self._generation()
+        inputs: dict[str, list[int]] = {}
+        for record in records:
+            span = inputs.setdefault(str(record.partition()), [record.offset(), record.offset()])
+            span[1] = record.offset()
+        self.log("batch", txn=self.txn, generation=self.generation, count=len(records), inputs=inputs)
+        return {p: span[1] + 1 for p, span in inputs.items()}
+
+    def _produce(self, records: list[Any]) -> None:
+        """Produce the batch's transformed records."""
+        job, gen, produce = self.job, self.generation, self.producer.produce
+        for record in records:
+            value = output_value(input_prefix(record.value()), job.instance, job.incarnation, gen, record.partition(), record.offset(), self.txn)
+            while True:
+                try:
+                    produce(job.output_topic, value, record.key())
+                    break
+                except BufferError:
+                    self.producer.poll(0.05)
+
+    def _offsets(self, next_offsets: dict[str, int]) -> list[TopicPartition]:
+        return [TopicPartition(self.job.input_topic, int(p), o) for p, o in sorted(next_offsets.items())]
+
+    def _eos(self, records: list[Any]) -> None:
+        try:
+            offsets = self._batch(records)
+            self.producer.begin_transaction()
+            self._produce(records)
+            self.point()
+            self._retrying(lambda: self.producer.send_offsets_to_transaction(self._offsets(offsets), self.consumer.consumer_group_metadata(), 30))
+            self._retrying(lambda: self.producer.commit_transaction(60))
+            self.log("committed", txn=self.txn, offsets=offsets)
+        except KafkaException as exc:
+            self._recover(exc)
+
+    def _eos_naive(self, records: list[Any]) -> None:
+        try:
+            offsets = self._batch(records)
+            self.producer.begin_transaction()
+            self._produce(records)
+            self._retrying(lambda: self.producer.commit_transaction(60))
+            self.log("txn_committed", txn=self.txn)
+            self.point()
+            self.consumer.commit(offsets=self._offsets(offsets), asynchronous=False)
+            self.log("committed", txn=self.txn, offsets=offsets)
+        except KafkaException as exc:
+            self._recover(exc)
+
+    def _at_least_once(self, records: list[Any]) -> None:
+        offsets = self._batch(records)
+        self._produce(records)
+        self._flush()
+        self.point()
+        try:
+            self.consumer.commit(offsets=self._offsets(offsets), asynchronous=False)
+            self.log("committed", txn=self.txn, offsets=offsets)
+        except KafkaException as exc:
+            self.log("error", txn=self.txn, error=_name(exc), fatal=False)
+            self._rewind()
+
+    def _at_most_once(self, records: list[Any]) -> None:
+        next_offsets = self._batch(records)
+        try:
+            self.consumer.commit(offsets=self._offsets(next_offsets), asynchronous=False)
+            self.log("committed", txn=self.txn, offsets=next_offsets)
+        except KafkaException as exc:
+            self.log("error", txn=self.txn, error=_name(exc), fatal=False)
+            self._rewind()
+            return
+        self.point()
+        self._produce(records)
+        self._flush()
+
+    def _flush(self) -> None:
+        while self.producer.flush(30) > 0:
+            pass
+
+    def _retrying(self, call: Callable[[], object]) -> None:
+        for _ in range(RETRIES):
+            try:
+                call()
+                return
+            except KafkaException as exc:
+                error: KafkaError = exc.args[0]
+                if not error.retriable() or error.txn_requires_abort() or error.fatal():
+                    raise
+                time.sleep(0.5)
+        call()
+
+    def _recover(self, exc: KafkaException) -> None:
+        """After a failed transaction step: abort (abortable) or a new producer (fatal), then rewind."""
+        error: KafkaError = exc.args[0]
+        fatal = error.fatal() or not error.txn_requires_abort()
+        self.log("error", txn=self.txn, error=_name(exc), fatal=fatal)
+        if not fatal:
+            try:
+                self._retrying(lambda: self.producer.abort_transaction(60))
+                self.log("aborted", txn=self.txn, error=_name(exc))
+            except KafkaException as again:
+                self.log("error", txn=self.txn, error=_name(again), fatal=True)
+                fatal = True
+        if fatal:
+            # A fatal producer is unusable (even flush raises): a new one with the same
+            # transactional.id fences its epoch and aborts its open transaction.
+            self.producer = self._producer()
+        self._rewind()
+
+    def _rewind(self) -> None:
+        """Set the consumer back to its committed offsets (its assignment's)."""
+        assignment = self.consumer.assignment()
+        if not assignment:
+            return
+        committed = self.consumer.committed(assignment, 30)
+        offsets: dict[str, int] = {}
+        for tp in committed:
+            if tp.offset >= 0:
+                self.consumer.seek(tp)
+                offsets[str(tp.partition)] = tp.offset
+            else:  # nothing committed yet: from the start
+                self.consumer.seek(TopicPartition(tp.topic, tp.partition, 0))
+                offsets[str(tp.partition)] = 0
+        self.log("rewound", offsets=offsets)
+
+    def _close(self) -> None:
+        try:
+            self.consumer.close()
+        finally:
+            self.producer.flush(10)
+            self.log("stop", reason=self.stopping or "error")
+
+
+def _name(exc: KafkaException) -> str:
+    error = exc.args[0]
+    return f"{error.name()}: {error.str()}" if isinstance(error, KafkaError) else str(exc)
+
+
+def main(argv: list[str]) -> int:
+    job = ProcessorJob.model_validate_json(Path(argv[0]).read_text())
+    return Processor(job).run()
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,71 @@
+"""Planning pipeline scenarios: what a run of `processing` styles becomes, and the bad inputs refused
+in one line before anything starts."""
+
+from __future__ import annotations
+
+import pytest
+
+from acklab.base.spec import SpecError
+from acklab.model.claims import Kind
+from acklab.nemesis.actions import java_hash
+from acklab.plan.planner import make_plan
+from acklab.workload import families
+
+PIPELINE = {"processing": ["eos"], "profiles": [], "faults": ["processor-kill"], "negative_control": False, "messages": 4000, "rate": 1000.0}
+
+
+def test_processing_styles_make_pipeline_scenarios_beside_the_profiles() -> None:
+    plan = make_plan({**PIPELINE, "processing": ["eos", "at-least-once"], "profiles": ["idempotent"], "faults": ["leader-kill", "zombie"]})
+    names = sorted(s.name for s in plan.scenarios)
+    # processor faults act on pipelines only: no producer scenario under zombie
+    assert names == ["idempotent__leader-kill", "pipeline-at-least-once__leader-kill", "pipeline-at-least-once__zombie",
+                     "pipeline-eos__leader-kill", "pipeline-eos__zombie"]
+    eos = next(s for s in plan.scenarios if s.name == "pipeline-eos__zombie")
+    assert eos.pipeline is not None and eos.pipeline.style == "eos" and eos.pipeline.processors == 2
+    assert eos.profile.name == "idempotent"  # the input profile
+    suites = {e.suite for e in eos.expected.expectations}
+    assert {"guarantee_processing-exactly-once", "evidence_pipeline-drained"} <= suites
+    assert not any(e.suite.startswith("guarantee_processing-at") for e in eos.expected.expectations)
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"processors": 0}, "processors"),
+        ({"processing": ["exactly-twice"]}, "processing"),
+        ({"processing": [], "faults": ["processor-kill"], "profiles": ["idempotent"]}, "acts on a pipeline's processors"),
+        ({"processing": [], "profiles": []}, "profiles or processing"),
+        ({"faults": ["txn-coordinator-kill"], "processing": [], "profiles": ["idempotent"]}, "coordinators"),
+        ({"schedule": [{"fault": "processor-kill", "options": {"instance": 2}}]}, "instance 2 does not exist"),
+        ({"input_profile": "transactional"}, "non-transactional"),
+        ({"processing": ["eos", "eos"]}, "distinct"),
+    ],
+)
+def test_bad_pipeline_inputs_are_refused_in_one_line(change: dict, message: str) -> None:
+    with pytest.raises((SpecError, ValueError)) as raised:
+        make_plan({**PIPELINE, **change})
+    assert message in str(raised.value)
+
+
+def test_a_group_protocol_the_client_or_broker_cannot_serve_is_named() -> None:
+    family = families.default()
+    client = family.client(None)
+    assert family.processor_problem(client, "classic", "3.0.0") is None
+    assert "Kafka 3.9.1" in (family.processor_problem(client, "consumer", "3.9.1") or "")
+    old = type(client)(client.version, "2.4.0", client.python, client.family)
+    assert "librdkafka 2.4.0" in (family.processor_problem(old, "consumer", "4.3.1") or "")
+
+
+def test_the_pipeline_claims_are_documented_guarantees_with_an_evidence_rule() -> None:
+    from acklab.model.claims import claim
+
+    assert claim("guarantee_processing-exactly-once").kind is Kind.GUARANTEE
+    assert claim("evidence_pipeline-drained").kind is Kind.EVIDENCE
+    assert [c for c, *_ in claim("guarantee_processing-at-least-once").bounds] == ["processed_lost"]
+
+
+def test_java_hash_is_kafkas_partitioning_hash() -> None:
+    # String.hashCode() values as the JVM computes them; Kafka takes Utils.abs of it.
+    assert java_hash("hello") == 99162322
+    assert java_hash("polygenelubricants") == 0  # Integer.MIN_VALUE: Utils.abs maps it to 0
+    assert java_hash("Aa") == java_hash("BB") == 2112
