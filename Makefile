@@ -108,6 +108,12 @@ bench-java: setup
 bench-proxy: setup
 	$(BIN)/python -m acklab.tools.bench_proxy
 
+# A pipeline processor (eos) vs a bare consume-produce loop of the same client, both families, one
+# cluster; the last lines are `ratio eos/bare <family>: X`. BENCH_ARGS='--messages 200000 --rounds 5'.
+.PHONY: bench-processor
+bench-processor: setup
+	$(BIN)/python -m acklab.tools.bench_processor $(BENCH_ARGS)
+
 # The daily DAG's standard matrix (every profile x every fault) once via `airflow dags test`; prints
 # `matrix wall seconds` and `median scenario overhead seconds` last. BENCH_MATRIX_CONF='{"faults": [...]}'.
 .PHONY: bench-matrix

@@ -17,6 +17,8 @@ so `input_acked = processed_once + processed_duplicated + processed_lost + unpro
 
 Of the committed output:
 
+- `output_aborted`: records of the output topic's log a read_committed reader does not see (output
+  of aborted transactions: the evidence that a kill or a fence really aborted one).
 - `output_unparsed`: a value that is not a processor's output; `output_unexpected`: an output of
   an id that is not an acknowledged input (an input whose write failed yet was stored).
 - `output_aborted_visible`: outputs of a transaction the processor aborted (its `aborted` event),
@@ -63,7 +65,7 @@ import pyarrow.compute as pc
 
 PIPELINE_COUNTS: tuple[str, ...] = (
     "input_acked", "processed_once", "processed_duplicated", "processing_duplicates", "processed_lost", "unprocessed", "output_records",
-    "output_unexpected", "output_unparsed", "output_aborted_visible", "zombie_writes", "redelivered", "reprocessed", "poll_skips",
+    "output_aborted", "output_unexpected", "output_unparsed", "output_aborted_visible", "zombie_writes", "redelivered", "reprocessed", "poll_skips",
     "poll_backwards",
 )
 TRANSACTIONAL = frozenset({"eos", "eos-naive"})
@@ -79,11 +81,15 @@ def audit_pipeline(
 ) -> tuple[dict[str, int], dict[str, Any]]:
     """The pipeline counts (`PIPELINE_COUNTS`) and the consumer-side timeline of one scenario.
 
-    `acked`: (id, partition, offset) of the acknowledged inputs; `outputs`: the committed output
-    records (`acklab.store.schemas.PIPELINE_OUTPUT_RECORDS`); `events`: each incarnation's log
+    `acked`: (id, partition, offset) of the acknowledged inputs; `outputs`: the output topic's
+    records (`acklab.store.schemas.PIPELINE_OUTPUT_RECORDS`), those a read_committed reader sees
+    marked `committed` (the others count in `output_aborted` only); `events`: each incarnation's log
     events by (instance, incarnation); `committed`: the group's committed offset per input partition
     after the drain; `interventions`: the processor faults' (`acklab.store.runs.Intervention` dumps)."""
     ids, partitions, offsets = _ints(acked["id"]), _ints(acked["partition"]), _ints(acked["offset"])
+    aborted_in_log = outputs.num_rows
+    outputs = outputs.filter(pc.fill_null(outputs["committed"], False))
+    aborted_in_log -= outputs.num_rows
     parsed = outputs.filter(pc.is_valid(outputs["id"]))
     out_ids = _ints(parsed["id"])
     order = np.argsort(ids, kind="stable")
@@ -101,6 +107,7 @@ def audit_pipeline(
         "processed_lost": int(np.sum(absent & (offsets < ends))),
         "unprocessed": int(np.sum(absent & (offsets >= ends))),
         "output_records": outputs.num_rows,
+        "output_aborted": aborted_in_log,
         "output_unexpected": int(np.sum(~known)),
         "output_unparsed": outputs.num_rows - parsed.num_rows,
     }

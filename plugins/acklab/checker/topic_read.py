@@ -92,15 +92,33 @@ def _table(chunks: Sequence[Mapping[str, np.ndarray]], scenarios: Sequence[str],
 
 
 def read_outputs(bootstrap: str, topic: str, partitions: int, scenario: str) -> pa.Table:
-    """Every committed record of a pipeline's output topic as ``PIPELINE_OUTPUT_RECORDS`` rows (a
-    value that is not a processor's output has null fields). Tens of thousands of records per
-    pipeline: parsed in Python. Raises ``TopicReadError`` as `read_partitions`."""
+    """Every record of a pipeline's output topic as ``PIPELINE_OUTPUT_RECORDS`` rows, read twice:
+    as read_uncommitted (every record in the log, aborted ones included) and as read_committed,
+    whose records are marked ``committed``. A value that is not a processor's output has null
+    fields. Tens of thousands of records per pipeline: parsed in Python. Raises ``TopicReadError``
+    as `read_partitions`."""
     from acklab.store.schemas import PIPELINE_OUTPUT_RECORDS
     from acklab.workload.processing import OUTPUT_FIELDS, parse_output
 
-    rows: dict[str, list[object]] = {name: [] for name in ("partition", "offset", *OUTPUT_FIELDS)}
+    every = _read_values(bootstrap, topic, partitions, "read_uncommitted")
+    committed = {(p, o) for p, o, _ in _read_values(bootstrap, topic, partitions, "read_committed")}
+    rows: dict[str, list[object]] = {name: [] for name in ("partition", "offset", *OUTPUT_FIELDS, "committed")}
+    for partition, offset, value in every:
+        rows["partition"].append(partition)
+        rows["offset"].append(offset)
+        fields = parse_output(value) or (None,) * len(OUTPUT_FIELDS)
+        for name, field in zip(OUTPUT_FIELDS, fields, strict=True):
+            rows[name].append(field)
+        rows["committed"].append((partition, offset) in committed)
+    count = len(rows["offset"])
+    return pa.table({"scenario": [scenario] * count, **rows}).select(PIPELINE_OUTPUT_RECORDS.names).cast(PIPELINE_OUTPUT_RECORDS)
+
+
+def _read_values(bootstrap: str, topic: str, partitions: int, isolation: str) -> list[tuple[int, int, bytes | None]]:
+    """(partition, offset, value) of every record of `topic` an `isolation` reader sees."""
+    found: list[tuple[int, int, bytes | None]] = []
     pending = set(range(partitions))
-    consumer = Consumer(consumer_config(bootstrap))
+    consumer = Consumer({**consumer_config(bootstrap), "isolation.level": isolation})
     try:
         consumer.list_topics(timeout=30)
         consumer.assign([TopicPartition(topic, partition, OFFSET_BEGINNING) for partition in range(partitions)])
@@ -112,14 +130,9 @@ def read_outputs(bootstrap: str, topic: str, partitions: int, scenario: str) -> 
                     if error.code() == KafkaError._PARTITION_EOF:
                         pending.discard(message.partition())
                     continue
-                rows["partition"].append(message.partition())
-                rows["offset"].append(message.offset())
-                fields = parse_output(message.value()) or (None,) * len(OUTPUT_FIELDS)
-                for name, value in zip(OUTPUT_FIELDS, fields, strict=True):
-                    rows[name].append(value)
+                found.append((message.partition(), message.offset(), message.value()))
             if time.monotonic() - progress > STALL_TIMEOUT_S:
                 raise TopicReadError(f"{topic}: no record and no end for {STALL_TIMEOUT_S:.0f}s from partitions {sorted(pending)}")
     finally:
         consumer.close()
-    count = len(rows["offset"])
-    return pa.table({"scenario": [scenario] * count, **rows}).select(PIPELINE_OUTPUT_RECORDS.names).cast(PIPELINE_OUTPUT_RECORDS)
+    return found

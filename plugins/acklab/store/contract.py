@@ -91,6 +91,7 @@ PIPELINE_COUNT_DOCS: Mapping[str, str] = {
     "processed_lost": "inputs without a committed output whose offset the group committed",
     "unprocessed": "inputs without a committed output whose offset the group never committed by the end of the drain",
     "output_records": "committed output records read by the audit (read_committed)",
+    "output_aborted": "output records of aborted transactions in the output topic's log (read_uncommitted sees them, read_committed does not)",
     "output_unexpected": "committed outputs of an id that is not an acknowledged input",
     "output_unparsed": "committed output records whose value is not a processor's output",
     "output_aborted_visible": "committed-visible outputs of a transaction a processor aborted or that was open when its instance was killed",

@@ -117,6 +117,7 @@ PIPELINE_OUTPUT_RECORDS = pa.schema(
         column("in_partition", pa.int64(), "the input record's partition"),
         column("in_offset", pa.int64(), "the input record's offset"),
         column("txn", pa.int64(), "the batch (transaction) of its incarnation"),
+        column("committed", pa.bool_(), "a read_committed reader sees it (false: output of an aborted transaction, in the log)"),
     ]
 )
 

@@ -16,6 +16,8 @@ eos-naive      a planted bug: the transaction holds the output only; the offsets
                the consumer's own commit after the transaction committed.
 at-least-once  produce, flush, then commit the offsets (synchronously).
 at-most-once   commit the offsets (synchronously), then produce and flush.
+bare           a benchmark's baseline, never a scenario's style: produce each record, nothing else (no
+               transaction, no offsets committed, no flush per batch, no point).
 ============== ====================================================================================
 
 **The point.** Between its two steps (output and offsets; for at-most-once offsets and output) a
@@ -60,6 +62,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 Style = Literal["eos", "at-least-once", "at-most-once", "eos-naive"]
 STYLES: tuple[str, ...] = ("eos", "at-least-once", "at-most-once", "eos-naive")
+BARE = "bare"  # the benchmark's bare consume-produce loop (`acklab.tools.bench_processor`)
 TRANSACTIONAL_STYLES = frozenset({"eos", "eos-naive"})
 GroupProtocol = Literal["classic", "consumer"]
 ARM_SIGNAL = "SIGUSR1"  # arms the point
@@ -76,7 +79,7 @@ class ProcessorJob(BaseModel):
     group_id: str
     instance: int = Field(ge=0)
     incarnation: int = Field(0, ge=0, description="0 at first start; +1 at each restart of the instance")
-    style: Style
+    style: Style | Literal["bare"]
     transactional_id: str | None = Field(None, description="eos styles: stable per instance across incarnations (a restart fences the last)")
     group_protocol: GroupProtocol = "classic"
     max_batch: int = Field(200, ge=1, description="records per poll, so per transaction")

@@ -128,6 +128,7 @@ class Processor:
         self.consumer.subscribe([job.input_topic], on_assign=self._assigned, on_revoke=self._revoked, on_lost=self._revoked)
         step = {
             "eos": self._eos, "eos-naive": self._eos_naive, "at-least-once": self._at_least_once, "at-most-once": self._at_most_once,
+            "bare": self._produce,
         }[job.style]
         try:
             while self.stopping is None:

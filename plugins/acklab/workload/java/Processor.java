@@ -180,6 +180,7 @@ final class Processor {
             case "eos-naive": eosNaive(records); break;
             case "at-least-once": atLeastOnce(records); break;
             case "at-most-once": atMostOnce(records); break;
+            case "bare": produce(records); break; // the benchmark's baseline (processing.BARE)
             default: throw new IllegalStateException(job.style);
         }
     }

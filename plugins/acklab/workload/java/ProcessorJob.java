@@ -15,7 +15,7 @@ import java.util.Map;
  * (the same field names; a field left out takes that model's default), parsed once.
  */
 final class ProcessorJob {
-    static final List<String> STYLES = Arrays.asList("eos", "at-least-once", "at-most-once", "eos-naive");
+    static final List<String> STYLES = Arrays.asList("eos", "at-least-once", "at-most-once", "eos-naive", "bare"); // bare: the benchmark's baseline
 
     final String bootstrapServers, inputTopic, outputTopic, groupId, style, transactionalId, groupProtocol, log;
     final int instance, incarnation, maxBatch;
