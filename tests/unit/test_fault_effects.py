@@ -57,6 +57,16 @@ class FakeAdmin:
         self.cluster.read(metadata=True)
         return set(self.cluster.registered)
 
+    def group_coordinator(self, group_id: str) -> int:
+        self.cluster.read(metadata=True)
+        return self.cluster.coordinator
+
+    def partitions(self, topic: str) -> list[PartitionState]:
+        """`__transaction_state`: every partition led by the coordinator."""
+        self.cluster.read(metadata=True)
+        leader = self.cluster.coordinator
+        return [PartitionState(topic, p, leader, (leader,), (leader,)) for p in range(50)]
+
     def wait_in_sync(self, topic: str, timeout_s: float) -> list[PartitionState]:
         self.cluster.calls.append(("wait_in_sync", topic))
         self.cluster.read(metadata=True)
@@ -119,6 +129,47 @@ class FakeLinks:
         self.cluster.did("heal", fault)
 
 
+class FakeProcessors:
+    """A pipeline's processor instances as the processor faults see them (`actions.Processors`),
+    scripted through their cluster: an armed instance reaches its point and stops unless the
+    cluster says `no_point`; the group moves on once `moved` is set; a log read (`moved_on`) is a
+    metadata read, which fails when the cluster is unreachable."""
+
+    group_id = "g"
+
+    def __init__(self, cluster: FakeCluster) -> None:
+        self.cluster = cluster
+        self.stopped: set[int] = set()  # at their point (SIGSTOP)
+        self.dead: set[int] = set()  # killed, not restarted
+
+    def arm(self, number: int, timeout_s: float, stop: Callable[[], bool]) -> dict[str, Any]:
+        self.cluster.did("arm", number)
+        self.cluster.read()
+        if self.cluster.no_point or self.cluster.unreachable:
+            raise RuntimeError("no point")
+        self.stopped.add(number)
+        return {"t": time.time(), "txn": 4, "generation": 1, "instance": number, "incarnation": 0}
+
+    def kill(self, number: int) -> int:
+        self.cluster.did("kill_processor", number)
+        self.stopped.discard(number)
+        self.dead.add(number)
+        return -9
+
+    def restart(self, number: int) -> object:
+        self.cluster.did("restart_processor", number)
+        self.dead.discard(number)
+        return None
+
+    def resume(self, number: int) -> None:
+        self.cluster.did("resume_processor", number)
+        self.stopped.discard(number)
+
+    def moved_on(self, number: int, since: float, generation: int) -> dict[str, Any] | None:
+        self.cluster.read(metadata=True)
+        return {"generation": generation + 1, "instance": 1, "t": time.time()} if self.cluster.moved else None
+
+
 class FakeCluster:
     """A cluster whose state changes only as scripted: `when(call, change, after)` applies `change`
     at the `after`-th read (metadata, controller, process state, proxy counters) following the first
@@ -141,12 +192,16 @@ class FakeCluster:
         self.stuck = False  # signals have no visible effect on the processes
         self.failing = False  # wait_in_sync times out
         self.unreachable = False  # every read of metadata, the controller or a process's state raises
+        self.coordinator = 1  # of the pipeline's group and of its instance 0's transactions
+        self.no_point = False  # an armed processor never reaches its point
+        self.moved = False  # the pipeline's group moved past the paused processor's generation
         self.calls: list[tuple[str, Any]] = []
         self.admins: list[FakeAdmin] = []
         self.script: dict[str, tuple[int, Change]] = {}
         self.armed: list[list[Any]] = []
         self.lock = threading.Lock()
         self._proxy, self._links = FakeProxy(self), FakeLinks(self)
+        self.processors = FakeProcessors(self)
 
     # ---- the script ----
 
@@ -237,7 +292,8 @@ class FakeCluster:
         """Every process runs unfrozen, no proxy rule and no cut is left, and the fault did something."""
         assert self.running == set(self.topology.node_ids) and not self.paused, self.calls
         assert not self._proxy.rules and not self._links.cuts, self.calls
-        assert any(call in ("kill", "stop", "pause", "set_rule", "cut") for call, _ in self.calls), self.calls
+        assert not self.processors.stopped and not self.processors.dead, self.calls  # every processor resumed or restarted
+        assert any(call in ("kill", "stop", "pause", "set_rule", "cut", "arm") for call, _ in self.calls), self.calls
 
 
 # ---- scripted changes ----------------------------------------------------------------------
@@ -288,6 +344,21 @@ def packets_dropped(count: int) -> Change:
 
 def nothing(cluster: FakeCluster) -> None:
     pass
+
+
+def coordinator_moves_to(broker: int) -> Change:
+    def change(cluster: FakeCluster) -> None:
+        cluster.coordinator = broker
+
+    return change
+
+
+def group_moves_on(cluster: FakeCluster) -> None:
+    cluster.moved = True
+
+
+def no_point(cluster: FakeCluster) -> None:
+    cluster.no_point = True
 
 
 def unreachable(cluster: FakeCluster) -> None:
@@ -359,6 +430,14 @@ CASES: dict[str, Case] = {
     "split": cut_case(controller_moves_to(1), "active controller moved 3 -> 1 in "),
     "one-way-cut": cut_case(fenced(1), "broker(s) [1] fenced in "),
     "lossy-link": Case("cut", packets_dropped(17), "17 packets dropped", "no packet dropped"),
+    "group-coordinator-kill": Case("kill", coordinator_moves_to(2), "group-coordinator moved 1 -> 2 in ", "kill of broker 1: no effect seen within 0s"),
+    "txn-coordinator-kill": Case("kill", coordinator_moves_to(3), "txn-coordinator moved 1 -> 3 in ", "kill of broker 1: no effect seen within 0s"),
+    # The processor faults' unseen effect is the point never reached (the group not moving on: below).
+    "processor-kill": Case("arm", nothing, "killed processor 0 at its point in 1 pipeline(s)", "processor 0 not hit at its point: no point", unseen=no_point),
+    "zombie": Case(
+        "arm", group_moves_on, "processor 0 paused at its point until its group moved on (generation 2) in 1 pipeline(s)",
+        "processor 0: no point", unseen=no_point,
+    ),
 }
 def step_of(fault: str, duration_s: float = DURATION_S, **fields: Any) -> FaultStep:
     """A step as the schedule module builds it (defaults per fault; target and options validated)."""
@@ -372,7 +451,7 @@ def window(step: FaultStep) -> Window:
 
 
 def run(cluster: FakeCluster, step: FaultStep, min_insync_replicas: int = 2, on: Window | None = None) -> FaultEvent:
-    context = FaultContext(cluster, TOPIC, min_insync_replicas)  # type: ignore[arg-type]
+    context = FaultContext(cluster, TOPIC, min_insync_replicas, processors={TOPIC: cluster.processors})  # type: ignore[arg-type]
     event = ACTIONS[step.fault](context, step, on or window(step))
     assert event.ended is not None and event.ended >= event.started
     assert all(admin.closed for admin in cluster.admins), "every admin client an action makes is closed by it"
@@ -645,7 +724,7 @@ def test_a_proxy_rule_carries_the_step_options_and_outlives_the_window() -> None
     cluster = FakeCluster()
     run(cluster, step_of("ack-loss", options={"probability": 0.5, "then": "hold"}))
     ((broker, rule),) = cluster.proxy().history
-    assert broker == 1 and (rule.action, rule.probability, rule.then, rule.apis) == ("drop_response", 0.5, "hold", [0])
+    assert broker == 1 and (rule.action, rule.options.probability, rule.options.then, rule.options.apis) == ("drop_response", 0.5, "hold", [0])
     assert rule.expires_in_s == DURATION_S + 5
 
 
@@ -655,3 +734,35 @@ def test_a_fault_on_every_broker_counts_the_proxy_counters_of_all_of_them() -> N
     stats = {1: {"injected_errors": 2, "connections": 4}, 2: {"injected_errors": 3}, 3: {"injected_errors": 9}}
     assert _summed(stats, [1, 2]) == {"injected_errors": 5, "connections": 4}
     assert _summed(stats, [3]) == {"injected_errors": 9}
+
+
+# ---- processor faults ----------------------------------------------------------------------------
+
+
+def test_a_processor_kill_kills_at_the_point_and_restarts_after_the_window_with_its_intervention() -> None:
+    cluster = FakeCluster()
+    event = run(cluster, step_of("processor-kill"))
+    assert [c for c, _ in cluster.calls] == ["arm", "kill_processor", "restart_processor"]
+    (hit,) = event.interventions
+    assert {k: hit[k] for k in ("topic", "kind", "instance", "incarnation", "txn", "generation")} == {
+        "topic": TOPIC, "kind": "processor-kill", "instance": 0, "incarnation": 0, "txn": 4, "generation": 1,
+    }
+    assert hit["point_at"] <= hit["killed_at"] <= hit["restarted_at"]
+
+
+def test_a_zombie_whose_group_never_moves_on_is_ineffective_and_still_resumed(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(actions, "MOVE_ON_GRACE_S", 0.3)
+    cluster = FakeCluster()
+    event = run(cluster, step_of("zombie"))
+    assert not event.effective
+    assert event.effect == f"processor 0: the group of {TOPIC} did not move past generation 1"
+    assert cluster.called("resume_processor") == [0] and event.interventions[0].get("moved_on") is None
+    cluster.assert_undone()
+
+
+def test_a_zombie_is_resumed_only_once_its_group_moved_on() -> None:
+    cluster = FakeCluster()
+    cluster.moved = True
+    event = run(cluster, step_of("zombie"))
+    (hit,) = event.interventions
+    assert hit["moved_on"]["generation"] == 2 and hit["resumed_at"] >= hit["moved_on"]["t"]

@@ -435,7 +435,7 @@ def _processor_fault(kind: Literal["kill", "zombie"]) -> Apply:
         def arm(topic: str, group: Processors) -> None:
             try:
                 hit[topic] = group.arm(number, max(1.0, window.end - time.monotonic()), lambda: window.over)
-            except RuntimeError as exc:
+            except Exception as exc:  # the point not reached, or its log unreadable: not hit
                 missed[topic] = str(exc)
 
         with ThreadPoolExecutor(len(ctx.processors), thread_name_prefix="arm") as pool:
@@ -456,6 +456,7 @@ def _processor_fault(kind: Literal["kill", "zombie"]) -> Apply:
                 ctx.settled.set()
                 window.wait_out()
             else:
+                window.wait_out()  # paused for the whole window at least; when its group moved on is in its logs
                 moved = _wait_moved_on(ctx, number, hit, window)
                 for topic, found in moved.items():
                     records[topic]["moved_on"] = found
@@ -465,7 +466,8 @@ def _processor_fault(kind: Literal["kill", "zombie"]) -> Apply:
                     f"{', '.join(str(m['generation']) for m in moved.values())}) in {len(moved)} pipeline(s)"
                     if hit and not missed and not stuck else None
                 )
-                event.observe(effect, f"processor {number}: {'; '.join(missed.values()) or ''}{' group did not move on: ' + ', '.join(stuck) if stuck else ''}")
+                why = [*missed.values(), *(f"the group of {topic} did not move past generation {hit[topic]['generation']}" for topic in stuck)]
+                event.observe(effect, f"processor {number}: {'; '.join(why) or 'not hit at its point'}")
                 ctx.settled.set()
         finally:
             for topic in hit:
@@ -491,7 +493,11 @@ def _wait_moved_on(ctx: FaultContext, number: int, hit: Mapping[str, dict], wind
     deadline = window.end + MOVE_ON_GRACE_S
     while True:
         for topic, point in hit.items():
-            if topic not in moved and (found := ctx.processors[topic].moved_on(number, point["t"], point["generation"])) is not None:
+            try:
+                found = None if topic in moved else ctx.processors[topic].moved_on(number, point["t"], point["generation"])
+            except Exception:  # a log not readable now: looked at again
+                found = None
+            if found is not None:
                 moved[topic] = {"generation": found["generation"], "instance": found["instance"], "t": found["t"]}
         if window.over and (len(moved) == len(hit) or time.monotonic() > deadline or window.stop.is_set()):
             return moved

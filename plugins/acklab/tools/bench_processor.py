@@ -59,7 +59,7 @@ def ends(bootstrap: str, topic: str) -> dict[int, int]:
         consumer.close()
 
 
-def measure(cluster: Cluster, family_name: str, style: str, topic: str, messages: int, folder: Path, round_: int) -> float:
+def measure(cluster: Cluster, family_name: str, style: str, topic: str, messages: int, folder: Path, round_: int, max_batch: int) -> float:
     """Messages per second of one processor instance of `style` over the filled input topic."""
     bootstrap = cluster.bootstrap_servers
     name = f"{family_name}-{style}-{round_}"
@@ -68,7 +68,10 @@ def measure(cluster: Cluster, family_name: str, style: str, topic: str, messages
         admin.create_topic(output, PARTITIONS, 3)
         admin.wait_in_sync(output, 60)
     family = families.named(family_name)
-    template = ProcessorJob(bootstrap_servers=bootstrap, input_topic=topic, output_topic=output, group_id=f"g-{name}", instance=0, style=style, log="-")
+    template = ProcessorJob(
+        bootstrap_servers=bootstrap, input_topic=topic, output_topic=output, group_id=f"g-{name}", instance=0, style=style, log="-",
+        max_batch=max_batch,
+    )
     group = ProcessorGroup(family, family.client(None), folder / name, template, 1)
     target = ends(bootstrap, topic)
     try:
@@ -96,6 +99,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--size", type=int, default=100)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--families", nargs="+", default=list(families.FAMILIES))
+    parser.add_argument("--max-batch", type=int, default=ProcessorJob.model_fields["max_batch"].default, help="records per poll (per transaction)")
     args = parser.parse_args(argv)
     root = runs_dir() / f"bench-processor-{os.getpid()}"
     cluster = Cluster.provision(load_topology("three-brokers"), root / "cluster", owner_pid=os.getpid())
@@ -112,7 +116,7 @@ def main(argv: list[str] | None = None) -> None:
             for round_ in range(args.rounds):
                 for family in args.families:
                     order = ["eos", BARE] if round_ % 2 else [BARE, "eos"]
-                    got = {style: measure(cluster, family, style, topic, args.messages, Path(folder), round_) for style in order}
+                    got = {style: measure(cluster, family, style, topic, args.messages, Path(folder), round_, args.max_batch) for style in order}
                     print(f"round {round_} {family}: bare {got[BARE]:,.0f} msg/s, eos {got['eos']:,.0f} msg/s", flush=True)
                     ratios[family].append(got["eos"] / got[BARE])
                     rates[family].append(got["eos"])

@@ -82,7 +82,7 @@ class ProcessorJob(BaseModel):
     style: Style | Literal["bare"]
     transactional_id: str | None = Field(None, description="eos styles: stable per instance across incarnations (a restart fences the last)")
     group_protocol: GroupProtocol = "classic"
-    max_batch: int = Field(200, ge=1, description="records per poll, so per transaction")
+    max_batch: int = Field(1000, ge=1, description="records per poll, so per transaction (at most)")
     poll_timeout_ms: int = Field(100, ge=1)
     session_timeout_ms: int = Field(6000, ge=1000)
     max_poll_interval_ms: int = Field(10000, ge=1000)

@@ -39,7 +39,7 @@ final class ProcessorJob {
             throw new IllegalArgumentException("processor job: style " + style + " needs a transactional_id");
         }
         groupProtocol = text(job, "group_protocol", "classic");
-        maxBatch = (int) number(job, "max_batch", 200L);
+        maxBatch = (int) number(job, "max_batch", 1000L);
         pollTimeoutMs = number(job, "poll_timeout_ms", 100L);
         sessionTimeoutMs = number(job, "session_timeout_ms", 6000L);
         maxPollIntervalMs = number(job, "max_poll_interval_ms", 10000L);
