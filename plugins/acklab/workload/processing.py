@@ -8,7 +8,7 @@ with `isolation.level=read_committed` and auto-commit off, transforms each recor
 to the output topic, then makes its progress durable the way its *style* says:
 
 ============== ====================================================================================
-eos            per polled batch: begin a transaction, produce, send the batch's next offsets to the
+eos            per polled batch: begin a transaction, produce, flush, send the batch's next offsets to the
                transaction with the consumer's group metadata (KIP-447), commit. An abortable error:
                abort, rewind the consumer to its committed offsets. A fatal one (fenced): close the
                producer, log it, build a new one with the same `transactional.id`.

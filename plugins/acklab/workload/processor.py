@@ -2,7 +2,7 @@
 as `acklab.workload.processing` states the contract (styles, the point, the output value, the log).
 
 The loop, per `consume()` batch of at most `max_batch` records (eos): `begin_transaction`, produce
-each transformed record, pass the point, `send_offsets_to_transaction(next offsets,
+each transformed record, flush, pass the point, `send_offsets_to_transaction(next offsets,
 consumer_group_metadata())`, `commit_transaction`. A rebalance happens inside `consume()` only,
 so never while a transaction is open. An abortable error (`txn_requires_abort`): abort, rewind to
 the committed offsets. A fatal one (fenced): the producer is closed and a new one with the same
@@ -185,6 +185,7 @@ class Processor:
             offsets = self._batch(records)
             self.producer.begin_transaction()
             self._produce(records)
+            self._flush()  # the output is in the log (uncommitted) before the point
             self.point()
             self._retrying(lambda: self.producer.send_offsets_to_transaction(self._offsets(offsets), self.consumer.consumer_group_metadata(), 30))
             self._retrying(lambda: self.producer.commit_transaction(60))

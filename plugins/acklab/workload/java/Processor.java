@@ -191,6 +191,7 @@ final class Processor {
         try {
             producer.beginTransaction();
             produce(records);
+            producer.flush(); // the output is in the log (uncommitted) before the point
             point();
             retrying(() -> producer.sendOffsetsToTransaction(next, polledIn));
             retrying(producer::commitTransaction);
