@@ -59,7 +59,7 @@ def test_both_controls_are_caught_and_only_the_planted_bug_is_red(pipeline_run: 
 
 
 @pytest.mark.parametrize("family", ["librdkafka", "java"])
-def test_eos_neither_loses_nor_duplicates_nor_shows_aborted_or_zombie_output(pipeline_run, family: str) -> None:  # noqa: ANN001
+def test_eos_neither_loses_nor_duplicates_nor_shows_aborted_or_zombie_output(pipeline_run, family: str) -> None:
     rows = _rows(pipeline_run[1])
     for fault in FAULTS:
         row = rows[_name("eos", family, fault)]
@@ -71,7 +71,7 @@ def test_eos_neither_loses_nor_duplicates_nor_shows_aborted_or_zombie_output(pip
 
 
 @pytest.mark.parametrize("family", ["librdkafka", "java"])
-def test_the_weaker_styles_show_what_they_document_and_eos_naive_the_exact_duplicates(pipeline_run, family: str) -> None:  # noqa: ANN001
+def test_the_weaker_styles_show_what_they_document_and_eos_naive_the_exact_duplicates(pipeline_run, family: str) -> None:
     rows = _rows(pipeline_run[1])
     at_least_once = rows[_name("at-least-once", family, "processor-kill")]
     assert at_least_once["processed_lost"] == 0
@@ -92,7 +92,7 @@ def _killed_batch(run: RunDir, scenario: str) -> int:
 
 
 @pytest.mark.parametrize("family", ["librdkafka", "java"])
-def test_the_zombie_was_paused_until_its_group_moved_past_its_generation(pipeline_run, family: str) -> None:  # noqa: ANN001
+def test_the_zombie_was_paused_until_its_group_moved_past_its_generation(pipeline_run, family: str) -> None:
     manifest = pipeline_run[1].read_manifest()
     entry = manifest.entry(_name("eos", family, "zombie"))
     hits = [i for record in entry.fault_timeline for i in record.interventions if i.topic == entry.topic]
@@ -103,7 +103,7 @@ def test_the_zombie_was_paused_until_its_group_moved_past_its_generation(pipelin
 
 
 @pytest.mark.parametrize("family", ["librdkafka", "java"])
-def test_the_aborted_and_zombie_counters_catch_what_real_evidence_plants(pipeline_run, family: str) -> None:  # noqa: ANN001
+def test_the_aborted_and_zombie_counters_catch_what_real_evidence_plants(pipeline_run, family: str) -> None:
     """On real evidence: the eos kill left its transaction's output aborted in the log (exactly the
     killed batch), and audited as a read_uncommitted reader would see it (a planted reader bug) that
     output is counted visible, exactly; eos-naive's zombie, whose transaction holds no offsets and

@@ -13,8 +13,6 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-
-from acklab.store.schemas import MATRIX_PIPELINE
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
@@ -22,7 +20,7 @@ from acklab.checker import audit as dm
 from acklab.checker import scenario_audit as sa
 from acklab.store.contract import COUNT_COLUMNS, METRIC_COLUMNS, OUTCOMES
 from acklab.store.runs import FaultRecord, Manifest, RunDir, ScenarioEntry
-from acklab.store.schemas import MATRIX, MATRIX_DESCRIPTIVE, OUTCOME_TABLE, SEND_LOG, TOPIC_RECORDS
+from acklab.store.schemas import MATRIX, MATRIX_DESCRIPTIVE, MATRIX_PIPELINE, OUTCOME_TABLE, SEND_LOG, TOPIC_RECORDS
 from acklab.testing import synthetic
 from acklab.workload.records import parse_prefix
 

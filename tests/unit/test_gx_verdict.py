@@ -16,8 +16,6 @@ from typing import Any
 
 import pytest
 
-from acklab.store.schemas import MATRIX_PIPELINE
-
 from acklab.checker import audit, gx_suites
 from acklab.checker.gx_project import ensure_project
 from acklab.checker.gx_suites import INTEGRITY_SUITE, MODEL_PAGE, build_suites
@@ -28,7 +26,7 @@ from acklab.model.guarantees import expect, suite_expectations
 from acklab.nemesis.schedule import schedule_for
 from acklab.orchestration.tasks import gate
 from acklab.store.runs import RunDir
-from acklab.store.schemas import MATRIX_DESCRIPTIVE
+from acklab.store.schemas import MATRIX_DESCRIPTIVE, MATRIX_PIPELINE
 from acklab.workload import java_client
 from acklab.workload.client import Client
 from acklab.workload.profiles import ProducerProfile, get_profile

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from acklab.report import evidence_doc as doc
 from acklab.checker.pipeline_audit import PIPELINE_COUNTS
+from acklab.report import evidence_doc as doc
 from acklab.store.contract import COUNT_COLUMNS, COUNT_DOCS, IDENTITIES, METRIC_COLUMNS, PIPELINE_COUNT_COLUMNS, PIPELINE_IDENTITIES
 from acklab.store.runs import Manifest, RunDir, ScenarioEntry
 from acklab.store.schemas import MATRIX, MATRIX_PIPELINE, OUTCOME_TABLE, PIPELINE_OUTPUT_RECORDS, SEND_LOG, TOPIC_RECORDS, describe

@@ -79,7 +79,14 @@ from acklab.checker.topic_read import read_outputs, read_partitions
 from acklab.store.contract import IDENTITIES, PIPELINE_IDENTITIES
 from acklab.store.runs import AuditDir, FaultRecord, Manifest, RunDir, ScenarioEntry, write_json
 from acklab.store.schemas import (
-    MATRIX, MATRIX_DESCRIPTIVE, MATRIX_PIPELINE, OUTCOME_TABLE, PIPELINE_OUTPUT_RECORDS, SEND_LOG, SEND_LOG_DEFAULTS, TOPIC_RECORDS,
+    MATRIX,
+    MATRIX_DESCRIPTIVE,
+    MATRIX_PIPELINE,
+    OUTCOME_TABLE,
+    PIPELINE_OUTPUT_RECORDS,
+    SEND_LOG,
+    SEND_LOG_DEFAULTS,
+    TOPIC_RECORDS,
 )
 
 MATRIX_COLUMNS = tuple(MATRIX.names)

@@ -25,8 +25,8 @@ from acklab.checker.gx_suites import INTEGRITY_SUITE, MATRIX_COLUMNS, MISSING, P
 from acklab.checker.verdict import INTEGRITY, FailedExpectation, Row, Verdict, judge, pair_rows, show
 from acklab.nemesis.faults import NO_FAULT
 from acklab.store.contract import IDENTITIES, PIPELINE_IDENTITIES
-from acklab.store.schemas import MATRIX_PIPELINE
 from acklab.store.runs import RunDir
+from acklab.store.schemas import MATRIX_PIPELINE
 
 if TYPE_CHECKING:
     import pandas as pd

@@ -16,7 +16,17 @@ from typing import Any, Literal, Protocol
 from acklab.cluster.cluster import Cluster
 from acklab.nemesis.events import FaultEvent, Window
 from acklab.nemesis.faults import (
-    COORDINATORS, FAULTS, TO_LOAD_END_CEILING_S, FaultSpec, Links, Process, ProcessorOptions, ProcessorSignal, Proxy, ReplicasDown, RollingRestart,
+    COORDINATORS,
+    FAULTS,
+    TO_LOAD_END_CEILING_S,
+    FaultSpec,
+    Links,
+    Process,
+    ProcessorOptions,
+    ProcessorSignal,
+    Proxy,
+    ReplicasDown,
+    RollingRestart,
 )
 from acklab.nemesis.schedule import FaultStep, Target
 from acklab.proxy.behaviours.base import Behaviour

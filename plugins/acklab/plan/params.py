@@ -17,7 +17,6 @@ from acklab.workload.processing import GroupProtocol, Style
 from acklab.workload.profiles import Partitioner, profile_names
 from acklab.workload.spec import MAX_MESSAGES, MAX_PRODUCERS
 
-
 MAX_PROCESSORS = 8  # processor instances per pipeline scenario (each a process)
 
 

@@ -12,10 +12,26 @@ from pydantic import BaseModel
 from acklab.base.paths import PROJECT_ROOT
 from acklab.store.contract import IDENTITIES, OUTCOME_DOCS, PIPELINE_IDENTITIES, UNEXPECTED
 from acklab.store.runs import (
-    LAYOUT, EarlierAttempt, FaultRecord, GroupTiming, Intervention, Manifest, PipelineEvidence, ScenarioEntry, WithheldBatch, WithheldRequest,
+    LAYOUT,
+    EarlierAttempt,
+    FaultRecord,
+    GroupTiming,
+    Intervention,
+    Manifest,
+    PipelineEvidence,
+    ScenarioEntry,
+    WithheldBatch,
+    WithheldRequest,
 )
 from acklab.store.schemas import (
-    MATRIX, OUTCOME_TABLE, PIPELINE_OUTPUT_RECORDS, PRODUCER_STATS, SEND_LOG, SEND_LOG_DEFAULTS, TOPIC_RECORDS, describe,
+    MATRIX,
+    OUTCOME_TABLE,
+    PIPELINE_OUTPUT_RECORDS,
+    PRODUCER_STATS,
+    SEND_LOG,
+    SEND_LOG_DEFAULTS,
+    TOPIC_RECORDS,
+    describe,
 )
 
 DOC = PROJECT_ROOT / "docs" / "evidence.md"

@@ -22,8 +22,8 @@ from typing import Any
 import psutil
 from confluent_kafka import Consumer, TopicPartition
 
-from acklab.workload.client import Client, Family
 from acklab.workload import processing
+from acklab.workload.client import Client, Family
 from acklab.workload.processing import TRANSACTIONAL_STYLES, ProcessorJob, read_log
 
 STOP_TIMEOUT_S = 30.0
