@@ -97,6 +97,12 @@ CLI_CASES: list[tuple[list[str], str]] = [
     (["setup", "--client-version", "1.0.0"], "client_version '1.0.0': confluent-kafka releases from 2.0.2 on"),
     (["check-topology", "{tmp}/rf.yaml"], "replication_factor (2) > brokers (1)"),
     (["run", "--runs-under-a-file"], "cannot create the run store"),
+    (["run", "--processing", "exactly-twice"], "processing.0: Input should be 'eos', 'at-least-once', 'at-most-once' or 'eos-naive'"),
+    (["run", "--processing", "eos", "--processors", "0"], "processors: Input should be greater than or equal to 1"),
+    (["run", "--processing", "eos", "--input-profile", "transactional"], "a pipeline's input is written by a non-transactional profile"),
+    (["run", "--processing", "eos", "--input-profile", "fastest"], "unknown profile 'fastest'"),
+    (["run", "--processing", "eos", "--group-protocol", "gossip"], "group_protocol: Input should be 'classic' or 'consumer'"),
+    (["run", "--fault", "processor-kill"], "processor-kill acts on a pipeline's processors or coordinators: give processing"),
 ]
 
 # (DAG, params JSON, text the one line must contain): checked as the trigger form and `plan` would.

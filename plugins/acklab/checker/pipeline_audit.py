@@ -3,7 +3,12 @@ against the committed output (read_committed) and the processors' own logs. Pure
 and log events in, exact counts out; nothing here reads Kafka or files
 (`acklab.checker.pipeline_evidence` gathers the evidence).
 
-Per acknowledged input id, with `copies` = committed output records carrying it (exclusive):
+An output is the copy of an acknowledged input when it carries the input's id and was produced
+from the input's acknowledged position (its `in_partition`, `in_offset`); an input acknowledged
+without an offset (acks=0) is matched by id alone. Matching the position as well keeps an input the
+load wrote twice (a non-idempotent input profile's retry: one id at two offsets, each processed
+once) out of the processing duplicates. Per acknowledged input, with `copies` = its committed
+copies (exclusive):
 
 =====================  ======================================================================
 processed_once         copies == 1
@@ -13,14 +18,18 @@ unprocessed            copies == 0, and its offset was never committed (the evid
 =====================  ======================================================================
 
 so `input_acked = processed_once + processed_duplicated + processed_lost + unprocessed`, and
-`output_records = (copies of acked inputs) + output_unexpected + output_unparsed`.
+`output_records = (copies of acked inputs) + output_unexpected + output_unparsed`. An input
+acknowledged without an offset and without output counts as lost once its partition has any
+committed offset (its own offset is unknown).
 
 Of the committed output:
 
 - `output_aborted`: records of the output topic's log a read_committed reader does not see (output
   of aborted transactions: the evidence that a kill or a fence really aborted one).
 - `output_unparsed`: a value that is not a processor's output; `output_unexpected`: an output of
-  an id that is not an acknowledged input (an input whose write failed yet was stored).
+  an input record that is not an acknowledged one: an id no acknowledged input has (an input whose
+  write failed yet was stored), or an acknowledged id from another input position (the load wrote
+  it twice). Informational: not a processing violation.
 - `output_aborted_visible`: outputs of a transaction the processor aborted (its `aborted` event),
   or of the transaction open at the point of an instance killed there (eos: its output was not
   committed; the restart with its `transactional.id` aborts it). eos-naive's transaction at its
@@ -38,7 +47,10 @@ not transactional, so a batch's span of a partition is every offset in it):
   batches minus one. Durable: eos, a batch whose `committed` was logged; eos-naive, whose
   `txn_committed` was; at-least-once, every batch (it flushes before its point); at-most-once, a
   batch committed and not killed at its point (it produces after it). The planted eos-naive bug
-  must show `processing_duplicates == reprocessed`.
+  must show `processing_duplicates == reprocessed` (when every input it read was acknowledged).
+  Upper bounds where a client's sends fail: the Java driver's at-least-once batch whose sends
+  failed (`error`, then `rewound`, not committed) and at-most-once batch whose sends failed after
+  its commit are counted durable though only part of their output was written.
 - `poll_skips` / `poll_backwards`: within one incarnation and one assignment, a batch of a
   partition starting past the offset after the last batch of it (offsets skipped, summed) or at or
   before it without a rewind (batches).
@@ -92,12 +104,17 @@ def audit_pipeline(
     aborted_in_log -= outputs.num_rows
     parsed = outputs.filter(pc.is_valid(outputs["id"]))
     out_ids = _ints(parsed["id"])
-    order = np.argsort(ids, kind="stable")
-    position = np.searchsorted(ids[order], out_ids)
-    position = np.minimum(position, max(len(ids) - 1, 0))
-    known = (ids[order][position] == out_ids) if len(ids) else np.zeros(len(out_ids), dtype=bool)
-    copies = np.bincount(order[position[known]], minlength=len(ids)) if len(ids) else np.zeros(0, np.int64)
-    ends = np.array([committed.get(int(p), -1) for p in partitions], dtype=np.int64) if len(ids) else np.zeros(0, np.int64)
+    if len(ids):  # ids are unique in a send log: each output meets at most one acked input
+        order = np.argsort(ids, kind="stable")
+        at = order[np.minimum(np.searchsorted(ids[order], out_ids), len(ids) - 1)]
+        placed = offsets[at] >= 0  # its input's acknowledged position is known
+        known = (ids[at] == out_ids) & (
+            ~placed | ((_ints(parsed["in_partition"]) == partitions[at]) & (_ints(parsed["in_offset"]) == offsets[at]))
+        )
+        copies = np.bincount(at[known], minlength=len(ids))
+        ends = np.array([committed.get(int(p), -1) for p in partitions], dtype=np.int64)
+    else:
+        known, copies, ends = np.zeros(len(out_ids), dtype=bool), np.zeros(0, np.int64), np.zeros(0, np.int64)
     absent = copies == 0
     counts = {
         "input_acked": len(ids),
@@ -206,17 +223,20 @@ def _poll_order(events: Events) -> tuple[int, int]:
 
 
 def timeline(events: Events) -> dict[str, Any]:
-    """Per `<instance>.<incarnation>`: rebalances, generations seen, transactions begun, committed,
-    aborted, errors (fatal ones apart), and how it stopped."""
+    """Per `<instance>.<incarnation>`: rebalances, generations seen, batches (transactions begun),
+    offsets committed (`committed`; eos: with its transaction), eos-naive's transactions committed
+    (`txn_committed`), aborted, points reached, errors (fatal ones apart), and how it stopped."""
     found: dict[str, Any] = {}
     for (instance, incarnation), own in sorted(events.items()):
         kinds = Counter(e["ev"] for e in own)
         found[f"{instance}.{incarnation}"] = {
             "rebalances": kinds["assigned"],
-            "generations": sorted({e["generation"] for e in own if e["ev"] in ("assigned", "batch")}),
+            "generations": sorted({e["generation"] for e in own if e["ev"] in ("assigned", "batch") and e.get("generation") is not None}),
             "batches": kinds["batch"],
             "committed": kinds["committed"],
+            "txn_committed": kinds["txn_committed"],
             "aborted": kinds["aborted"],
+            "points": kinds["point"],
             "errors": kinds["error"],
             "fatal_errors": sum(1 for e in own if e["ev"] == "error" and e.get("fatal")),
             "stop": next((e.get("reason") for e in own if e["ev"] == "stop"), None),

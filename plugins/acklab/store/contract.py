@@ -92,7 +92,7 @@ PIPELINE_COUNT_DOCS: Mapping[str, str] = {
     "unprocessed": "inputs without a committed output whose offset the group never committed by the end of the drain",
     "output_records": "committed output records read by the audit (read_committed)",
     "output_aborted": "output records of aborted transactions in the output topic's log (read_uncommitted sees them, read_committed does not)",
-    "output_unexpected": "committed outputs of an id that is not an acknowledged input",
+    "output_unexpected": "committed outputs of an input record that is not an acknowledged one (an id no acked input has, or an acked id from another input position: the load wrote it twice); informational",
     "output_unparsed": "committed output records whose value is not a processor's output",
     "output_aborted_visible": "committed-visible outputs of a transaction a processor aborted or that was open when its instance was killed",
     "zombie_writes": "committed outputs a zombie wrote under the generation it was paused in, from its paused transaction on",

@@ -184,7 +184,7 @@ MATRIX_PIPELINE = pa.schema(
         column("processors", pa.int64(), "its processor instances"),
         column("drain_s", pa.float64(), "seconds from the load's end until its group had committed every input (null: never)"),
         *(column(name, pa.int64(), PIPELINE_COUNT_DOCS[name]) for name in PIPELINE_COUNT_COLUMNS),
-        column("pipeline_timeline", pa.string(), "JSON: per processor `<instance>.<incarnation>`, its rebalances, generations, batches, commits, aborts, errors and stop"),
+        column("pipeline_timeline", pa.string(), "JSON: per processor `<instance>.<incarnation>`, its rebalances, generations, batches, commits (eos-naive: transaction commits apart), aborts, points, errors and stop"),
     ]
 )
 MATRIX = pa.schema(
