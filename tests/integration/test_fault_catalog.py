@@ -71,5 +71,6 @@ def test_the_catalog_is_covered() -> None:
         "error-inject", "error-after-append", "request-hold", "leader-isolate",  # test_proxy_faults, test_link_faults
         "withhold-replay",  # test_bug_library
         "planted-loss",  # test_negative_control (and every run's negative control)
+        "processor-kill", "zombie", "txn-coordinator-kill", "group-coordinator-kill",  # test_pipeline_run
     }
     assert set(FAULTS) - {"none"} == elsewhere | set(PROCESS_AND_PROXY) | set(LINKS)

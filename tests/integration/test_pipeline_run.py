@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+from pathlib import Path
 
 import pytest
 
@@ -130,3 +131,23 @@ def test_the_aborted_and_zombie_counters_catch_what_real_evidence_plants(pipelin
     assert counts["output_aborted_visible"] == killed
     naive = _name("eos-naive", family, "zombie")
     assert _rows(run)[naive]["zombie_writes"] >= _killed_batch(run, naive) > 0
+
+
+def test_eos_survives_a_kill_of_its_transaction_and_group_coordinators(acklab_env: dict[str, str], tmp_path: Path) -> None:
+    """The brokers coordinating the processors' transactions and their group, found as Kafka maps
+    them, are killed and the coordination moves; eos still processes every input exactly once."""
+    params = tmp_path / "params.json"
+    params.write_text(json.dumps({
+        "processing": ["eos"], "profiles": [], "faults": ["txn-coordinator-kill", "group-coordinator-kill"], "messages": 8000, "rate": 1000.0,
+        "negative_control": False,
+    }))
+    done = subprocess.run([str(BIN / "acklab"), "run", "--params", str(params)], env=acklab_env, capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, done.stderr[-3000:]
+    run = latest_result()
+    assert run is not None
+    rows = _rows(run)
+    for fault in ("txn-coordinator-kill", "group-coordinator-kill"):
+        entry = run.read_manifest().entry(f"pipeline-eos__{fault}")
+        assert entry.fault_effective and f"{fault.removesuffix('-kill')} moved" in (entry.fault_effect or ""), entry.fault_effect
+        row = rows[f"pipeline-eos__{fault}"]
+        assert (row["processed_once"], row["processed_lost"], row["processed_duplicated"]) == (8000, 0, 0), row

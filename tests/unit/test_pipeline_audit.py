@@ -47,14 +47,21 @@ def _output(id_: int, instance: int, incarnation: int, generation: int, partitio
 
 
 def _audit(history: dict[str, Any]) -> dict[str, int]:
-    acked = pa.table({"id": [a[0] for a in history["acked"]], "partition": [a[1] for a in history["acked"]], "offset": [a[2] for a in history["acked"]]})
+    return _audit_with_timeline(history)[0]
+
+
+def _audit_with_timeline(history: dict[str, Any]) -> tuple[dict[str, int], dict[str, Any]]:
+    acked = pa.table(
+        {"id": [a[0] for a in history["acked"]], "partition": pa.array([a[1] for a in history["acked"]], pa.int32()), "offset": [a[2] for a in history["acked"]]},
+        schema=pa.schema([("id", pa.int64()), ("partition", pa.int32()), ("offset", pa.int64())]),
+    )
     outputs = pa.Table.from_pylist(history["outputs"], schema=PIPELINE_OUTPUT_RECORDS)
-    counts, _ = audit_pipeline(acked, outputs, history["events"], history["committed"], history["style"], history["interventions"])
+    counts, timeline = audit_pipeline(acked, outputs, history["events"], history["committed"], history["style"], history["interventions"])
     assert set(counts) == set(PIPELINE_COUNTS)
     for total, parts in PIPELINE_IDENTITIES:
         assert counts[total] == sum(counts[p] for p in parts), counts
     assert counts["output_records"] + counts["output_aborted"] == len(history["outputs"])
-    return counts
+    return counts, timeline
 
 
 def _nonzero(counts: dict[str, int]) -> dict[str, int]:
@@ -76,6 +83,31 @@ def test_a_lost_input_and_an_unprocessed_one(history: dict[str, Any]) -> None:
     history["outputs"] = [o for o in history["outputs"] if o["id"] not in (5, 2029)]  # partition 0 offset 5, partition 2 offset 29
     history["committed"][2] = 29  # offset 29 of partition 2 was never committed
     assert _nonzero(_audit(history)) == {"processed_lost": 1, "unprocessed": 1}
+
+
+def test_a_partition_never_committed_leaves_its_inputs_unprocessed(history: dict[str, Any]) -> None:
+    history["outputs"] = [o for o in history["outputs"] if o["in_partition"] != 1]
+    del history["committed"][1]
+    assert _nonzero(_audit(history)) == {"unprocessed": PER_PARTITION}
+
+
+def test_an_input_written_twice_by_the_load_is_not_a_processing_duplicate(history: dict[str, Any]) -> None:
+    """Id 1003 is also at offset 30 of partition 1 (a non-idempotent retry; the send log acked offset 3):
+    each copy processed once is one processed input and one unexpected output."""
+    history["outputs"].append(_output(1003, 0, 0, 1, 1, 30, 3))
+    history["outputs"][-1]["in_offset"] = 30
+    counts = _audit(history)
+    assert _nonzero(counts) == {"output_unexpected": 1}
+    assert counts["processed_once"] == 90
+    history["outputs"] = [o for o in history["outputs"] if not (o["id"] == 1003 and o["in_offset"] == 3)]  # only the other copy's output
+    assert _nonzero(_audit(history)) == {"processed_lost": 1, "output_unexpected": 1}
+
+
+def test_an_input_acked_without_an_offset_is_matched_by_id(history: dict[str, Any]) -> None:
+    history["acked"] = [(i, p, None if i == 1003 else o) for i, p, o in history["acked"]]  # acks=0: no offset
+    assert _nonzero(_audit(history)) == {}
+    history["outputs"] = [o for o in history["outputs"] if o["id"] != 1003]
+    assert _nonzero(_audit(history)) == {"processed_lost": 1}  # its partition has committed offsets
 
 
 def test_duplicates_count_inputs_and_extra_copies(history: dict[str, Any]) -> None:
@@ -113,7 +145,9 @@ def test_zombie_writes_are_those_from_its_paused_transaction_on(history: dict[st
     # instance 1 was paused in txn 1 (generation 1): its txn 0 output is legitimate, txns 1 and 2 are zombie writes
     history["interventions"] = [{"kind": "zombie", "instance": 1, "incarnation": 0, "txn": 1, "generation": 1}]
     assert _nonzero(_audit(history)) == {"zombie_writes": 2 * BATCH}
-    history["interventions"][0]["generation"] = 2  # another generation: not its writes
+    history["interventions"][0]["txn"] = 3  # paused after its last transaction: nothing written from it on
+    assert _nonzero(_audit(history)) == {}
+    history["interventions"][0].update(txn=0, generation=2)  # another generation: not its writes
     assert _nonzero(_audit(history)) == {}
 
 
@@ -170,3 +204,27 @@ def test_at_least_once_and_at_most_once_count_durable_batches_by_their_style(his
     history["outputs"] = [o for o in history["outputs"] if not (o["instance"] == 0 and o["txn"] == 2)]  # committed, never produced
     counts = _audit(history)
     assert _nonzero(counts) == {"processed_lost": BATCH}  # no transactions: nothing aborted
+
+
+def test_at_least_once_killed_after_its_flush_reprocesses_its_duplicates(history: dict[str, Any]) -> None:
+    """Instance 1's batch 1 (partition 2, offsets 10-19) was flushed, then it was killed at its point
+    before committing; its next incarnation read from offset 10 again."""
+    history["style"] = "at-least-once"
+    history["interventions"] = [{"kind": "processor-kill", "instance": 1, "incarnation": 0, "txn": 1, "generation": 1}]
+    one = history["events"][(1, 0)]
+    del one[one.index(next(e for e in one if e["ev"] == "batch" and e["txn"] == 1)) + 1 :]
+    one.append({"ev": "point", "txn": 1, "instance": 1, "incarnation": 0, "t": 0.0})
+    history["outputs"] = [o for o in history["outputs"] if not (o["instance"] == 1 and o["txn"] == 2)]
+    again: list[dict[str, Any]] = [{"ev": "assigned", "generation": 2, "partitions": [2]}]
+    for txn, first in enumerate((10, 20)):
+        again += [{"ev": "batch", "txn": txn, "generation": 2, "count": BATCH, "inputs": {"2": [first, first + BATCH - 1]}},
+                  {"ev": "committed", "txn": txn, "offsets": {"2": first + BATCH}}]
+        history["outputs"] += [_output(2000 + o, 1, 1, 2, 2, o, txn) for o in range(first, first + BATCH)]
+    history["events"][(1, 1)] = [{**e, "instance": 1, "incarnation": 1, "t": 0.0} for e in again]
+    counts, timeline = _audit_with_timeline(history)
+    assert _nonzero(counts) == {"processed_duplicated": BATCH, "processing_duplicates": BATCH, "redelivered": BATCH, "reprocessed": BATCH}
+    assert timeline["1.0"] | {"generations": None} == {
+        "rebalances": 1, "generations": None, "batches": 2, "committed": 1, "txn_committed": 0, "aborted": 0, "points": 1,
+        "errors": 0, "fatal_errors": 0, "stop": None,
+    }
+    assert (timeline["1.1"]["rebalances"], timeline["1.1"]["generations"], timeline["1.1"]["committed"]) == (1, [2], 2)
