@@ -44,6 +44,8 @@ line. Events (fields beside `t` and `ev`):
 - `point`: txn (the process stops itself right after)
 - `committed`: txn, offsets ({partition: next offset}) — the offsets (and, for eos styles, the
   transaction) are durable: the client's commit call returned without error
+- `txn_committed`: txn — eos-naive only: its transaction (the output alone) committed, before the
+  point and before the consumer commits the offsets
 - `aborted`: txn, error — the transaction was aborted by the processor (abort call returned)
 - `error`: txn, error, fatal (bool) — a step failed; for eos, `aborted` or a new producer follows
 - `rewound`: offsets ({partition: offset}) — the consumer was set back to them
