@@ -23,8 +23,12 @@ from acklab.nemesis.events import FaultEvent, Window
 from acklab.nemesis.faults import FAULTS
 from acklab.nemesis.schedule import FaultStep, schedule_for
 from acklab.proxy.rules import ProxyRule
+from acklab.store.runs import Intervention
 
 TOPIC = "t"
+# The `__transaction_state` partition of the fake pipeline's instance 0, `g-p0`: Java's "g-p0".hashCode()
+# = 103*31^3 + 45*31^2 + 112*31 + 48 = 3115238, and 3115238 % 50 = 38.
+TXN_PARTITION = 38
 # Each fault's window, and how long a link cut's effect is still looked for after the heal. A
 # scripted effect shows at a read, not at a time, so short windows decide the same as long ones.
 DURATION_S = 0.05
@@ -58,14 +62,20 @@ class FakeAdmin:
         return set(self.cluster.registered)
 
     def group_coordinator(self, group_id: str) -> int:
+        self.cluster.asked.append(group_id)
         self.cluster.read(metadata=True)
         return self.cluster.coordinator
 
     def partitions(self, topic: str) -> list[PartitionState]:
-        """`__transaction_state`: every partition led by the coordinator."""
+        """`__transaction_state` (50 partitions, Kafka's default): the partition the group's instance 0
+        hashes to is led by the coordinator, every other one by another broker, so a coordinator taken
+        from the wrong partition is the wrong broker."""
+        assert topic == "__transaction_state", topic
         self.cluster.read(metadata=True)
-        leader = self.cluster.coordinator
-        return [PartitionState(topic, p, leader, (leader,), (leader,)) for p in range(50)]
+        coordinator = self.cluster.coordinator
+        other = next(b for b in self.cluster.topology.broker_ids if b != coordinator)
+        leaders = [coordinator if p == TXN_PARTITION else other for p in range(50)]
+        return [PartitionState(topic, p, leader, (leader,), (leader,)) for p, leader in enumerate(leaders)]
 
     def wait_in_sync(self, topic: str, timeout_s: float) -> list[PartitionState]:
         self.cluster.calls.append(("wait_in_sync", topic))
@@ -133,41 +143,46 @@ class FakeProcessors:
     """A pipeline's processor instances as the processor faults see them (`actions.Processors`),
     scripted through their cluster: an armed instance reaches its point and stops unless the
     cluster says `no_point`; the group moves on once `moved` is set; a log read (`moved_on`) is a
-    metadata read, which fails when the cluster is unreachable."""
+    metadata read, which fails when the cluster is unreachable. Another pipeline of the group (a
+    second instance of this) can be scripted apart: `reaches_point`, `moves_on`; `calls` are its own."""
 
-    group_id = "g"
-
-    def __init__(self, cluster: FakeCluster) -> None:
-        self.cluster = cluster
+    def __init__(self, cluster: FakeCluster, group_id: str = "g", reaches_point: bool = True, moves_on: bool = True) -> None:
+        self.cluster, self.group_id = cluster, group_id
+        self.reaches_point, self.moves_on = reaches_point, moves_on
         self.stopped: set[int] = set()  # at their point (SIGSTOP)
         self.dead: set[int] = set()  # killed, not restarted
+        self.calls: list[str] = []
 
     def arm(self, number: int, timeout_s: float, stop: Callable[[], bool]) -> dict[str, Any]:
+        self.calls.append("arm")
         self.cluster.did("arm", number)
         self.cluster.read()
-        if self.cluster.no_point or self.cluster.unreachable:
+        if self.cluster.no_point or self.cluster.unreachable or not self.reaches_point:
             raise RuntimeError("no point")
         self.stopped.add(number)
         return {"t": time.time(), "txn": 4, "generation": 1, "instance": number, "incarnation": 0}
 
     def kill(self, number: int) -> int:
+        self.calls.append("kill")
         self.cluster.did("kill_processor", number)
         self.stopped.discard(number)
         self.dead.add(number)
         return -9
 
     def restart(self, number: int) -> object:
+        self.calls.append("restart")
         self.cluster.did("restart_processor", number)
         self.dead.discard(number)
         return None
 
     def resume(self, number: int) -> None:
+        self.calls.append("resume")
         self.cluster.did("resume_processor", number)
         self.stopped.discard(number)
 
     def moved_on(self, number: int, since: float, generation: int) -> dict[str, Any] | None:
         self.cluster.read(metadata=True)
-        return {"generation": generation + 1, "instance": 1, "t": time.time()} if self.cluster.moved else None
+        return {"generation": generation + 1, "instance": 1, "t": time.time()} if self.cluster.moved and self.moves_on else None
 
 
 class FakeCluster:
@@ -193,6 +208,7 @@ class FakeCluster:
         self.failing = False  # wait_in_sync times out
         self.unreachable = False  # every read of metadata, the controller or a process's state raises
         self.coordinator = 1  # of the pipeline's group and of its instance 0's transactions
+        self.asked: list[str] = []  # the group ids whose coordinator was asked for
         self.no_point = False  # an armed processor never reaches its point
         self.moved = False  # the pipeline's group moved past the paused processor's generation
         self.calls: list[tuple[str, Any]] = []
@@ -450,8 +466,13 @@ def window(step: FaultStep) -> Window:
     return Window(time.monotonic() + step.duration_s, threading.Event())
 
 
-def run(cluster: FakeCluster, step: FaultStep, min_insync_replicas: int = 2, on: Window | None = None) -> FaultEvent:
-    context = FaultContext(cluster, TOPIC, min_insync_replicas, processors={TOPIC: cluster.processors})  # type: ignore[arg-type]
+def run(
+    cluster: FakeCluster, step: FaultStep, min_insync_replicas: int = 2, on: Window | None = None,
+    processors: dict[str, FakeProcessors] | None = None,
+) -> FaultEvent:
+    """`processors`: the group's pipelines (default: one, on TOPIC, the cluster's)."""
+    processors = {TOPIC: cluster.processors} if processors is None else processors
+    context = FaultContext(cluster, TOPIC, min_insync_replicas, processors=processors)  # type: ignore[arg-type]
     event = ACTIONS[step.fault](context, step, on or window(step))
     assert event.ended is not None and event.ended >= event.started
     assert all(admin.closed for admin in cluster.admins), "every admin client an action makes is closed by it"
@@ -766,3 +787,125 @@ def test_a_zombie_is_resumed_only_once_its_group_moved_on() -> None:
     event = run(cluster, step_of("zombie"))
     (hit,) = event.interventions
     assert hit["moved_on"]["generation"] == 2 and hit["resumed_at"] >= hit["moved_on"]["t"]
+
+
+def intervention(hit: dict[str, Any]) -> Intervention:
+    """An intervention as the manifest records it: only documented fields (`acklab.store.runs.Intervention`)."""
+    assert set(hit) <= set(Intervention.model_fields), set(hit) - set(Intervention.model_fields)
+    return Intervention.model_validate(hit)
+
+
+def test_a_processor_kill_hits_every_pipeline_and_restarts_each_only_after_the_window() -> None:
+    cluster = FakeCluster()
+    other = FakeProcessors(cluster, group_id="g2")
+    step = step_of("processor-kill")
+    opened = time.time()
+    event = run(cluster, step, processors={TOPIC: cluster.processors, "u": other})
+    assert event.effective and event.effect == "killed processor 0 at its point in 2 pipeline(s)", event.effect
+    assert cluster.processors.calls == other.calls == ["arm", "kill", "restart"]
+    hits = {hit["topic"]: intervention(hit) for hit in event.interventions}
+    assert sorted(hits) == [TOPIC, "u"]
+    for hit in hits.values():
+        assert (hit.kind, hit.instance, hit.moved_on, hit.resumed_at) == ("processor-kill", 0, None, None)
+        assert hit.killed_at is not None and hit.restarted_at is not None
+        assert hit.point_at <= hit.killed_at <= opened + step.duration_s <= hit.restarted_at  # dead for the whole window
+    cluster.assert_undone()
+    assert not other.stopped and not other.dead
+
+
+def test_a_processor_kill_that_misses_one_pipeline_is_ineffective_and_still_restarts_the_one_it_killed() -> None:
+    cluster = FakeCluster()
+    missed = FakeProcessors(cluster, group_id="g2", reaches_point=False)
+    event = run(cluster, step_of("processor-kill"), processors={TOPIC: cluster.processors, "u": missed})
+    assert not event.effective and event.effective_at is None and event.effect == "processor 0 not hit at its point: no point", event
+    assert cluster.processors.calls == ["arm", "kill", "restart"] and missed.calls == ["arm"]  # never killed what was not at its point
+    (hit,) = map(intervention, event.interventions)
+    assert hit.topic == TOPIC and hit.killed_at is not None and hit.restarted_at is not None and hit.restarted_at >= hit.killed_at
+    cluster.assert_undone()
+
+
+def test_a_zombie_is_paused_for_the_whole_window_and_its_intervention_documented() -> None:
+    cluster = FakeCluster()
+    cluster.moved = True  # the group moved on at once: the zombie still stays paused until the window is over
+    step = step_of("zombie", duration_s=0.3)
+    opened = time.time()
+    event = run(cluster, step)
+    assert event.effective and event.effect == "processor 0 paused at its point until its group moved on (generation 2) in 1 pipeline(s)"
+    assert cluster.processors.calls == ["arm", "resume"]  # never killed
+    (hit,) = map(intervention, event.interventions)
+    assert (hit.topic, hit.kind, hit.instance, hit.incarnation, hit.txn, hit.generation) == (TOPIC, "zombie", 0, 0, 4, 1)
+    assert hit.killed_at is None and hit.restarted_at is None and hit.moved_on is not None and hit.resumed_at is not None
+    assert set(hit.moved_on) == {"generation", "instance", "t"} and hit.moved_on["generation"] > hit.generation
+    assert hit.point_at <= opened + step.duration_s <= hit.resumed_at
+    cluster.assert_undone()
+
+
+def test_a_zombie_whose_group_moved_on_in_only_one_pipeline_is_ineffective_and_both_are_resumed(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(actions, "MOVE_ON_GRACE_S", 0.3)
+    cluster = FakeCluster()
+    cluster.moved = True
+    stuck = FakeProcessors(cluster, group_id="g2", moves_on=False)
+    event = run(cluster, step_of("zombie"), processors={TOPIC: cluster.processors, "u": stuck})
+    assert not event.effective and event.effect == "processor 0: the group of u did not move past generation 1", event.effect
+    assert cluster.processors.calls == stuck.calls == ["arm", "resume"]
+    hits = {hit["topic"]: intervention(hit) for hit in event.interventions}
+    assert hits[TOPIC].moved_on is not None and hits["u"].moved_on is None
+    assert all(hit.resumed_at is not None for hit in hits.values())
+    cluster.assert_undone()
+    assert not stuck.stopped
+
+
+@pytest.mark.parametrize("fault", ["processor-kill", "zombie"])
+def test_a_processor_fault_in_a_group_without_pipelines_does_nothing(fault: str) -> None:
+    cluster = FakeCluster()
+    settled = threading.Event()
+    step = step_of(fault)
+    event = ACTIONS[fault](FaultContext(cluster, TOPIC, 2, settled), step, window(step))  # type: ignore[arg-type]
+    assert not event.effective and event.effect == "no pipeline processors in this group" and not event.interventions
+    assert not cluster.calls and settled.is_set()
+
+
+# ---- coordinator faults --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("fault", "asked"), [("group-coordinator-kill", ["g"]), ("txn-coordinator-kill", [])])
+def test_a_coordinator_kill_kills_the_first_pipelines_coordinator_and_starts_it_after_the_window(fault: str, asked: list[str]) -> None:
+    """The group coordinator is asked for by the first pipeline's group id; the transaction
+    coordinator is the leader of the `__transaction_state` partition `g-p0` hashes to (the fake
+    leads every other partition by another broker)."""
+    cluster = FakeCluster()
+    cluster.when("kill", coordinator_moves_to(3), after=1)  # the second look after the kill (0.2 s later) sees it
+    first, second = FakeProcessors(cluster), FakeProcessors(cluster, group_id="g2")
+    event = run(cluster, step_of(fault, duration_s=0.6), processors={TOPIC: first, "u": second})
+    assert event.target == f"broker:1 ({fault.removesuffix('-kill')})" and event.action == "kill"
+    assert event.effective and event.effect.startswith(f"{fault.removesuffix('-kill')} moved 1 -> 3 in "), event.effect
+    assert cluster.called("kill") == cluster.called("start") == [1] and cluster.calls.index(("kill", 1)) < cluster.calls.index(("start", 1))
+    assert set(cluster.asked) == set(asked) and not first.calls and not second.calls  # the processors themselves untouched
+    cluster.assert_undone()
+
+
+def test_the_transactional_id_the_coordinator_is_looked_up_by_is_the_processors() -> None:
+    from acklab.workload import processing
+
+    for group, instance in [("g", 0), ("eos-rto__txn-coordinator-kill", 0), ("x", 3)]:
+        assert actions.transactional_id(group, instance) == processing.transactional_id(group, instance)
+    assert actions.java_hash(actions.transactional_id("g", 0)) % 50 == TXN_PARTITION
+
+
+@pytest.mark.parametrize("fault", ["group-coordinator-kill", "txn-coordinator-kill"])
+def test_a_coordinator_kill_in_a_group_without_pipelines_kills_nothing(fault: str) -> None:
+    cluster = FakeCluster()
+    settled = threading.Event()
+    step = step_of(fault)
+    event = ACTIONS[fault](FaultContext(cluster, TOPIC, 2, settled), step, window(step))  # type: ignore[arg-type]
+    assert not event.effective and event.effect == f"{fault.removesuffix('-kill')} resolved to no broker", event.effect
+    assert not cluster.calls and not cluster.admins and settled.is_set()
+
+
+def test_a_coordinator_that_is_unknown_after_the_kill_is_no_effect() -> None:
+    """While no broker coordinates the group (-1), the coordinator has not moved yet."""
+    cluster = FakeCluster()
+    cluster.when("kill", coordinator_moves_to(-1))
+    event = run(cluster, step_of("group-coordinator-kill"))
+    assert not event.effective and event.effect == "kill of broker 1: no effect seen within 0s", event.effect
+    cluster.assert_undone()
