@@ -24,6 +24,7 @@ from acklab.nemesis.faults import FAULTS
 from acklab.nemesis.schedule import FaultStep, schedule_for
 from acklab.proxy.rules import ProxyRule
 from acklab.store.runs import Intervention
+from acklab.workload import processing
 
 TOPIC = "t"
 # The `__transaction_state` partition of the fake pipeline's instance 0, `g-p0`: Java's "g-p0".hashCode()
@@ -152,6 +153,9 @@ class FakeProcessors:
         self.stopped: set[int] = set()  # at their point (SIGSTOP)
         self.dead: set[int] = set()  # killed, not restarted
         self.calls: list[str] = []
+
+    def transactional_id(self, number: int) -> str:
+        return processing.transactional_id(self.group_id, number)
 
     def arm(self, number: int, timeout_s: float, stop: Callable[[], bool]) -> dict[str, Any]:
         self.calls.append("arm")
@@ -884,12 +888,10 @@ def test_a_coordinator_kill_kills_the_first_pipelines_coordinator_and_starts_it_
     cluster.assert_undone()
 
 
-def test_the_transactional_id_the_coordinator_is_looked_up_by_is_the_processors() -> None:
-    from acklab.workload import processing
-
-    for group, instance in [("g", 0), ("eos-rto__txn-coordinator-kill", 0), ("x", 3)]:
-        assert actions.transactional_id(group, instance) == processing.transactional_id(group, instance)
-    assert actions.java_hash(actions.transactional_id("g", 0)) % 50 == TXN_PARTITION
+def test_the_transaction_coordinator_is_looked_up_by_the_hash_of_instance_0s_transactional_id() -> None:
+    """Java's `"g-p0".hashCode()` is 3,115,238 (38 mod 50): the partition the fake cluster's coordinator leads."""
+    assert processing.transactional_id("g", 0) == "g-p0"
+    assert actions.java_hash("g-p0") == 3115238 and actions.java_hash("g-p0") % 50 == TXN_PARTITION
 
 
 @pytest.mark.parametrize("fault", ["group-coordinator-kill", "txn-coordinator-kill"])

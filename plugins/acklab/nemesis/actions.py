@@ -42,6 +42,8 @@ class Processors(Protocol):
     @property
     def group_id(self) -> str: ...
 
+    def transactional_id(self, number: int) -> str: ...
+
     def arm(self, number: int, timeout_s: float, stop: Callable[[], bool]) -> dict[str, Any]: ...
 
     def kill(self, number: int) -> int: ...
@@ -98,21 +100,16 @@ def coordinator(ctx: FaultContext, kind: str) -> int:
     the group has no pipeline."""
     if not ctx.processors:
         return -1
-    group_id = next(iter(ctx.processors.values())).group_id
+    processors = next(iter(ctx.processors.values()))
     with ctx.cluster.admin(timeout_s=5) as admin:
         if kind == "group-coordinator":
-            return admin.group_coordinator(group_id)
+            return admin.group_coordinator(processors.group_id)
         partitions = admin.partitions(TRANSACTION_STATE)
-        owner = partitions[java_hash(transactional_id(group_id, 0)) % len(partitions)]
+        owner = partitions[java_hash(processors.transactional_id(0)) % len(partitions)]
         return owner.leader
 
 
 TRANSACTION_STATE = "__transaction_state"
-
-
-def transactional_id(group_id: str, instance: int) -> str:
-    """The transactional.id of a pipeline's processor instance (stable across its incarnations)."""
-    return f"{group_id}-p{instance}"
 
 
 def java_hash(text: str) -> int:

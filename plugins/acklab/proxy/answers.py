@@ -266,6 +266,19 @@ def _read_add_partitions(reader: Reader, version: int, flex: bool) -> Errors:
 # ---- the group coordinator's ------------------------------------------------------------------
 
 
+def _committed_offset(flex: bool, *, with_epoch: bool) -> Callable[[Reader], None]:
+    """A reader past one partition's committed offset in an (Txn)OffsetCommit request: the offset, the
+    leader epoch where the version has it, the metadata."""
+
+    def skip(reader: Reader) -> None:
+        reader.int64()  # committed_offset
+        if with_epoch:
+            reader.int32()  # committed_leader_epoch
+        reader.string(flex)  # committed_metadata
+
+    return skip
+
+
 def _write_txn_offset_commit(request: Reader, out: Writer, version: int, flex: bool, code: int) -> None:
     request.string(flex)  # transactional_id
     request.string(flex)  # group_id
@@ -275,15 +288,8 @@ def _write_txn_offset_commit(request: Reader, out: Writer, version: int, flex: b
         request.int32()  # generation_id
         request.string(flex)  # member_id
         request.string(flex)  # group_instance_id
-
-    def offsets(reader: Reader) -> None:
-        reader.int64()
-        if version >= 2:
-            reader.int32()  # committed_leader_epoch
-        reader.string(flex)  # committed_metadata
-
     out.int32(0)
-    _partition_errors(out, _requested_partitions(request, flex, by_id=False, offsets=offsets), flex, code)
+    _partition_errors(out, _requested_partitions(request, flex, by_id=False, offsets=_committed_offset(flex, with_epoch=version >= 2)), flex, code)
 
 
 def _read_txn_offset_commit(reader: Reader, version: int, flex: bool) -> Errors:
@@ -299,14 +305,7 @@ def _write_offset_commit(request: Reader, out: Writer, version: int, flex: bool,
         request.string(flex)  # group_instance_id
     if version <= 4:
         request.int64()  # retention_time_ms
-
-    def offsets(reader: Reader) -> None:
-        reader.int64()
-        if version >= 6:
-            reader.int32()  # committed_leader_epoch
-        reader.string(flex)  # committed_metadata
-
-    topics = _requested_partitions(request, flex, by_id=version >= 10, offsets=offsets)
+    topics = _requested_partitions(request, flex, by_id=version >= 10, offsets=_committed_offset(flex, with_epoch=version >= 6))
     if version >= 3:
         out.int32(0)
     _partition_errors(out, topics, flex, code)

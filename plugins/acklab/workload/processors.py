@@ -62,6 +62,10 @@ class ProcessorGroup:
     def group_id(self) -> str:
         return self.template.group_id
 
+    def transactional_id(self, number: int) -> str:
+        """The transactional.id instance `number` uses in a transactional style, in every incarnation."""
+        return processing.transactional_id(self.template.group_id, number)
+
     # ---- lifecycle -----------------------------------------------------------------------------
 
     def start(self) -> None:
@@ -70,7 +74,7 @@ class ProcessorGroup:
 
     def _spawn(self, number: int, incarnation: int) -> Instance:
         stem = f"processor-{number}.{incarnation}"
-        transactional_id = processing.transactional_id(self.template.group_id, number) if self.template.style in TRANSACTIONAL_STYLES else None
+        transactional_id = self.transactional_id(number) if self.template.style in TRANSACTIONAL_STYLES else None
         job = self.template.model_copy(
             update={"instance": number, "incarnation": incarnation, "log": str(self.folder / f"{stem}.jsonl"), "transactional_id": transactional_id,
                     "parent_pid": os.getpid()}
