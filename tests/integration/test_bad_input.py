@@ -103,6 +103,9 @@ CLI_CASES: list[tuple[list[str], str]] = [
     (["run", "--processing", "eos", "--input-profile", "fastest"], "unknown profile 'fastest'"),
     (["run", "--processing", "eos", "--group-protocol", "gossip"], "group_protocol: Input should be 'classic' or 'consumer'"),
     (["run", "--fault", "processor-kill"], "processor-kill acts on a pipeline's processors or coordinators: give processing"),
+    (["run", "--processing", "eos", "--consumer-property", "interceptor.classes=com.example.Spy"], "consumer property 'interceptor.classes' is not one a processor may take"),
+    (["run", "--processing", "eos", "--processor-producer-property", "bootstrap.servers=10.1.1.1:9092"], "producer property 'bootstrap.servers' is not one a processor may take"),
+    (["run", "--processing", "eos", "--consumer-property", "session.timeout.ms"], "--consumer-property 'session.timeout.ms': expected PROPERTY=VALUE"),
 ]
 
 # (DAG, params JSON, text the one line must contain): checked as the trigger form and `plan` would.

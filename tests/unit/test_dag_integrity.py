@@ -8,6 +8,7 @@ import pytest
 
 from acklab.cluster import links
 from acklab.nemesis.faults import FAULT_NAMES, FAULTS
+from acklab.plan.params import STANDARD_PIPELINE_FAULTS, STANDARD_PROCESSING
 from acklab.plan.planner import make_plan
 from acklab.services import airflow_pool
 from acklab.workload.profiles import catalog
@@ -58,14 +59,25 @@ def test_daily_dag_runs_the_standard_matrix(dagbag) -> None:
     faults = [name for name in FAULT_NAMES if FAULTS[name].standard and (not FAULTS[name].cuts_links or links.unavailable() is None)]
     # both client families, a group per fault and client (fourteen producers in one group overload two
     # cores), the fault's two groups one after the other; librdkafka keeps the plain names
-    assert len(plan.checked) == 2 * len(catalog()) * len(faults) >= 72
-    control, *groups = plan.groups()
-    assert [s.name for s in control] == ["negative-control__planted-loss"]
-    assert [(g[0].fault, g[0].client.family) for g in groups] == [(f, c) for f in faults for c in ("librdkafka", "java")]
-    assert all(len(g) == len(catalog()) and len({s.client for s in g}) == 1 for g in groups)
-    assert [plan.group_label(g) for g in groups[:2]] == ["none (librdkafka)", "none (java)"]
-    assert {s.name for s in plan.checked if s.client.family == "librdkafka"} == {f"{p}__{f}" for p in catalog() for f in faults}
-    assert {s.name for s in plan.checked if s.client.family == "java"} == {f"{p}.java__{f}" for p in catalog() for f in faults}
+    producers = [s for s in plan.checked if s.pipeline is None]
+    assert len(producers) == 2 * len(catalog()) * len(faults) >= 72
+    control, pipeline_control, *groups = plan.groups()
+    assert [s.name for s in control + pipeline_control] == ["negative-control__planted-loss", "pipeline-control__processor-kill"]
+    alone = [g for g in groups if g[0].pipeline is None]
+    assert [(g[0].fault, g[0].client.family) for g in alone] == [(f, c) for f in faults for c in ("librdkafka", "java")]
+    assert all(len(g) == len(catalog()) and len({s.client for s in g}) == 1 for g in alone)
+    # the pipelines: every documented style x their faults x both clients, in groups of their own, each after its
+    # fault's producers (the processor and coordinator faults, which act on pipelines only, last)
+    pipelines = [g for g in groups if g[0].pipeline is not None]
+    assert [(g[0].fault, g[0].client.family) for g in pipelines] == [(f, c) for f in STANDARD_PIPELINE_FAULTS for c in ("librdkafka", "java")]
+    assert all([s.pipeline.style for s in g if s.pipeline] == STANDARD_PROCESSING and len({s.client for s in g}) == 1 for g in pipelines)
+    order = [(f, c, False) for f in faults for c in ("librdkafka", "java")]
+    order = [step for f, c, _ in order for step in [(f, c, False), *([(f, c, True)] if f in STANDARD_PIPELINE_FAULTS else [])]]
+    order += [(f, c, True) for f in STANDARD_PIPELINE_FAULTS if f not in faults for c in ("librdkafka", "java")]
+    assert [(g[0].fault, g[0].client.family, g[0].pipeline is not None) for g in groups] == order
+    assert [plan.group_label(g) for g in groups[:3]] == ["none (librdkafka)", "none (librdkafka) pipelines", "none (java)"]
+    assert {s.name for s in producers if s.client.family == "librdkafka"} == {f"{p}__{f}" for p in catalog() for f in faults}
+    assert {s.name for s in producers if s.client.family == "java"} == {f"{p}.java__{f}" for p in catalog() for f in faults}
 
 
 def test_smoke_dag_is_small(dagbag) -> None:

@@ -3,6 +3,8 @@ in one line before anything starts."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from acklab.base.spec import SpecError
@@ -10,6 +12,7 @@ from acklab.model.claims import Kind
 from acklab.nemesis.actions import java_hash
 from acklab.plan.planner import make_plan
 from acklab.workload import families
+from acklab.workload.processing import ProcessorConfig
 
 PIPELINE = {"processing": ["eos"], "profiles": [], "faults": ["processor-kill"], "negative_control": False, "messages": 4000, "rate": 1000.0}
 
@@ -69,3 +72,25 @@ def test_java_hash_is_kafkas_partitioning_hash() -> None:
     assert java_hash("hello") == 99162322
     assert java_hash("polygenelubricants") == 0  # Integer.MIN_VALUE: Utils.abs maps it to 0
     assert java_hash("Aa") == java_hash("BB") == 2112
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["interceptor.classes", "partition.assignment.strategy", "plugin.library.paths", "ssl.keystore.location", "sasl.jaas.config",
+     "bootstrap.servers", "group.id", "transactional.id", "isolation.level", "enable.auto.commit", "key.deserializer"],
+)
+def test_a_processor_property_that_could_load_code_read_files_reach_hosts_or_undo_the_style_is_refused(name: str) -> None:
+    for side in ("consumer", "producer"):
+        with pytest.raises(SpecError, match=rf"{side} property '{re.escape(name)}' is not one a processor may take"):
+            make_plan({**PIPELINE, "processor_config": {side: {name: "x"}}})
+
+
+def test_the_processors_tunable_properties_reach_every_pipeline_but_the_control() -> None:
+    config = {"consumer": {"session.timeout.ms": 8000, "max.poll.records": 50}, "producer": {"request.timeout.ms": 3000, "enable.idempotence": True}}
+    plan = make_plan({**PIPELINE, "processing": ["eos", "at-least-once"], "processor_config": config, "negative_control": True})
+    control, *pipelines = [s for s in plan.scenarios if s.pipeline is not None]
+    assert control.control and control.pipeline is not None and control.pipeline.config == ProcessorConfig()
+    for scenario in pipelines:
+        assert scenario.pipeline is not None
+        assert scenario.pipeline.config.as_text("consumer") == {"session.timeout.ms": "8000", "max.poll.records": "50"}
+        assert scenario.pipeline.config.as_text("producer") == {"request.timeout.ms": "3000", "enable.idempotence": "true"}

@@ -82,6 +82,15 @@ def test_standard_is_the_daily_matrix_with_both_families() -> None:
     assert grid.params["profiles"] == standard.profiles and grid.params["faults"] == standard.faults
     assert (grid.params["messages"], grid.params["rate"]) == (standard.messages, standard.rate)
     assert grid.params["clients"] == standard.clients and grid.params["clients_together"] == standard.clients_together
+    assert (grid.params["processing"], grid.params["processing_faults"]) == (standard.processing, standard.processing_faults)
+    assert grid.params["pipelines_together"] is False
+
+
+def test_standard_narrowed_to_profiles_or_styles_or_faults_keeps_only_those() -> None:
+    assert RunRequest(standard=True, profile=["idempotent"]).grid().params["processing"] == []
+    styles = RunRequest(standard=True, processing=["eos"]).grid().params
+    assert (styles["profiles"], styles["processing"], styles["processing_faults"]) == ([], ["eos"], standard_matrix().processing_faults)
+    assert RunRequest(standard=True, fault=["zombie"]).grid().params["processing_faults"] is None  # the pipelines run under the given faults
 
 
 def test_standard_keeps_a_given_load_profile_and_clients() -> None:

@@ -12,7 +12,7 @@ from acklab.base.spec import SpecError
 from acklab.cluster.transactions import OpenTransaction, parse_producers
 from acklab.nemesis.events import FaultEvent, FaultOutcome
 from acklab.orchestration.execution import Hanging, _entry, _owners, open_transactions
-from acklab.plan.params import standard_matrix
+from acklab.plan.params import STANDARD_PIPELINE_FAULTS, STANDARD_PROCESSING, standard_matrix
 from acklab.plan.planner import make_plan, version_grid
 from acklab.store.runs import RunDir
 from acklab.workload.producer import LoadResult
@@ -51,10 +51,28 @@ def test_one_at_a_time_makes_a_group_per_scenario() -> None:
     ]
 
 
-def test_standard_matrix_is_every_profile_by_every_fault() -> None:
+def test_standard_matrix_is_every_profile_by_every_fault_and_every_documented_style_by_the_pipeline_faults() -> None:
     plan = make_plan(standard_matrix())
-    assert len(plan.checked) >= 72 and len(plan.groups()) == 1 + len(plan.params.faults) * len(plan.params.clients)
+    params = plan.params
+    producers = [s for s in plan.checked if s.pipeline is None]
+    pipelines = [s for s in plan.checked if s.pipeline is not None]
+    assert len(producers) == len(params.profiles) * len(params.faults) * len(params.clients) >= 72
+    assert len(pipelines) == len(STANDARD_PROCESSING) * len(STANDARD_PIPELINE_FAULTS) * len(params.clients)
+    assert {s.pipeline.style for s in pipelines if s.pipeline} == set(STANDARD_PROCESSING)
+    assert [s.name for s in plan.scenarios if s.control] == ["negative-control__planted-loss", "pipeline-control__processor-kill"]
+    groups = plan.groups()
+    assert len(groups) == 2 + (len(params.faults) + len(STANDARD_PIPELINE_FAULTS)) * len(params.clients)
+    assert all(len({s.pipeline is None for s in group}) == 1 for group in groups)  # pipelines apart from the producers
     assert plan.load.messages / plan.load.rate >= plan.params.fault_at_s + plan.params.fault_duration_s
+
+
+def test_pipelines_together_share_their_faults_group_and_apart_follow_it() -> None:
+    params = {"profiles": ["idempotent"], "processing": ["eos"], "faults": ["none", "processor-kill"], "negative_control": False}
+    together = make_plan(params)
+    assert [[s.name for s in g] for g in together.groups()] == [["idempotent__none", "pipeline-eos__none"], ["pipeline-eos__processor-kill"]]
+    apart = make_plan({**params, "pipelines_together": False})
+    assert [[s.name for s in g] for g in apart.groups()] == [["idempotent__none"], ["pipeline-eos__none"], ["pipeline-eos__processor-kill"]]
+    assert [apart.group_label(g) for g in apart.groups()] == ["none", "none pipelines", "processor-kill pipelines"]
 
 
 def _result(started: float, ended: float) -> LoadResult:

@@ -13,7 +13,7 @@ from acklab.base.maven import KAFKA_VERSION_PATTERN
 from acklab.nemesis.faults import FAULT_NAMES, FAULTS
 from acklab.nemesis.schedule import FaultStep
 from acklab.workload import families
-from acklab.workload.processing import GroupProtocol, Style
+from acklab.workload.processing import GroupProtocol, ProcessorConfig, Style
 from acklab.workload.profiles import Partitioner, profile_names
 from acklab.workload.spec import MAX_MESSAGES, MAX_PRODUCERS
 
@@ -96,6 +96,14 @@ class RunParams(BaseModel):
     processing_faults: list[str] | None = Field(
         None, description="The faults pipeline scenarios run under (null = faults); processor faults run with pipelines only"
     )
+    pipelines_together: bool = Field(
+        True, description="Pipeline scenarios share their fault's group with the producer profiles' scenarios (false: a group "
+        "of their own per fault and client, right after the profiles' one, so processors do not compete with those producers)",
+    )
+    processor_config: ProcessorConfig = Field(
+        default_factory=ProcessorConfig, description="The processors' own consumer and producer properties, in their client's names, "
+        "over the processors' defaults ({consumer: {...}, producer: {...}}; timings, sizes, counts, retries, acks, compression only)",
+    )
     processors: int = Field(2, ge=1, le=MAX_PROCESSORS, description="Processor instances per pipeline scenario (separate processes, one group)")
     input_profile: str = Field("idempotent", description="The producer profile that writes a pipeline's input topic (not transactional)")
     group_protocol: GroupProtocol = Field(
@@ -129,15 +137,26 @@ group overload two cores (brokers fenced on missed heartbeats, unplanned leader 
 no-fault group, leader-pause and leader-isolate without effect within their window: docs/benchmarks.md)."""
 
 
+STANDARD_PROCESSING: list[Style] = ["eos", "at-least-once", "at-most-once"]
+"""The standard matrix's processing styles: each documented one (the planted `eos-naive` runs as the
+pipelines' negative control)."""
+
+STANDARD_PIPELINE_FAULTS = ["none", "leader-kill", "processor-kill", "zombie", "txn-coordinator-kill", "group-coordinator-kill"]
+"""The faults the standard matrix's pipelines run under: the baseline, a partition leader's loss, the
+processor faults and both coordinators' loss."""
+
+
 def standard_matrix() -> RunParams:
     """The daily matrix: the 3-broker RF=3 min.insync=2 topology x every profile x every standard fault (`FaultSpec.standard`)
     x both client families (`STANDARD_CLIENTS`, their locked versions; a group per fault and client), 20 s of
-    load at 2,000 msg/s per scenario (the fault at 2 s for 10 s). The faults that
-    cut links between nodes are in it where this host can cut them (`acklab.cluster.links.unavailable`:
-    root, iptables, cgroup2), and left out elsewhere."""
+    load at 2,000 msg/s per scenario (the fault at 2 s for 10 s); and the pipelines: every documented
+    processing style (`STANDARD_PROCESSING`) x `STANDARD_PIPELINE_FAULTS` x both clients, in groups of
+    their own. The faults that cut links between nodes are in it where this host can cut them
+    (`acklab.cluster.links.unavailable`: root, iptables, cgroup2), and left out elsewhere."""
     from acklab.cluster import links  # asks iptables: only when the standard matrix is made
 
     faults = [name for name in FAULT_NAMES if FAULTS[name].standard and (not FAULTS[name].cuts_links or links.unavailable() is None)]
     return RunParams(
-        profiles=profile_names(), faults=faults, messages=40_000, rate=2000.0, clients=STANDARD_CLIENTS, clients_together=False
+        profiles=profile_names(), faults=faults, messages=40_000, rate=2000.0, clients=STANDARD_CLIENTS, clients_together=False,
+        processing=STANDARD_PROCESSING, processing_faults=STANDARD_PIPELINE_FAULTS, pipelines_together=False,
     )

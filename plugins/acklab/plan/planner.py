@@ -23,7 +23,7 @@ from acklab.plan.params import RunParams
 from acklab.plan.presets import preset
 from acklab.workload import families
 from acklab.workload.client import Client
-from acklab.workload.processing import GroupProtocol, Style
+from acklab.workload.processing import GroupProtocol, ProcessorConfig, Style
 from acklab.workload.profiles import ProducerProfile, get_profile, profile_from_spec
 from acklab.workload.spec import LoadSpec
 
@@ -35,6 +35,7 @@ class PipelineSpec(BaseModel):
     style: Style
     processors: int = 2
     group_protocol: GroupProtocol = "classic"
+    config: ProcessorConfig = ProcessorConfig()  # the user's processor properties
 
 
 class ScenarioPlan(BaseModel):
@@ -86,18 +87,22 @@ class RunPlan(BaseModel):
         return any(FAULTS[step.fault].cuts_links for scenario in self.scenarios for step in scenario.schedule)
 
     def groups(self) -> list[list[ScenarioPlan]]:
-        """Scenarios run together: the negative control alone first, then all profiles of a fault
-        (side_by_side), of every client or of each client apart (`clients_together`), in fault
-        order; else one each."""
+        """Scenarios run together: each negative control alone first, then all profiles of a fault
+        (side_by_side), of every client or of each client apart (`clients_together`), with its
+        pipelines or, apart (`pipelines_together`), followed by a group of them, in fault order;
+        else one each."""
         control = [[scenario] for scenario in self.scenarios if scenario.control]
         scenarios = self.checked
         if not self.params.side_by_side:
             return control + [[scenario] for scenario in scenarios]
         faults = list(dict.fromkeys(s.fault for s in scenarios))
         clients = list(dict.fromkeys(s.client for s in scenarios))
-        groups: dict[tuple[int, int], list[ScenarioPlan]] = {}
+        groups: dict[tuple[int, int, bool], list[ScenarioPlan]] = {}
         for scenario in scenarios:
-            key = (faults.index(scenario.fault), 0 if self.params.clients_together else clients.index(scenario.client))
+            key = (
+                faults.index(scenario.fault), 0 if self.params.clients_together else clients.index(scenario.client),
+                scenario.pipeline is not None and not self.params.pipelines_together,
+            )
             groups.setdefault(key, []).append(scenario)
         return control + [groups[key] for key in sorted(groups)]
 
@@ -112,6 +117,8 @@ class RunPlan(BaseModel):
         label = group[0].fault
         if len({s.client for s in self.scenarios}) > len({s.client for s in group}):
             label += f" ({client_tag(group[0].client, list(dict.fromkeys(s.client for s in self.scenarios)))})"
+        if not self.params.pipelines_together and group[0].pipeline is not None:
+            label += " pipelines"
         return label
 
 
@@ -188,6 +195,21 @@ def make_plan(params: RunParams | dict[str, object]) -> RunPlan:
     scenarios = []
     for n, client in enumerate(clients):
         tag = "" if n == 0 else "." + client_tag(client, clients)
+        for profile in resolved[client]:
+            for fault, steps in schedules.items():
+                if any(step.needs_pipeline for step in steps) or (params.schedule is None and fault not in params.faults):
+                    continue  # processor faults act on pipelines only
+                scenarios.append(
+                    ScenarioPlan(
+                        name=f"{profile.name}{tag}__{fault}",
+                        profile=profile,
+                        client=client,
+                        fault=fault,
+                        schedule=steps,
+                        expected=expect(profile, topology, steps, client),
+                        beliefs=applying(Setting.of(profile, topology, steps, client)),
+                    )
+                )
         for pipeline in pipelines:
             for fault, steps in schedules.items():
                 if params.schedule is None and fault not in (params.processing_faults or params.faults):
@@ -202,21 +224,6 @@ def make_plan(params: RunParams | dict[str, object]) -> RunPlan:
                         expected=expect(inputs[client], topology, steps, client, pipeline.style),
                         beliefs=applying(Setting.of(inputs[client], topology, steps, client, pipeline.style)),
                         pipeline=pipeline,
-                    )
-                )
-        for profile in resolved[client]:
-            for fault, steps in schedules.items():
-                if any(step.needs_pipeline for step in steps) or (params.schedule is None and fault not in params.faults):
-                    continue  # processor faults act on pipelines only
-                scenarios.append(
-                    ScenarioPlan(
-                        name=f"{profile.name}{tag}__{fault}",
-                        profile=profile,
-                        client=client,
-                        fault=fault,
-                        schedule=steps,
-                        expected=expect(profile, topology, steps, client),
-                        beliefs=applying(Setting.of(profile, topology, steps, client)),
                     )
                 )
     if params.negative_control:
@@ -250,7 +257,10 @@ def _pipelines(params: RunParams, schedules: dict[str, list[FaultStep]], topolog
             instance = int(step.options.get("instance", 0))
             if instance >= params.processors:
                 raise SpecError(f"params.faults: {step.fault} instance {instance} does not exist: processors are 0..{params.processors - 1}")
-    return [PipelineSpec(style=style, processors=params.processors, group_protocol=params.group_protocol) for style in params.processing]
+    return [
+        PipelineSpec(style=style, processors=params.processors, group_protocol=params.group_protocol, config=params.processor_config)
+        for style in params.processing
+    ]
 
 
 def _control(topology: Topology, client: Client, load: LoadSpec) -> ScenarioPlan:

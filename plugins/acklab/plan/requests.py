@@ -89,6 +89,8 @@ class RunRequest(BaseModel):
     processors: int = DEFAULTS.processors
     input_profile: str = DEFAULTS.input_profile
     group_protocol: str = DEFAULTS.group_protocol
+    consumer_property: list[str] | None = None
+    processor_producer_property: list[str] | None = None
 
     def grid(self) -> RunGrid:
         """The params and grid these options ask for; SpecError (one line) for options that do not
@@ -135,12 +137,19 @@ class RunRequest(BaseModel):
         return {
             "topology": self.topology,
             "client_version": self.client_version,
-            # With --processing the run is its pipelines unless --profile adds producer scenarios.
+            # With --processing the run is its pipelines unless --profile adds producer scenarios, and
+            # the other way round.
             "profiles": self.profile or ([] if self.processing else base.profiles),
-            "processing": self.processing or base.processing,
+            "processing": self.processing or ([] if self.profile else base.processing),
+            "processing_faults": None if self.fault else base.processing_faults,
+            "pipelines_together": base.pipelines_together,
             "processors": self.processors,
             "input_profile": self.input_profile,
             "group_protocol": self.group_protocol,
+            "processor_config": {
+                "consumer": property_pairs(self.consumer_property, "--consumer-property"),
+                "producer": property_pairs(self.processor_producer_property, "--processor-producer-property"),
+            },
             "faults": self.fault or base.faults,
             "schedule": None,
             "messages": base.messages if self.standard and self.messages == DEFAULTS.messages else self.messages,
@@ -174,11 +183,16 @@ def custom_profiles(profiles_file: Path | None, librdkafka: list[str] | None) ->
     """The user's profiles: a profiles file's, and `custom` from raw librdkafka PROPERTY=VALUE pairs."""
     custom = load_profiles_file(profiles_file) if profiles_file is not None else {}
     if librdkafka:
-        pairs = [item.partition("=") for item in librdkafka]
-        if bad := [key for key, sign, _ in pairs if not sign or not key]:
-            raise SpecError(f"--librdkafka {bad[0]!r}: expected PROPERTY=VALUE, e.g. acks=all")
-        custom["custom"] = {RAW: {key.strip(): value.strip() for key, _, value in pairs}}
+        custom["custom"] = {RAW: property_pairs(librdkafka, "--librdkafka")}
     return custom
+
+
+def property_pairs(items: list[str] | None, option: str) -> dict[str, str]:
+    """PROPERTY=VALUE items of a repeatable option as a mapping; SpecError (one line) for an item without both."""
+    pairs = [item.partition("=") for item in items or []]
+    if bad := [key for key, sign, _ in pairs if not sign or not key.strip()]:
+        raise SpecError(f"{option} {bad[0]!r}: expected PROPERTY=VALUE, e.g. acks=all")
+    return {key.strip(): value.strip() for key, _, value in pairs}
 
 
 def properties_profile(path: Path, clients: list[str]) -> dict[str, str]:

@@ -61,7 +61,7 @@ def heatmap(rows: list[dict], statuses: dict[str, str], path: Path) -> Path:
                 status = statuses.get(row["scenario"]) if row else None
                 ax.add_patch(plt.Rectangle((x, y), 1, 1, facecolor=COLOURS[status], edgecolor="white", linewidth=2))
                 if row:
-                    text = f"{status}\nlost {row['lost']} dup {row['duplicates']}\nfailed {row['failed']}"
+                    text = _cell_text(status, row)
                     ax.text(x + 0.5, y + 0.5, text, ha="center", va="center", fontsize=8, color="white" if status != "incomplete" else "black")
         ax.set_xlim(0, widest)
         ax.set_ylim(len(faults), 0)
@@ -73,6 +73,13 @@ def heatmap(rows: list[dict], statuses: dict[str, str], path: Path) -> Path:
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return path
+
+
+def _cell_text(status: str | None, row: dict) -> str:
+    """A heatmap cell's lines: its verdict and key counts (a pipeline's per processed input)."""
+    if row.get("processed_lost") is not None:
+        return f"{status}\np.lost {row['processed_lost']} p.dup {row['processed_duplicated']}\nunproc. {row.get('unprocessed', 0)}"
+    return f"{status}\nlost {row['lost']} dup {row['duplicates']}\nfailed {row['failed']}"
 
 
 # A chart's axes end at a coarse ceiling of its data, so that charts of similar loads share the

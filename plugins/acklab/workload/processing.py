@@ -60,7 +60,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
 Style = Literal["eos", "at-least-once", "at-most-once", "eos-naive"]
 STYLES: tuple[str, ...] = ("eos", "at-least-once", "at-most-once", "eos-naive")
@@ -68,6 +68,42 @@ BARE = "bare"  # the benchmark's bare consume-produce loop (`acklab.tools.bench_
 TRANSACTIONAL_STYLES = frozenset({"eos", "eos-naive"})
 GroupProtocol = Literal["classic", "consumer"]
 ARM_SIGNAL = "SIGUSR1"  # arms the point
+
+
+TUNABLE_PROPERTY = re.compile(
+    r"^[a-z][a-z0-9.]*\.(ms|bytes|kbytes|records|messages|size|count|max)$|^(retries|acks|compression\.(type|codec)|enable\.idempotence)$"
+)
+"""The processor properties a user may set (`ProcessorConfig`): timings, sizes and counts, retries,
+acks, compression and idempotence. Every other name is refused, so no property can load code (a class
+name, a plugin library), read a file (a key store, a JAAS file), reach another host (bootstrap servers)
+or undo what the style relies on (the group, the transactional id, the isolation level, auto-commit)."""
+
+
+class ProcessorConfig(BaseModel):
+    """The user's properties of a pipeline's processors, in their client's own names, applied over
+    the processor's defaults: `consumer` to its consumer, `producer` to its producer. Only names
+    `TUNABLE_PROPERTY` matches are taken."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    consumer: dict[str, str | int | float | bool] = Field(default_factory=dict, description="consumer properties")
+    producer: dict[str, str | int | float | bool] = Field(default_factory=dict, description="producer properties")
+
+    @field_validator("consumer", "producer")
+    @classmethod
+    def _tunable(cls, properties: dict[str, str | int | float | bool], info: ValidationInfo) -> dict[str, str | int | float | bool]:
+        for name in properties:
+            if not TUNABLE_PROPERTY.match(name):
+                raise ValueError(
+                    f"{info.field_name} property {name!r} is not one a processor may take: only timings, sizes and counts "
+                    "(names ending .ms, .bytes, .kbytes, .records, .messages, .size, .count, .max), retries, acks, "
+                    "compression.type/codec and enable.idempotence"
+                )
+        return properties
+
+    def as_text(self, side: Literal["consumer", "producer"]) -> dict[str, str]:
+        """One side's properties as the processors take them (text; booleans lower-case)."""
+        return {name: str(value).lower() if isinstance(value, bool) else str(value) for name, value in getattr(self, side).items()}
 
 
 class ProcessorJob(BaseModel):

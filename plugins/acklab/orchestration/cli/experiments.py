@@ -57,6 +57,8 @@ def run(
     processors: Annotated[int, typer.Option(help="processor instances per pipeline (separate processes, one consumer group)")] = DEFAULTS.processors,
     input_profile: Annotated[str, typer.Option(help="the producer profile writing a pipeline's input topic (not transactional)")] = DEFAULTS.input_profile,
     group_protocol: Annotated[str, typer.Option(help="the processors' consumer group protocol: classic or consumer (KIP-848)")] = DEFAULTS.group_protocol,
+    consumer_property: Annotated[list[str] | None, typer.Option(help="NAME=VALUE of the processors' consumers, in their client's names (repeatable; timings, sizes, counts only)")] = None,
+    processor_producer_property: Annotated[list[str] | None, typer.Option(help="NAME=VALUE of the processors' producers (repeatable; timings, sizes, counts, retries, acks, compression only)")] = None,
     one_at_a_time: Annotated[bool, typer.Option(help="one scenario at a time instead of a fault's profiles side by side")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="print the matrix rows as JSON")] = False,
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="also show the libraries' logging (always in the run's run.log)")] = False,
@@ -76,7 +78,7 @@ def run(
         kafka_version=kafka_version, client=client, client_version=client_version, producer_config=producer_config,
         profiles_file=profiles_file, librdkafka=librdkafka, backend=backend, fault_at_s=fault_at_s, fault_duration_s=fault_duration_s,
         standard=standard, one_at_a_time=one_at_a_time, processing=processing, processors=processors, input_profile=input_profile,
-        group_protocol=group_protocol,
+        group_protocol=group_protocol, consumer_property=consumer_property, processor_producer_property=processor_producer_property,
     )
 
     def plan() -> Any:
