@@ -412,3 +412,24 @@ def test_acklab_run_refuses_a_bad_presets_file_in_one_line_before_any_broker_sta
     assert unknown.returncode == 2 and "unknown preset 'kafka-14402' in presets file" in unknown.stdout + unknown.stderr
     alone = _acklab(tmp_path, "run", "--presets-file", "team.yaml")
     assert alone.returncode == 2 and "--presets-file names the file of --preset" in alone.stdout + alone.stderr
+
+
+def test_kafka_17754_reads_an_endtxn_replays_answer_and_names_the_pipelines_scenario() -> None:
+    """A replayed EndTxn has one answer, not one per partition: NONE is taken, an error refused; the
+    preset's claims name the pipeline scenario as `pipeline-<style>__<faults>`."""
+    observations = PRESETS["kafka-17754"].observations
+    assert {o.scenario for o in observations} == {"pipeline-eos__withhold-replay+withhold-replay+withhold-replay"}
+
+    def replayed(*answers: str) -> list[dict]:
+        held = [{"api": "EndTxn", "correlation_id": n, "queued": False, "held_at": 1.0, "released_at": 6.0, "answer": a} for n, a in enumerate(answers)]
+        return [{"fault": "withhold-replay", "withheld": held}]
+
+    taken, duplicated, java = (o.check for o in observations)
+    assert taken(evidence({}, fault_timeline=replayed("CONCURRENT_TRANSACTIONS", "NONE")))[0] is True
+    assert taken(evidence({}, fault_timeline=replayed("CONCURRENT_TRANSACTIONS", "PRODUCER_FENCED")))[0] is False
+    assert duplicated(evidence({"processed_duplicated": 57}))[0] is True
+    fenced = replayed("PRODUCER_FENCED", "CONCURRENT_TRANSACTIONS")
+    assert java(evidence({"processed_duplicated": 0}, client_version="4.3.1", fault_timeline=fenced))[0] is True
+    assert java(evidence({"processed_duplicated": 3}, client_version="4.3.1", fault_timeline=fenced))[0] is False
+    assert java(evidence({"processed_duplicated": 0}, client_version="3.9.1", fault_timeline=replayed("NONE")))[0] is True  # version 1 takes it
+    assert java(evidence({"processed_duplicated": 0}, kafka_version="3.9.2", client_version="4.3.1", fault_timeline=replayed("NONE")))[0] is True

@@ -244,10 +244,11 @@ class AttemptsPerFailure(Check):
 
 @register("withheld_replay")
 class WithheldReplay(Check):
-    """A request the fault withheld was replayed to the broker, which appended it (answered NONE for some
-    partition) or refused it (an error for every partition), as the fault's withheld log records it."""
+    """A request the fault withheld was replayed to the broker, which took it (a write: answered NONE for
+    some partition, appended; another request such as EndTxn: answered NONE, applied) or refused it (an
+    error for every partition, or the request's error), as the fault's withheld log records it."""
 
-    appended: bool = Field(description="true: the broker appended the replayed write; false: it refused it")
+    appended: bool = Field(description="true: the broker took the replayed request (a write appended, an EndTxn applied); false: it refused it")
 
     def __call__(self, e: Evidence) -> Finding:
         held = [request for record in e.entry.fault_timeline for request in record.withheld if not request.queued]
@@ -259,7 +260,10 @@ class WithheldReplay(Check):
 
 
 def _answers(request: WithheldRequest) -> dict[str, str]:
-    """partition -> the broker's answer to a replayed produce request (`<topic>-<p>: NAME, ...`)."""
+    """partition -> the broker's answer to a replayed produce request (`<topic>-<p>: NAME, ...`); for
+    another request (EndTxn, ...) its one error name, as `request` -> NAME."""
+    if request.answer and ": " not in request.answer and request.answer != "none expected (acks=0)":
+        return {"request": request.answer}
     pairs = (part.rsplit(": ", 1) for part in (request.answer or "").split(", ") if ": " in part)
     return {where.rsplit("-", 1)[-1]: answer for where, answer in pairs}
 

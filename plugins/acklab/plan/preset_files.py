@@ -84,7 +84,8 @@ class Preset(BaseModel):
 
     @model_validator(mode="after")
     def _scenarios_of_its_profiles(self) -> Preset:
-        profiles = self.params.get("profiles") or RunParams.model_fields["profiles"].get_default(call_default_factory=True)
+        profiles = self.params.get("profiles", RunParams.model_fields["profiles"].get_default(call_default_factory=True))
+        profiles = [*profiles, *(f"pipeline-{style}" for style in self.params.get("processing", []))]  # a pipeline's scenarios
         for n, observation in enumerate(self.observations):
             profile = observation.scenario.split("__", 1)[0]
             if profile not in profiles:

@@ -18,7 +18,7 @@ from acklab.plan.checks import Evidence
 from acklab.plan.preset_files import Preset, catalog_files, load_presets, resolve_presets_file
 
 if TYPE_CHECKING:
-    from acklab.store.runs import Manifest, RunDir
+    from acklab.store.runs import Manifest, RunDir, ScenarioEntry
 
 PRESETS: dict[str, Preset] = {name: preset for presets in catalog_files().values() for name, preset in presets.items()}
 """Every preset of the catalog, by name."""
@@ -99,7 +99,7 @@ def observe(run: RunDir, manifest: Manifest, matrix: Iterable[Mapping[str, Any]]
             continue
         entries = [
             entry for entry in manifest.scenarios
-            if f"{entry.profile}__{entry.fault}" == observation.scenario and observation.applies_to(entry.client_family)
+            if f"{_line(entry)}__{entry.fault}" == observation.scenario and observation.applies_to(entry.client_family)
         ]
         restated = claim(observation.restates) if observation.restates else None
         for entry in entries or [None]:
@@ -115,6 +115,11 @@ def observe(run: RunDir, manifest: Manifest, matrix: Iterable[Mapping[str, Any]]
                 "restates": observation.restates, "documented": None if restated is None else restated.documented,
             })
     return found
+
+
+def _line(entry: ScenarioEntry) -> str:
+    """What an observation's scenario names before `__<fault>`: the entry's profile, or for a pipeline `pipeline-<style>`."""
+    return entry.profile if entry.pipeline is None else f"pipeline-{entry.pipeline.style}"
 
 
 def describe(seen: Mapping[str, Any]) -> str:
