@@ -97,6 +97,8 @@ def test_version_dag_compares_two_versions(dagbag) -> None:
     assert tasks["compare"].on_success_callback and tasks["compare"].on_failure_callback  # the changed verdicts are mailed
     versions = dag.params["kafka_versions"]
     assert len(versions) >= 2 and len(set(versions)) == len(versions)
+    # the pipelines are compared across versions as the producers are
+    assert (dag.params["processing"], dag.params["processing_faults"]) == (STANDARD_PROCESSING, STANDARD_PIPELINE_FAULTS)
 
 
 @pytest.mark.parametrize("dag_id", sorted(DAG_IDS))
