@@ -7,7 +7,10 @@ consumer_group_metadata())`, `commit_transaction`. A rebalance happens inside `c
 so never while a transaction is open. An abortable error (`txn_requires_abort`): abort, rewind to
 the committed offsets. A fatal one (fenced): the producer is closed and a new one with the same
 `transactional.id` fences any earlier epoch, then rewind. A retriable one: the call is retried
-(librdkafka documents retrying commit/abort/send_offsets on `retriable()`).
+(librdkafka documents retrying commit/abort/send_offsets on `retriable()`). Every step has a budget
+(`STEP_S`): a flush that outlasts it aborts the transaction, a call that keeps failing is recovered
+from its last error, so no step waits without end. SIGQUIT dumps every thread's stack to stderr
+(the processor group sends it before killing an instance that outlasted its stop).
 
 The group generation is read from the consumer's group metadata (librdkafka's serialized
 `rd_kafka_consumer_group_metadata_t`: magic `CGMDv2:`, then the generation id as a native int32).
@@ -15,6 +18,7 @@ The group generation is read from the consumer's group metadata (librdkafka's se
 
 from __future__ import annotations
 
+import faulthandler
 import json
 import os
 import signal
@@ -29,7 +33,11 @@ from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, Topi
 from acklab.workload.processing import TRANSACTIONAL_STYLES, ProcessorJob, input_prefix, output_value
 
 CGMD_MAGIC = b"CGMDv2:"
-RETRIES = 20  # a retriable error of a commit step is retried this often (0.5 s apart) before it is treated as abortable
+STEP_S = 60.0
+"""A transaction step's budget (seconds): the output's flush, and each of send_offsets, commit and abort with
+their retries of a retriable error (0.5 s apart). A step that outlasts it fails the transaction as the
+client's own timeout would (eos: a flush is aborted, a call's last error recovered), so a processor
+never waits on a step without end."""
 
 
 def generation(metadata: object) -> int:
@@ -109,6 +117,7 @@ class Processor:
         signal.signal(signal.SIGUSR1, lambda *_: setattr(self, "armed", True))
         signal.signal(signal.SIGTERM, lambda *_: setattr(self, "stopping", "SIGTERM"))
         signal.signal(signal.SIGINT, signal.SIG_IGN)
+        faulthandler.register(signal.SIGQUIT, all_threads=True)  # a stack dump to stderr, even while a client call blocks
 
     def point(self) -> None:
         """The point between a batch's two steps: if armed, log it and stop this process."""
@@ -185,10 +194,10 @@ class Processor:
             offsets = self._batch(records)
             self.producer.begin_transaction()
             self._produce(records)
-            self._flush()  # the output is in the log (uncommitted) before the point
+            self._flush(STEP_S)  # the output is in the log (uncommitted) before the point
             self.point()
-            self._retrying(lambda: self.producer.send_offsets_to_transaction(self._offsets(offsets), self.consumer.consumer_group_metadata(), 30))
-            self._retrying(lambda: self.producer.commit_transaction(60))
+            self._retrying(lambda t: self.producer.send_offsets_to_transaction(self._offsets(offsets), self.consumer.consumer_group_metadata(), t))
+            self._retrying(self.producer.commit_transaction)
             self.log("committed", txn=self.txn, offsets=offsets)
         except KafkaException as exc:
             self._recover(exc)
@@ -198,7 +207,7 @@ class Processor:
             offsets = self._batch(records)
             self.producer.begin_transaction()
             self._produce(records)
-            self._retrying(lambda: self.producer.commit_transaction(60))
+            self._retrying(self.producer.commit_transaction)
             self.log("txn_committed", txn=self.txn)
             self.point()
             self.consumer.commit(offsets=self._offsets(offsets), asynchronous=False)
@@ -231,21 +240,28 @@ class Processor:
         self._produce(records)
         self._flush()
 
-    def _flush(self) -> None:
-        while self.producer.flush(30) > 0:
-            pass
+    def _flush(self, budget_s: float | None = None) -> None:
+        """Wait until every produced record is delivered; with `budget_s`, at most that long, then
+        fail the transaction (an abortable `_TIMED_OUT`: the records left are aborted with it)."""
+        deadline = None if budget_s is None else time.monotonic() + budget_s
+        while (left := self.producer.flush(30 if deadline is None else max(0.0, min(30.0, deadline - time.monotonic())))) > 0:
+            if deadline is not None and time.monotonic() >= deadline:
+                error = KafkaError(KafkaError._TIMED_OUT, f"flush: {left} record(s) undelivered after {budget_s:g} s", txn_requires_abort=True)
+                raise KafkaException(error)
 
-    def _retrying(self, call: Callable[[], object]) -> None:
-        for _ in range(RETRIES):
+    def _retrying(self, call: Callable[[float], object]) -> None:
+        """`call(timeout_s)` until it succeeds, retrying a retriable error 0.5 s later, within `STEP_S`
+        in all; the last error is raised when the budget is spent (and any other at once)."""
+        deadline = time.monotonic() + STEP_S
+        while True:
             try:
-                call()
+                call(max(1.0, deadline - time.monotonic()))
                 return
             except KafkaException as exc:
                 error: KafkaError = exc.args[0]
-                if not error.retriable() or error.txn_requires_abort() or error.fatal():
+                if not error.retriable() or error.txn_requires_abort() or error.fatal() or time.monotonic() + 0.5 >= deadline:
                     raise
                 time.sleep(0.5)
-        call()
 
     def _recover(self, exc: KafkaException) -> None:
         """After a failed transaction step: abort (abortable) or a new producer (fatal), then rewind."""
@@ -254,7 +270,7 @@ class Processor:
         self.log("error", txn=self.txn, error=_name(exc), fatal=fatal)
         if not fatal:
             try:
-                self._retrying(lambda: self.producer.abort_transaction(60))
+                self._retrying(self.producer.abort_transaction)
                 self.log("aborted", txn=self.txn, error=_name(exc))
             except KafkaException as again:
                 self.log("error", txn=self.txn, error=_name(again), fatal=True)

@@ -190,8 +190,8 @@ class ProcessorGroup:
             time.sleep(0.5)
 
     def stop(self, timeout_s: float = STOP_TIMEOUT_S) -> dict[str, int | None]:
-        """SIGTERM every current incarnation (resumed if stopped) and wait; kill those that outlast
-        `timeout_s`. Exit status per `<instance>.<incarnation>` (None: killed here)."""
+        """SIGTERM every current incarnation (resumed if stopped) and wait; those that outlast
+        `timeout_s` get SIGQUIT (a stack dump into their stderr file), then SIGKILL. Exit status per `<instance>.<incarnation>` (None: killed here)."""
         for instance in self.current.values():
             if instance.process.poll() is None:
                 instance.process.send_signal(signal.SIGTERM)
@@ -202,6 +202,8 @@ class ProcessorGroup:
             try:
                 statuses[f"{instance.number}.{instance.incarnation}"] = instance.process.wait(max(0.1, deadline - time.monotonic()))
             except subprocess.TimeoutExpired:
+                instance.process.send_signal(signal.SIGQUIT)  # its threads' stacks to its stderr: where it was stuck
+                time.sleep(1.0)
                 instance.process.kill()
                 instance.process.wait(10)
                 statuses[f"{instance.number}.{instance.incarnation}"] = None
