@@ -257,3 +257,11 @@ def test_clients_together_share_a_fault_group_or_take_turns() -> None:
         ["leader-ack__leader-kill", "idempotent__leader-kill"], ["leader-ack.java__leader-kill", "idempotent.java__leader-kill"],
     ]
     assert [apart.group_label(g) for g in apart.groups()][1:] == ["none (librdkafka)", "none (java)", "leader-kill (librdkafka)", "leader-kill (java)"]
+
+
+def test_the_pipelines_faults_count_only_with_processing_styles() -> None:
+    """A daily-DAG trigger with `processing: []` keeps the standard `processing_faults`: without a
+    style they add no scenario (and the processor faults among them no refusal)."""
+    params = {**standard_matrix().model_dump(), "profiles": ["idempotent"], "faults": ["leader-kill"], "processing": []}
+    plan = make_plan(params)
+    assert [s.name for s in plan.checked] == ["idempotent__leader-kill", "idempotent.java__leader-kill"]

@@ -330,11 +330,12 @@ def _clients(params: RunParams) -> list[Client]:
 
 
 def _fault_schedules(params: RunParams, topology: Topology) -> dict[str, list[FaultStep]]:
-    """Fault label -> schedule: one per catalog name in `faults`, or the explicit `schedule`."""
+    """Fault label -> schedule: one per catalog name in `faults` (and in `processing_faults`, which
+    count only with processing styles), or the explicit `schedule`."""
     if params.schedule is not None:
         check_schedule(params.schedule, topology, "params.schedule")
         return {"+".join(step.label for step in params.schedule) or "none": params.schedule}
-    faults = list(dict.fromkeys([*params.faults, *(params.processing_faults or [])]))
+    faults = list(dict.fromkeys([*params.faults, *((params.processing_faults or []) if params.processing else [])]))
     schedules = {fault: schedule_for(fault, params.fault_at_s, params.fault_duration_s) for fault in faults}
     for fault, steps in schedules.items():
         check_schedule(steps, topology, f"params.faults ({fault})")
