@@ -23,7 +23,7 @@ from acklab.plan.params import RunParams
 from acklab.plan.presets import preset
 from acklab.workload import families
 from acklab.workload.client import Client
-from acklab.workload.processing import GroupProtocol, ProcessorConfig, Style
+from acklab.workload.processing import GroupProtocol, ProcessorConfig, Style, scenario_line
 from acklab.workload.profiles import ProducerProfile, get_profile, profile_from_spec
 from acklab.workload.spec import LoadSpec
 
@@ -216,7 +216,7 @@ def make_plan(params: RunParams | dict[str, object]) -> RunPlan:
                     continue
                 scenarios.append(
                     ScenarioPlan(
-                        name=f"pipeline-{pipeline.style}{tag}__{fault}",
+                        name=f"{scenario_line(pipeline.style)}{tag}__{fault}",
                         profile=inputs[client],
                         client=client,
                         fault=fault,

@@ -24,6 +24,7 @@ from acklab.base.spec import SpecError, load_yaml, parse_model
 from acklab.plan.checks import AnyCheck, ClaimBounds
 from acklab.plan.params import RunParams
 from acklab.workload import families
+from acklab.workload.processing import scenario_line
 
 CATALOG_FOLDER = "catalog/presets"
 PRESETS_DIR_ENV = "ACKLAB_PRESETS_DIR"
@@ -85,7 +86,7 @@ class Preset(BaseModel):
     @model_validator(mode="after")
     def _scenarios_of_its_profiles(self) -> Preset:
         profiles = self.params.get("profiles", RunParams.model_fields["profiles"].get_default(call_default_factory=True))
-        profiles = [*profiles, *(f"pipeline-{style}" for style in self.params.get("processing", []))]  # a pipeline's scenarios
+        profiles = [*profiles, *(scenario_line(style) for style in self.params.get("processing", []))]  # a pipeline's scenarios
         for n, observation in enumerate(self.observations):
             profile = observation.scenario.split("__", 1)[0]
             if profile not in profiles:

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from acklab.base.spec import SpecError
 from acklab.plan.checks import Evidence
 from acklab.plan.preset_files import Preset, catalog_files, load_presets, resolve_presets_file
+from acklab.workload.processing import scenario_line
 
 if TYPE_CHECKING:
     from acklab.store.runs import Manifest, RunDir, ScenarioEntry
@@ -119,7 +120,7 @@ def observe(run: RunDir, manifest: Manifest, matrix: Iterable[Mapping[str, Any]]
 
 def _line(entry: ScenarioEntry) -> str:
     """What an observation's scenario names before `__<fault>`: the entry's profile, or for a pipeline `pipeline-<style>`."""
-    return entry.profile if entry.pipeline is None else f"pipeline-{entry.pipeline.style}"
+    return entry.profile if entry.pipeline is None else scenario_line(entry.pipeline.style)
 
 
 def describe(seen: Mapping[str, Any]) -> str:

@@ -131,6 +131,12 @@ class ProcessorJob(BaseModel):
     parent_pid: int | None = Field(None, description="the supervising process: the processor stops (`stop` reason `parent gone`) once its parent is another")
 
 
+def scenario_line(style: str) -> str:
+    """What a pipeline scenario of `style` is named before its client tag and `__<fault>`
+    (`pipeline-eos__zombie`), as a producer scenario is named by its profile."""
+    return f"pipeline-{style}"
+
+
 def transactional_id(group_id: str, instance: int) -> str:
     """The transactional.id of a pipeline's processor instance: stable across its incarnations, so
     a restart fences the one before."""
