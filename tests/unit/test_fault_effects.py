@@ -30,6 +30,9 @@ TOPIC = "t"
 # The `__transaction_state` partition of the fake pipeline's instance 0, `g-p0`: Java's "g-p0".hashCode()
 # = 103*31^3 + 45*31^2 + 112*31 + 48 = 3115238, and 3115238 % 50 = 38.
 TXN_PARTITION = 38
+# The `__consumer_offsets` partition of the fake pipeline's group `g` (4 partitions, as acklab's brokers
+# have): Java's "g".hashCode() = 103, and 103 % 4 = 3.
+OFFSETS_PARTITION = 3
 # Each fault's window, and how long a link cut's effect is still looked for after the heal. A
 # scripted effect shows at a read, not at a time, so short windows decide the same as long ones.
 DURATION_S = 0.05
@@ -62,20 +65,16 @@ class FakeAdmin:
         self.cluster.read(metadata=True)
         return set(self.cluster.registered)
 
-    def group_coordinator(self, group_id: str) -> int:
-        self.cluster.asked.append(group_id)
-        self.cluster.read(metadata=True)
-        return self.cluster.coordinator
-
     def partitions(self, topic: str) -> list[PartitionState]:
-        """`__transaction_state` (50 partitions, Kafka's default): the partition the group's instance 0
-        hashes to is led by the coordinator, every other one by another broker, so a coordinator taken
-        from the wrong partition is the wrong broker."""
-        assert topic == "__transaction_state", topic
+        """`__transaction_state` (50 partitions, Kafka's default) or `__consumer_offsets` (4): the
+        partition the group's instance 0 (or the group) hashes to is led by the coordinator, every other
+        one by another broker, so a coordinator taken from the wrong partition is the wrong broker."""
+        count, led = {"__transaction_state": (50, TXN_PARTITION), "__consumer_offsets": (4, OFFSETS_PARTITION)}[topic]
+        self.cluster.asked.append(topic)
         self.cluster.read(metadata=True)
         coordinator = self.cluster.coordinator
         other = next(b for b in self.cluster.topology.broker_ids if b != coordinator)
-        leaders = [coordinator if p == TXN_PARTITION else other for p in range(50)]
+        leaders = [coordinator if p == led else other for p in range(count)]
         return [PartitionState(topic, p, leader, (leader,), (leader,)) for p, leader in enumerate(leaders)]
 
     def wait_in_sync(self, topic: str, timeout_s: float) -> list[PartitionState]:
@@ -212,7 +211,7 @@ class FakeCluster:
         self.failing = False  # wait_in_sync times out
         self.unreachable = False  # every read of metadata, the controller or a process's state raises
         self.coordinator = 1  # of the pipeline's group and of its instance 0's transactions
-        self.asked: list[str] = []  # the group ids whose coordinator was asked for
+        self.asked: list[str] = []  # the topics whose partition leaders were asked for
         self.no_point = False  # an armed processor never reaches its point
         self.moved = False  # the pipeline's group moved past the paused processor's generation
         self.calls: list[tuple[str, Any]] = []
@@ -872,11 +871,11 @@ def test_a_processor_fault_in_a_group_without_pipelines_does_nothing(fault: str)
 # ---- coordinator faults --------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(("fault", "asked"), [("group-coordinator-kill", ["g"]), ("txn-coordinator-kill", [])])
+@pytest.mark.parametrize(("fault", "asked"), [("group-coordinator-kill", ["__consumer_offsets"]), ("txn-coordinator-kill", ["__transaction_state"])])
 def test_a_coordinator_kill_kills_the_first_pipelines_coordinator_and_starts_it_after_the_window(fault: str, asked: list[str]) -> None:
-    """The group coordinator is asked for by the first pipeline's group id; the transaction
-    coordinator is the leader of the `__transaction_state` partition `g-p0` hashes to (the fake
-    leads every other partition by another broker)."""
+    """The group coordinator is the leader of the `__consumer_offsets` partition the first pipeline's
+    group id hashes to; the transaction coordinator the leader of the `__transaction_state` partition
+    `g-p0` hashes to (the fake leads every other partition by another broker)."""
     cluster = FakeCluster()
     cluster.when("kill", coordinator_moves_to(3), after=1)  # the second look after the kill (0.2 s later) sees it
     first, second = FakeProcessors(cluster), FakeProcessors(cluster, group_id="g2")
@@ -892,6 +891,7 @@ def test_the_transaction_coordinator_is_looked_up_by_the_hash_of_instance_0s_tra
     """Java's `"g-p0".hashCode()` is 3,115,238 (38 mod 50): the partition the fake cluster's coordinator leads."""
     assert processing.transactional_id("g", 0) == "g-p0"
     assert actions.java_hash("g-p0") == 3115238 and actions.java_hash("g-p0") % 50 == TXN_PARTITION
+    assert actions.java_hash("g") == 103 and actions.java_hash("g") % 4 == OFFSETS_PARTITION
 
 
 @pytest.mark.parametrize("fault", ["group-coordinator-kill", "txn-coordinator-kill"])

@@ -225,6 +225,6 @@ def test_at_least_once_killed_after_its_flush_reprocesses_its_duplicates(history
     assert _nonzero(counts) == {"processed_duplicated": BATCH, "processing_duplicates": BATCH, "redelivered": BATCH, "reprocessed": BATCH}
     assert timeline["1.0"] | {"generations": None} == {
         "rebalances": 1, "generations": None, "batches": 2, "committed": 1, "txn_committed": 0, "aborted": 0, "points": 1,
-        "errors": 0, "fatal_errors": 0, "stop": None,
+        "errors": 0, "fatal_errors": 0, "overran": [], "stop": None,
     }
     assert (timeline["1.1"]["rebalances"], timeline["1.1"]["generations"], timeline["1.1"]["committed"]) == (1, [2], 2)

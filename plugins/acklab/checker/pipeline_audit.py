@@ -225,7 +225,8 @@ def _poll_order(events: Events) -> tuple[int, int]:
 def timeline(events: Events) -> dict[str, Any]:
     """Per `<instance>.<incarnation>`: rebalances, generations seen, batches (transactions begun),
     offsets committed (`committed`; eos: with its transaction), eos-naive's transactions committed
-    (`txn_committed`), aborted, points reached, errors (fatal ones apart), and how it stopped."""
+    (`txn_committed`), aborted, points reached, errors (fatal ones apart), the client calls that
+    overran their timeout, and how it stopped."""
     found: dict[str, Any] = {}
     for (instance, incarnation), own in sorted(events.items()):
         kinds = Counter(e["ev"] for e in own)
@@ -239,6 +240,7 @@ def timeline(events: Events) -> dict[str, Any]:
             "points": kinds["point"],
             "errors": kinds["error"],
             "fatal_errors": sum(1 for e in own if e["ev"] == "error" and e.get("fatal")),
+            "overran": [e["call"] for e in own if e["ev"] == "overran"],
             "stop": next((e.get("reason") for e in own if e["ev"] == "stop"), None),
         }
     return found

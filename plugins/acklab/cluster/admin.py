@@ -117,11 +117,6 @@ class ClusterAdmin:
             for p in sorted(metadata.partitions.values(), key=lambda p: p.id)
         ]
 
-    def group_coordinator(self, group_id: str) -> int:
-        """The broker coordinating consumer group `group_id` (FindCoordinator, through DescribeGroups)."""
-        futures = self._client.describe_consumer_groups([group_id], request_timeout=self._timeout)
-        return int(futures[group_id].result().coordinator.id)
-
     def partition(self, topic: str, partition: int) -> PartitionState:
         return next(p for p in self.partitions(topic) if p.partition == partition)
 

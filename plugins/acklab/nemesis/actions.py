@@ -13,6 +13,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
+from acklab.cluster.admin import ClusterAdmin
 from acklab.cluster.cluster import Cluster
 from acklab.nemesis.events import FaultEvent, Window
 from acklab.nemesis.faults import (
@@ -93,22 +94,25 @@ def resolve(ctx: FaultContext, target: Target) -> int:
         return random.choice(sorted(admin.broker_ids()))
 
 
-def coordinator(ctx: FaultContext, kind: str) -> int:
-    """The broker coordinating the first pipeline's consumer group (`group-coordinator`, as its group
-    describes it) or the transactions of its instance 0 (`txn-coordinator`: the leader of the
-    `__transaction_state` partition its transactional id hashes to, as the broker maps it); -1 if
-    the group has no pipeline."""
+def coordinator(ctx: FaultContext, kind: str, admin: ClusterAdmin | None = None) -> int:
+    """The broker coordinating the first pipeline's consumer group (`group-coordinator`) or the
+    transactions of its instance 0 (`txn-coordinator`): the leader of the `__consumer_offsets` /
+    `__transaction_state` partition its group id / transactional id hashes to, as the broker maps it
+    (from metadata alone, so a look stays quick while a coordinator is down); -1 if the group has no
+    pipeline. `admin`: a client to ask (default: a new one)."""
     if not ctx.processors:
         return -1
     processors = next(iter(ctx.processors.values()))
-    with ctx.cluster.admin(timeout_s=5) as admin:
-        if kind == "group-coordinator":
-            return admin.group_coordinator(processors.group_id)
-        partitions = admin.partitions(TRANSACTION_STATE)
-        owner = partitions[java_hash(processors.transactional_id(0)) % len(partitions)]
-        return owner.leader
+    topic, key = (OFFSETS, processors.group_id) if kind == "group-coordinator" else (TRANSACTION_STATE, processors.transactional_id(0))
+    if admin is None:
+        with ctx.cluster.admin(timeout_s=5) as own:
+            partitions = own.partitions(topic)
+    else:
+        partitions = admin.partitions(topic)
+    return partitions[java_hash(key) % len(partitions)].leader
 
 
+OFFSETS = "__consumer_offsets"
 TRANSACTION_STATE = "__transaction_state"
 
 
@@ -175,7 +179,7 @@ def _process_fault(action: Literal["kill", "stop", "pause"]) -> Apply:
                     return None
             elif target.kind in COORDINATORS:
                 def check() -> str | None:
-                    now = coordinator(ctx, target.kind)
+                    now = coordinator(ctx, target.kind, admin)
                     return f"{target.kind} moved {victim} -> {now}" if now not in (-1, victim) else None
             elif target.kind == "follower":
                 def check() -> str | None:

@@ -46,7 +46,11 @@ line. Events (fields beside `t` and `ev`):
   transaction) are durable: the client's commit call returned without error
 - `txn_committed`: txn — eos-naive only: its transaction (the output alone) committed, before the
   point and before the consumer commits the offsets
-- `aborted`: txn, error — the transaction was aborted by the processor (abort call returned)
+- `aborted`: txn, error — the transaction was aborted by the processor (abort call returned, or a
+  new producer with the same transactional id fenced it after a call overran)
+- `overran`: txn, call, timeout_s, waited_s — a transaction call of the client still blocked
+  `waited_s` after it was given `timeout_s` (the client did not keep its timeout); the processor
+  abandons it (`error` fatal, then `aborted`)
 - `error`: txn, error, fatal (bool) — a step failed; for eos, `aborted` or a new producer follows
 - `rewound`: offsets ({partition: offset}) — the consumer was set back to them
 - `stop`: reason
@@ -61,6 +65,8 @@ from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
+
+from acklab.base.property_policy import CLIENT_FAMILIES, check_client_properties
 
 Style = Literal["eos", "at-least-once", "at-most-once", "eos-naive"]
 STYLES: tuple[str, ...] = ("eos", "at-least-once", "at-most-once", "eos-naive")
@@ -99,6 +105,8 @@ class ProcessorConfig(BaseModel):
                     "(names ending .ms, .bytes, .kbytes, .records, .messages, .size, .count, .max), retries, acks, "
                     "compression.type/codec and enable.idempotence"
                 )
+        for family in CLIENT_FAMILIES:  # a processor runs either client: what one refuses is refused
+            check_client_properties(family, properties)
         return properties
 
     def as_text(self, side: Literal["consumer", "producer"]) -> dict[str, str]:

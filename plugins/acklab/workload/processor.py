@@ -9,8 +9,13 @@ the committed offsets. A fatal one (fenced): the producer is closed and a new on
 `transactional.id` fences any earlier epoch, then rewind. A retriable one: the call is retried
 (librdkafka documents retrying commit/abort/send_offsets on `retriable()`). Every step has a budget
 (`STEP_S`): a flush that outlasts it aborts the transaction, a call that keeps failing is recovered
-from its last error, so no step waits without end. SIGQUIT dumps every thread's stack to stderr
-(the processor group sends it before killing an instance that outlasted its stop).
+from its last error, so no step waits without end. A transaction call runs in a thread of its own,
+waited for its timeout and `OVERRUN_GRACE_S` more: librdkafka does not keep the timeout of
+`send_offsets_to_transaction` when the group coordinator goes away (librdkafka #5456, #5511: seen
+blocked for minutes after a group-coordinator-kill). A call that overruns is logged (`overran`) and
+abandoned as an application must: a new producer with the same `transactional.id` fences it (its
+open transaction is aborted), then rewind. SIGQUIT dumps every thread's stack to stderr (the
+processor group sends it before killing an instance that outlasted its stop).
 
 The group generation is read from the consumer's group metadata (librdkafka's serialized
 `rd_kafka_consumer_group_metadata_t`: magic `CGMDv2:`, then the generation id as a native int32).
@@ -23,6 +28,7 @@ import json
 import os
 import signal
 import sys
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -33,11 +39,17 @@ from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, Topi
 from acklab.workload.processing import TRANSACTIONAL_STYLES, ProcessorJob, input_prefix, output_value
 
 CGMD_MAGIC = b"CGMDv2:"
-STEP_S = 60.0
+STEP_S = 30.0
 """A transaction step's budget (seconds): the output's flush, and each of send_offsets, commit and abort with
 their retries of a retriable error (0.5 s apart). A step that outlasts it fails the transaction as the
 client's own timeout would (eos: a flush is aborted, a call's last error recovered), so a processor
 never waits on a step without end."""
+OVERRUN_GRACE_S = 10.0
+"""How long past its own timeout a transaction call may block before the processor abandons it."""
+
+
+class Overran(Exception):
+    """A client call blocked past its timeout and `OVERRUN_GRACE_S` (the client did not keep its timeout)."""
 
 
 def generation(metadata: object) -> int:
@@ -69,6 +81,7 @@ class Processor:
         self.stopping: str | None = None
         self.txn = 0
         self.generation = -1
+        self.abandoned: list[Producer] = []  # producers left blocked in an overrun call: kept alive while they block
         self.install_signals()  # before the clients: a SIGTERM during init_transactions stops cleanly
         self.consumer = Consumer(self._consumer_config())
         self.producer = self._producer()
@@ -196,24 +209,29 @@ class Processor:
             self._produce(records)
             self._flush(STEP_S)  # the output is in the log (uncommitted) before the point
             self.point()
-            self._retrying(lambda t: self.producer.send_offsets_to_transaction(self._offsets(offsets), self.consumer.consumer_group_metadata(), t))
-            self._retrying(self.producer.commit_transaction)
+            producer, metadata = self.producer, self.consumer.consumer_group_metadata()
+            self._retrying("send_offsets_to_transaction", lambda t: producer.send_offsets_to_transaction(self._offsets(offsets), metadata, t))
+            self._retrying("commit_transaction", producer.commit_transaction)
             self.log("committed", txn=self.txn, offsets=offsets)
         except KafkaException as exc:
             self._recover(exc)
+        except Overran as exc:
+            self._abandon(exc)
 
     def _eos_naive(self, records: list[Any]) -> None:
         try:
             offsets = self._batch(records)
             self.producer.begin_transaction()
             self._produce(records)
-            self._retrying(self.producer.commit_transaction)
+            self._retrying("commit_transaction", self.producer.commit_transaction)
             self.log("txn_committed", txn=self.txn)
             self.point()
             self.consumer.commit(offsets=self._offsets(offsets), asynchronous=False)
             self.log("committed", txn=self.txn, offsets=offsets)
         except KafkaException as exc:
             self._recover(exc)
+        except Overran as exc:
+            self._abandon(exc)
 
     def _at_least_once(self, records: list[Any]) -> None:
         offsets = self._batch(records)
@@ -249,13 +267,14 @@ class Processor:
                 error = KafkaError(KafkaError._TIMED_OUT, f"flush: {left} record(s) undelivered after {budget_s:g} s", txn_requires_abort=True)
                 raise KafkaException(error)
 
-    def _retrying(self, call: Callable[[float], object]) -> None:
+    def _retrying(self, name: str, call: Callable[[float], object]) -> None:
         """`call(timeout_s)` until it succeeds, retrying a retriable error 0.5 s later, within `STEP_S`
-        in all; the last error is raised when the budget is spent (and any other at once)."""
+        in all; the last error is raised when the budget is spent (and any other at once). Each call
+        is `_bounded`: Overran if the client blocks past the timeout it was given."""
         deadline = time.monotonic() + STEP_S
         while True:
             try:
-                call(max(1.0, deadline - time.monotonic()))
+                self._bounded(name, call, max(1.0, deadline - time.monotonic()))
                 return
             except KafkaException as exc:
                 error: KafkaError = exc.args[0]
@@ -270,15 +289,52 @@ class Processor:
         self.log("error", txn=self.txn, error=_name(exc), fatal=fatal)
         if not fatal:
             try:
-                self._retrying(self.producer.abort_transaction)
+                self._retrying("abort_transaction", self.producer.abort_transaction)
                 self.log("aborted", txn=self.txn, error=_name(exc))
             except KafkaException as again:
                 self.log("error", txn=self.txn, error=_name(again), fatal=True)
                 fatal = True
+            except Overran as again:
+                self._abandon(again)
+                return
         if fatal:
             # A fatal producer is unusable (even flush raises): a new one with the same
             # transactional.id fences its epoch and aborts its open transaction.
             self.producer = self._producer()
+        self._rewind()
+
+    def _bounded(self, name: str, call: Callable[[float], object], timeout_s: float) -> None:
+        """`call(timeout_s)` in a thread of its own, waited for `timeout_s + OVERRUN_GRACE_S`: its
+        error is raised here; if it still blocks then, `overran` is logged and Overran raised (the
+        thread is left blocked in the client, which keeps the producer alive: `abandoned`)."""
+        outcome: list[BaseException | None] = []
+
+        def target() -> None:
+            try:
+                call(timeout_s)
+            except BaseException as exc:  # handed to the caller's thread
+                outcome.append(exc)
+            else:
+                outcome.append(None)
+
+        started = time.monotonic()
+        thread = threading.Thread(target=target, name=name, daemon=True)
+        thread.start()
+        thread.join(timeout_s + OVERRUN_GRACE_S)
+        if thread.is_alive():
+            waited = time.monotonic() - started
+            self.log("overran", txn=self.txn, call=name, timeout_s=round(timeout_s, 3), waited_s=round(waited, 3))
+            raise Overran(f"{name} still blocked {waited:.1f} s after it was given {timeout_s:.1f} s")
+        if outcome and outcome[0] is not None:
+            raise outcome[0]
+
+    def _abandon(self, exc: Overran) -> None:
+        """After a transaction call overran: a new producer with the same `transactional.id` fences the
+        blocked one (its `init_transactions` returns once the open transaction is aborted), then rewind."""
+        self.log("error", txn=self.txn, error=f"Overran: {exc}", fatal=True)
+        self.abandoned.append(self.producer)
+        self.producer = self._producer()
+        self.log("aborted", txn=self.txn, error=f"Overran: {exc}; fenced by a new producer")
         self._rewind()
 
     def _rewind(self) -> None:
@@ -312,7 +368,12 @@ def _name(exc: KafkaException) -> str:
 
 def main(argv: list[str]) -> int:
     job = ProcessorJob.model_validate_json(Path(argv[0]).read_text())
-    return Processor(job).run()
+    processor = Processor(job)
+    code = processor.run()
+    if processor.abandoned:  # a producer still blocked in librdkafka: destroying it at exit could block too
+        sys.stderr.flush()
+        os._exit(code)
+    return code
 
 
 if __name__ == "__main__":
