@@ -212,6 +212,28 @@ def test_producer_log_lines_quote_the_java_error_the_write_ups_quote(tmp_path: P
     assert ProducerLogLines(text="has passed since batch creation")(seen)[0] is False
 
 
+def test_processor_events_count_a_pipelines_overran_calls_and_quote_the_first(tmp_path: Path) -> None:
+    from acklab.plan.checks import ProcessorEvents
+    from acklab.store.runs import PipelineEvidence
+
+    run = RunDir(tmp_path)
+    logs = tmp_path / "scenarios" / "pipeline-eos__f" / "processors"
+    logs.mkdir(parents=True)
+    (logs / "processor-0.0.jsonl").write_text(
+        '{"t":1.0,"ev":"batch","txn":2}\n'
+        '{"t":2.0,"ev":"overran","txn":2,"call":"send_offsets_to_transaction","timeout_s":30.0,"waited_s":40.0}\n'
+    )
+    (logs / "processor-1.0.jsonl").write_text('{"t":3.0,"ev":"overran","txn":1,"call":"commit_transaction","timeout_s":30.0,"waited_s":40.0}\n')
+    pipeline = PipelineEvidence(style="eos", processors=2, group_id="g", output_topic="o", logs="scenarios/pipeline-eos__f/processors")
+    seen = Evidence({}, ScenarioEntry(scenario="pipeline-eos__f", pipeline=pipeline), run, "4.3.1")
+    assert ProcessorEvents(event="overran", where={"call": "send_offsets_to_transaction"})(seen) == (
+        True, "1 processor overran events: txn=2, call=send_offsets_to_transaction, timeout_s=30.0, waited_s=40.0"
+    )
+    assert ProcessorEvents(event="overran", at_least=2)(seen)[0] is True
+    assert ProcessorEvents(event="overran", at_least=3)(seen)[0] is False
+    assert ProcessorEvents(event="overran")(Evidence({}, ScenarioEntry(scenario="p__f"), run, "4.3.1")) == (False, "not a pipeline scenario: no processor logs")
+
+
 def test_send_paused_measures_the_longest_gap_between_a_producers_sends(tmp_path: Path) -> None:
     import pyarrow as pa
     import pyarrow.parquet as pq

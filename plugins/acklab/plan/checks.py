@@ -20,8 +20,10 @@ from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal, NamedTuple
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
 
+from acklab.base.spec import first_error
 from acklab.cluster.layout import SERVER_LOG
 from acklab.workload import families
+from acklab.workload.processing import read_log
 
 if TYPE_CHECKING:
     from acklab.model.claims import Expectation
@@ -90,9 +92,7 @@ def parse_check(raw: object) -> Check:
     try:
         return cls.model_validate(args)
     except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(p) for p in first["loc"])
-        message = str(first["msg"]).removeprefix("Value error, ")
+        where, message = first_error(exc)
         raise ValueError(f"{name}{'.' + where if where else ''}: {message}") from None
 
 
@@ -222,6 +222,28 @@ class ProducerLogLines(Check):
         lines = [line for log in sorted(folder.glob("*.log")) for line in log.read_text(errors="replace").splitlines() if self.text in line]
         quoted = f": {lines[0].strip()[:200]}" if lines else ""
         return Finding(len(lines) >= self.at_least, f"{len(lines):,} producer log lines with {self.text!r}{quoted}")
+
+
+@register("processor_events")
+class ProcessorEvents(Check):
+    """At least `at_least` events `event` in the logs of the scenario's pipeline processors
+    (`acklab.workload.processing`: e.g. `overran`, a client call that blocked past its timeout), each
+    with the fields of `where`; the first is quoted."""
+
+    event: str = Field(min_length=1, description="the processor log event, e.g. overran, aborted, error")
+    where: dict[str, str | int | bool] = Field(default_factory=dict, description="fields the event must have, e.g. {call: send_offsets_to_transaction}")
+    at_least: int = Field(1, ge=1, description="the fewest such events that reproduce the claim")
+
+    def __call__(self, e: Evidence) -> Finding:
+        if e.entry.pipeline is None:
+            return Finding(False, "not a pipeline scenario: no processor logs")
+        folder = e.run.root / e.entry.pipeline.logs
+        found = [
+            event for log in sorted(folder.glob("processor-*.jsonl")) for event in read_log(log)
+            if event.get("ev") == self.event and all(event.get(k) == v for k, v in self.where.items())
+        ]
+        quoted = ": " + ", ".join(f"{k}={v}" for k, v in found[0].items() if k not in ("t", "ev")) if found else ""
+        return Finding(len(found) >= self.at_least, f"{len(found):,} processor {self.event} events{quoted}")
 
 
 @register("attempts_per_failure")
