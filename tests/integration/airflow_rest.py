@@ -68,10 +68,18 @@ class AirflowRest:
     def task_log(self, dag_id: str, run_id: str, task_id: str, try_number: int = 1) -> str:
         """The task's log as the UI shows it (the api-server reads the workers' log files)."""
         content = self.get(f"/dags/{dag_id}/dagRuns/{run_id}/taskInstances/{task_id}/logs/{try_number}", full_content=True)["content"]
-        return "\n".join(str(line.get("event", line)) if isinstance(line, dict) else str(line) for line in content)
+        return "\n".join(_line(line) for line in content)
 
     def failure_report(self, dag_id: str, run_id: str) -> str:
         """Task states and the log ends of failed tasks, for an assertion message."""
         states = self.task_states(dag_id, run_id)
         failed = sorted({key.split("[")[0] for key, state in states.items() if state == "failed"})
         return f"{states}\n" + "\n".join(f"--- {task}:\n{self.task_log(dag_id, run_id, task)[-3000:]}" for task in failed)
+
+
+def _line(line: object) -> str:
+    """A structured log line as the UI shows it: its event, and a failed task's exception (type: message)."""
+    if not isinstance(line, dict):
+        return str(line)
+    errors = "".join(f"\n{e.get('exc_type')}: {e.get('exc_value')}" for e in line.get("error_detail") or () if isinstance(e, dict))
+    return str(line.get("event", line)) + errors

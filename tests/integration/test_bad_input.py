@@ -14,6 +14,9 @@ import psutil
 import pytest
 import typer
 
+from acklab.base.property_policy import examples
+from acklab.workload.profiles import MANAGED_PROPERTIES
+
 pytestmark = pytest.mark.integration
 BIN = Path(sys.executable).parent
 
@@ -69,7 +72,7 @@ CLI_CASES: list[tuple[list[str], str]] = [
     (["run", "--profile", "idempotent", "--profile", "idempotent"], "profiles must be distinct"),
     (["run", "--fault", "none", "--fault", "none"], "faults must be distinct"),
     (["run", "--profiles-file", "{tmp}/absent.yaml"], "profiles file {tmp}/absent.yaml: no such file"),
-    (["run", "--profiles-file", "{tmp}/contradiction.yaml"], "profile mine: (top level): Value error, enable_idempotence requires acks=all"),
+    (["run", "--profiles-file", "{tmp}/contradiction.yaml"], "profile mine: (top level): enable_idempotence requires acks=all"),
     (["run", "--librdkafka", "acks"], "--librdkafka 'acks': expected PROPERTY=VALUE"),
     (["run", "--librdkafka", "no.such.property=1"], 'No such configuration property: "no.such.property"'),
     (["run", "--librdkafka", "enable.idempotence=maybe"], "enable.idempotence: expected true or false, got 'maybe'"),
@@ -129,6 +132,16 @@ DAG_CASES: list[tuple[str, dict, str]] = [
     ("kafka_delivery_smoke", {"client": "java:2.8.0"}, "kafka-clients 3.x.y or 4.x.y"),
     ("kafka_delivery_smoke", {"client": "java", "custom_profiles": {"mine": {"java": {"ackss": "all"}}}, "profiles": ["mine"]},
      "profile mine: kafka-clients 4.3.1 rejects ackss: unknown producer property ackss"),
+    ("kafka_delivery_smoke", {"custom_profiles": {"mine": {"librdkafka": {"plugin.library.path": "/tmp/x.so"}}}, "profiles": ["mine"]},
+     "params.custom_profiles: profile mine: overrides: librdkafka property plugin.library.path refused: it would dlopen()"),
+    ("kafka_delivery_smoke", {"client": "java", "custom_profiles": {"mine": {"java": {"sasl.jaas.config": "x"}}}, "profiles": ["mine"]},
+     "java property sasl.jaas.config refused: SASL settings load login modules"),
+    ("kafka_delivery_smoke", {"client": "java", "custom_profiles": {"mine": {"java": {"interceptor.classes": "com.example.Evil"}}}, "profiles": ["mine"]},
+     "java property interceptor.classes refused: it would load code"),
+    ("kafka_delivery_smoke", {"broker_config": {"authorizer.class.name": "com.example.Evil"}}, "broker property authorizer.class.name refused"),
+    ("kafka_delivery_smoke", {"processing": ["eos"], "processor_config": {"producer": {"ssl.keystore.location": "/etc/passwd"}}},
+     "producer property 'ssl.keystore.location' is not one a processor may take"),
+    ("kafka_delivery_smoke", {"topology": "/etc/passwd"}, "params.topology: '/etc/passwd' is not one of"),
     ("kafka_version_regression", {"kafka_versions": ["4.3.1"], "client_versions": []}, "params: a version comparison needs 2 or more"),
     ("kafka_version_regression", {"kafka_versions": ["4.3.1", "4.3.1"]}, "params.kafka_versions"),
 ]
@@ -188,6 +201,24 @@ def test_bad_cli_input_fails_in_one_line_before_anything_starts(
 def test_bad_dag_params_fail_in_one_line_before_anything_starts(tmp_path: Path, dag_id: str, conf: dict, expected: str) -> None:
     runs = tmp_path / "runs"
     result = _acklab({**os.environ, "ACKLAB_RUNS": str(runs)}, "check-params", dag_id, json.dumps(conf))
+    _assert_one_line_and_nothing_created(result, expected, runs)
+
+
+@pytest.mark.parametrize(("who", "name", "value"), examples(), ids=[f"{w}-{n}" for w, n, _ in examples()])
+def test_a_property_that_loads_code_or_leaves_the_sandbox_is_refused_before_anything_starts(
+    tmp_path: Path, who: str, name: str, value: str
+) -> None:
+    """Every rule's example of the property policy, through `acklab run --params`: a user's raw librdkafka
+    or Java profile, or the run's broker settings (`acklab.base.property_policy`)."""
+    if who == "broker":
+        params: dict = {"broker_config": {name: value}}
+    else:
+        params = {"custom_profiles": {"mine": {who: {name: value}}}, "profiles": ["mine"], **({"client": "java"} if who == "java" else {})}
+    (tmp_path / "params.json").write_text(json.dumps(params))
+    runs = tmp_path / "runs"
+    result = _acklab({**os.environ, "ACKLAB_RUNS": str(runs)}, "run", "--params", str(tmp_path / "params.json"))
+    shown = name if " " not in name else repr(name)
+    expected = f"{name} is set by acklab" if who == "librdkafka" and name in MANAGED_PROPERTIES else f"{who} property {shown} refused: "
     _assert_one_line_and_nothing_created(result, expected, runs)
 
 

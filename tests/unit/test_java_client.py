@@ -65,10 +65,12 @@ def test_the_effective_configuration_is_what_the_java_client_documents(
     assert java_client.config(profile) == properties  # the user's own properties run verbatim
 
 
-def test_a_users_properties_file_leaves_its_cluster_out_and_is_resolved_per_version() -> None:
-    spec = {"java": {"bootstrap.servers": "prod:9092", "security.protocol": "SASL_SSL", "sasl.mechanism": "PLAIN",
-                     "key.serializer": "org.example.Avro", "acks": "1", "linger.ms": 20}}
-    profile = profile_from_spec("custom", spec, "params.custom_profiles")
+def test_java_properties_are_resolved_per_version_and_those_of_another_cluster_refused() -> None:
+    for name, value in (("bootstrap.servers", "prod:9092"), ("security.protocol", "SASL_SSL"), ("sasl.mechanism", "PLAIN"),
+                        ("key.serializer", "org.example.Avro")):
+        with pytest.raises(SpecError, match=rf"params.custom_profiles: profile custom: .*java property {name} refused: "):
+            profile_from_spec("custom", {"java": {name: value, "acks": "1"}}, "params.custom_profiles")
+    profile = profile_from_spec("custom", {"java": {"acks": "1", "linger.ms": 20}}, "params.custom_profiles")
     assert java_client.config(profile) == {"acks": "1", "linger.ms": "20"}
     resolved = java_client.resolve(profile, _java("3.2.3"))
     assert (resolved.acks, resolved.enable_idempotence, resolved.linger_ms) == ("1", False, 20)

@@ -21,7 +21,8 @@ from acklab.workload.spec import LoadSpec
 
 
 def mock_profile(partitioner: Partitioner) -> ProducerProfile:
-    return ProducerProfile(name="mock", acks="1", partitioner=partitioner, overrides={"test.mock.num.brokers": 3})
+    # librdkafka's mock cluster is refused from users (`acklab.base.property_policy`); only tests set it, unvalidated
+    return ProducerProfile(name="mock", acks="1", partitioner=partitioner).model_copy(update={"overrides": {"test.mock.num.brokers": 3}})
 
 
 @pytest.mark.parametrize(
@@ -64,7 +65,7 @@ def test_every_message_is_logged_once_with_its_producer_key_and_partition(
 
 def test_messages_produce_refuses_are_failed_writes_and_the_load_goes_on(tmp_path: Path) -> None:
     """librdkafka refuses values above message.max.bytes at produce(): each is a failed, refused row."""
-    profile = ProducerProfile(name="mock", acks="1", overrides={"test.mock.num.brokers": 3, "message.max.bytes": 1000})
+    profile = ProducerProfile(name="mock", acks="1").model_copy(update={"overrides": {"test.mock.num.brokers": 3, "message.max.bytes": 1000}})
     files = ScenarioDir(tmp_path)
     result = run_load("", "t", profile, LoadSpec(messages=300, message_bytes=2000), files)
 

@@ -15,14 +15,20 @@ class SpecError(ValueError):
     """A spec (topology, profile, fault, param) is invalid; the message names the field."""
 
 
+def first_error(exc: ValidationError) -> tuple[str, str]:
+    """(where, message) of a validation error's first problem: the field's dotted path ("" at the top
+    level) and pydantic's message without its "Value error, " prefix."""
+    first = exc.errors()[0]
+    return ".".join(str(p) for p in first["loc"]), str(first["msg"]).removeprefix("Value error, ")
+
+
 def parse_model(model: type[M], data: object, source: str) -> M:
     """Validate `data` as `model`; on failure raise one SpecError line naming the field."""
     try:
         return model.model_validate(data)
     except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(p) for p in first["loc"]) or "(top level)"
-        raise SpecError(f"{source}: {where}: {first['msg']}") from None
+        where, message = first_error(exc)
+        raise SpecError(f"{source}: {where or '(top level)'}: {message}") from None
 
 
 def load_yaml(path: Path, what: str) -> Any:

@@ -5,10 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from acklab.base.maven import DEFAULT_KAFKA_VERSION, KAFKA_VERSION_PATTERN
 from acklab.base.paths import clusters_dir
+from acklab.base.property_policy import check_broker_properties
 from acklab.base.spec import SpecError, load_yaml, parse_model
 
 
@@ -35,6 +36,12 @@ class Topology(BaseModel):
     unclean_leader_election: bool = False
     heap_mb: int = Field(512, ge=128, le=8192)
     broker_overrides: dict[str, str | int | float | bool] = {}
+
+    @field_validator("broker_overrides")
+    @classmethod
+    def _allowed_overrides(cls, overrides: dict[str, str | int | float | bool]) -> dict[str, str | int | float | bool]:
+        check_broker_properties(overrides)
+        return overrides
 
     @model_validator(mode="after")
     def _consistent(self) -> Topology:

@@ -9,7 +9,7 @@ import json
 from typing import Any
 
 from acklab.base.paths import PROJECT_ROOT
-from acklab.base.spec import SpecError
+from acklab.base.spec import SpecError, parse_model
 
 
 def dag_params(dag_id: str) -> dict[str, Any]:
@@ -23,6 +23,20 @@ def dag_params(dag_id: str) -> dict[str, Any]:
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return {name: module.dag.params.get_param(name) for name in module.dag.params}
+
+
+def _property_policy_first(given: dict[str, Any]) -> None:
+    """The property policy's own line (what is refused and why) for the properties a trigger gives; the
+    form's schema refuses the same names but names only the property (`acklab.base.property_policy`)."""
+    from acklab.plan.params import RunParams
+    from acklab.workload.profiles import profile_from_spec
+
+    own = {key: given[key] for key in ("broker_config", "processor_config") if isinstance(given.get(key), dict)}
+    if own:
+        parse_model(RunParams, own, "params")
+    profiles = given.get("custom_profiles")
+    for name, spec in (profiles.items() if isinstance(profiles, dict) else ()):
+        profile_from_spec(str(name), spec, "params.custom_profiles")
 
 
 def check_dag_conf(dag_id: str, conf: str) -> None:
@@ -40,6 +54,7 @@ def check_dag_conf(dag_id: str, conf: str) -> None:
     params = dag_params(dag_id)
     if unknown := sorted(set(given) - set(params)):
         raise SpecError(f"params: unknown param {unknown[0]!r}; valid: {', '.join(params)}")
+    _property_policy_first(given)
     values = {}
     for name, param in params.items():
         try:

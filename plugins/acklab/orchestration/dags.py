@@ -64,7 +64,7 @@ def _collected(key: str) -> str:
 
 def _user_errors(plan: Callable[[], T]) -> T:
     """Bad params fail the run at once, with their one-line message (no retries)."""
-    from airflow.exceptions import AirflowFailException
+    from airflow.sdk.exceptions import AirflowFailException
 
     from acklab.base.spec import SpecError
 

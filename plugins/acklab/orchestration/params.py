@@ -10,12 +10,14 @@ from typing import Any
 from airflow.sdk import Param
 
 from acklab.base.maven import KAFKA_VERSION_PATTERN
+from acklab.base.property_policy import CLIENT_FAMILIES, refused_names_schema
 from acklab.cluster.topology import topology_names
 from acklab.nemesis.faults import FAULT_NAMES, NO_FAULT
 from acklab.plan.params import RunParams
 from acklab.plan.preset_files import NAME_PATTERN
 from acklab.plan.presets import PRESETS
 from acklab.workload import families
+from acklab.workload.processing import TUNABLE_PROPERTY
 from acklab.workload.profiles import profile_names
 
 SCHEMA_NOISE = ("title", "default")
@@ -54,6 +56,11 @@ def run_time_enums() -> dict[str, dict[str, Any]]:
         "faults": {"items": {"type": "string", "enum": faults}, "uniqueItems": True, "examples": faults},
         # a trigger names a presets file by NAME only (`acklab.plan.preset_files.resolve_presets_file`), never a path
         "presets_file": {"pattern": NAME_PATTERN},
+        # properties that load code, read files or reach other hosts (`acklab.base.property_policy`)
+        "broker_config": refused_names_schema("broker"),
+        "custom_profiles": {"additionalProperties": {"type": "object", "properties": {
+            family: {"type": "object", **refused_names_schema(family)} for family in CLIENT_FAMILIES
+        }}},
     }
 
 
@@ -71,6 +78,8 @@ def run_params_schema() -> dict[str, dict[str, Any]]:
         fields[name] = {**field, **enums.get(name, {})}
     # A step's other fields are checked by `plan`; a compact schema keeps parsing fast (Airflow
     # deep-copies every param into every task).
+    for side in ("consumer", "producer"):  # the processors take tunable names only (`ProcessorConfig`)
+        fields["processor_config"]["properties"][side]["propertyNames"] = {"pattern": TUNABLE_PROPERTY.pattern}
     fields["schedule"]["items"] = {
         "type": "object", "required": ["fault"], "properties": {"fault": {"enum": [f for f in FAULT_NAMES if f != NO_FAULT]}},
     }

@@ -10,10 +10,12 @@ import os
 from pathlib import Path
 from typing import Any
 
+from acklab.base.spec import SpecError
 from acklab.checker.submit import audit_job
 from acklab.checker.verdict import GuaranteeViolation
 from acklab.cluster.cluster import Cluster
 from acklab.cluster.state import STATE_FILE, keep_alive
+from acklab.cluster.topology import topology_names
 from acklab.model import beliefs
 from acklab.orchestration import execution
 from acklab.orchestration.pipeline import provision, run_pipeline, verdict, write_result
@@ -84,6 +86,8 @@ def _run_params(params: dict[str, Any]) -> dict[str, Any]:
         own["clients"] = []
     if own.get("presets_file") is not None:  # a trigger is untrusted: a NAME in a presets folder, never a path
         resolve_presets_file(own["presets_file"], paths=False)
+    if own.get("topology") is not None and own["topology"] not in topology_names():  # likewise a topology of clusters/
+        raise SpecError(f"params.topology: {own['topology']!r} is not a topology of clusters/ (a trigger names one: {', '.join(topology_names())})")
     return presets.with_preset(params["preset"], own, own.get("presets_file")) if params.get("preset") else own
 
 

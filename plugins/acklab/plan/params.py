@@ -7,9 +7,10 @@ from __future__ import annotations
 import re
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from acklab.base.maven import KAFKA_VERSION_PATTERN
+from acklab.base.property_policy import check_broker_properties
 from acklab.nemesis.faults import FAULT_NAMES, FAULTS
 from acklab.nemesis.schedule import FaultStep
 from acklab.workload import families
@@ -113,6 +114,12 @@ class RunParams(BaseModel):
         True, description="Run a planted loss first (negative-control__planted-loss): unless the checker counts it exactly, the "
         "run is invalid. false: the run has no proof that it could go red, and its report says so",
     )
+
+    @field_validator("broker_config")
+    @classmethod
+    def _allowed_broker_config(cls, config: dict[str, str | int | float | bool]) -> dict[str, str | int | float | bool]:
+        check_broker_properties(config)
+        return config
 
     @model_validator(mode="after")
     def _distinct(self) -> RunParams:

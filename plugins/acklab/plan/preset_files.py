@@ -20,7 +20,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from acklab.base.spec import SpecError, load_yaml, parse_model
+from acklab.base.spec import SpecError, first_error, load_yaml, parse_model
 from acklab.plan.checks import AnyCheck, ClaimBounds
 from acklab.plan.params import RunParams
 from acklab.workload import families
@@ -111,9 +111,7 @@ def load_presets(path: Path) -> dict[str, Preset]:
         try:
             found[str(name)] = Preset.model_validate({"name": str(name), **spec})
         except ValidationError as exc:
-            first = exc.errors()[0]
-            field = ".".join(str(part) for part in first["loc"])
-            message = str(first["msg"]).removeprefix("Value error, ")
+            field, message = first_error(exc)
             raise SpecError(f"{where}: {field + ': ' if field else ''}{message}") from None
     return found
 

@@ -36,7 +36,7 @@ from pydantic import ValidationError
 
 from acklab.base.maven import DEFAULT_KAFKA_VERSION, SetupError, fetch_java_client
 from acklab.base.paths import cache_dir
-from acklab.base.spec import SpecError
+from acklab.base.spec import SpecError, first_error
 from acklab.workload.client import Client, Launcher, ProducerProcess
 from acklab.workload.profiles import IDEMPOTENT_MAX_IN_FLIGHT, ProducerProfile
 from acklab.workload.spec import LoadSpec
@@ -263,8 +263,7 @@ def effective(name: str, properties: Mapping[str, str], client_version: str, des
             }
         )
     except ValidationError as exc:
-        first = exc.errors()[0]
-        raise SpecError(f"profile {name}: {first['msg'].removeprefix('Value error, ')}") from None
+        raise SpecError(f"profile {name}: {first_error(exc)[1]}") from None
 
 
 def _typed(key: str, value: str) -> Any:

@@ -23,7 +23,8 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from acklab.base.spec import SpecError, load_yaml, parse_model
+from acklab.base.property_policy import check_client_properties
+from acklab.base.spec import SpecError, first_error, load_yaml, parse_model
 
 CATALOG = "catalog/profiles.yaml"
 RAW = "librdkafka"  # a profile spec's key for raw librdkafka properties
@@ -111,9 +112,17 @@ class ProducerProfile(BaseModel):
     @classmethod
     def _not_managed(cls, overrides: dict[str, str | int | float | bool]) -> dict[str, str | int | float | bool]:
         for key in overrides:
-            if key in MANAGED_PROPERTIES or key.endswith("_cb") or key in ("on_delivery", "logger"):
-                raise ValueError(f"{key} is set by {MANAGED_PROPERTIES.get(key, 'acklab')}, not by overrides")
+            if key in MANAGED_PROPERTIES:
+                raise ValueError(f"{key} is set by {MANAGED_PROPERTIES[key]}, not by overrides")
+        check_client_properties("librdkafka", overrides)
         return overrides
+
+    @field_validator("java")
+    @classmethod
+    def _allowed_java(cls, java: dict[str, str] | None) -> dict[str, str] | None:
+        if java is not None:
+            check_client_properties("java", java)
+        return java
 
     @model_validator(mode="after")
     def _consistent(self) -> ProducerProfile:
@@ -199,11 +208,16 @@ def profile_from_spec(name: str, spec: Mapping[str, Any], source: str) -> Produc
         text = {str(k): str(v).lower() if isinstance(v, bool) else str(v) for k, v in properties.items()}
         if RAW in spec:  # the librdkafka form states the typed fields; the Java client states its own (`ClientFamily.resolve`)
             both = profile_from_spec(name, {key: value for key, value in spec.items() if key != JAVA}, source)
+            try:
+                check_client_properties("java", text)
+            except ValueError as exc:
+                raise SpecError(f"{source}: profile {name}: java: {exc}") from None
             return both.model_copy(update={"java": text})
         # The typed fields are the Java client's to state, at its version (`ClientFamily.resolve`).
-        return ProducerProfile(
-            name=name, description=str(spec.get("description") or "the user's Java producer properties"), acks="all", java=text, java_only=True
-        )
+        return parse_model(ProducerProfile, {
+            "name": name, "description": str(spec.get("description") or "the user's Java producer properties"), "acks": "all", "java": text,
+            "java_only": True,
+        }, f"{source}: profile {name}")
     if RAW in spec:
         extra = set(spec) - {RAW, "description"}
         if extra or not isinstance(spec[RAW], Mapping):
@@ -211,9 +225,8 @@ def profile_from_spec(name: str, spec: Mapping[str, Any], source: str) -> Produc
         try:
             return ProducerProfile.from_librdkafka(name, spec[RAW], str(spec.get("description", "")))
         except ValidationError as exc:
-            first = exc.errors()[0]
-            where = ".".join(str(p) for p in first["loc"]) or "(top level)"
-            raise SpecError(f"{source}: profile {name}: {where}: {first['msg']}") from None
+            where, message = first_error(exc)
+            raise SpecError(f"{source}: profile {name}: {where or '(top level)'}: {message}") from None
         except ValueError as exc:
             raise SpecError(f"{source}: profile {name}: {exc}") from None
     return parse_model(ProducerProfile, {"name": name, **spec}, f"{source}: profile {name}")

@@ -82,6 +82,44 @@ def test_rest_trigger_with_params_runs_the_smoke_dag(
         assert compare_metadata(MigrationContext.configure(connection, opts={"version_table": VERSION_TABLE, "include_name": ours}), METADATA) == []
 
 
+# Triggers whose properties would load code, read files or reach other hosts: the form's schema
+# refuses each name before a run exists (`acklab.base.property_policy.refused_names_schema`).
+REFUSED_AT_THE_API = [
+    ({"custom_profiles": {"mine": {"librdkafka": {"plugin.library.path": "/tmp/libevil.so"}}}, "profiles": ["mine"]}, "plugin.library.path"),
+    ({"custom_profiles": {"mine": {"librdkafka": {"sasl.kerberos.kinit.cmd": "touch /tmp/owned"}}}, "profiles": ["mine"]}, "sasl.kerberos.kinit.cmd"),
+    ({"client": "java", "custom_profiles": {"mine": {"java": {"sasl.jaas.config": "x"}}}, "profiles": ["mine"]}, "sasl.jaas.config"),
+    ({"client": "java", "custom_profiles": {"mine": {"java": {"config.providers": "file"}}}, "profiles": ["mine"]}, "config.providers"),
+    ({"broker_config": {"authorizer.class.name": "com.example.Evil"}}, "authorizer.class.name"),
+    ({"broker_config": {"log.dirs": "/etc"}}, "log.dirs"),
+    ({"processing": ["eos"], "processor_config": {"consumer": {"interceptor.classes": "com.example.Evil"}}}, "interceptor.classes"),
+    ({"topology": "/etc/passwd"}, "/etc/passwd"),
+]
+
+
+def test_a_trigger_whose_properties_load_code_or_leave_the_sandbox_is_refused(
+    airflow_rest: AirflowRest, isolated_run_store: Path
+) -> None:
+    """Through the REST API: a property the schema names is refused with 400; one only its value
+    betrays (a Java class of another vendor) fails the run at `plan` with the policy's line, before
+    any run folder or broker exists."""
+    airflow_rest.wait_for_dag(SMOKE)
+    airflow_rest.set_paused(SMOKE, False)
+    before = set(isolated_run_store.iterdir())
+    for conf, name in REFUSED_AT_THE_API:
+        response = airflow_rest.trigger(SMOKE, {**CONF, **conf})
+        assert response.status_code == 400 and name in response.text, (name, response.status_code, response.text[:500])
+    conf = {**CONF, "client": "java", "custom_profiles": {"mine": {"java": {"interceptor.classes": "com.example.Evil"}}}, "profiles": ["mine"]}
+    response = airflow_rest.trigger(SMOKE, conf)
+    assert response.status_code == 200, response.text
+    run_id = response.json()["dag_run_id"]
+    run = airflow_rest.wait_for_run(SMOKE, run_id, RUN_TIMEOUT_S)
+    assert run["state"] == "failed"
+    states = airflow_rest.task_states(SMOKE, run_id)
+    assert states["plan"] == "failed" and not any(state == "success" for state in states.values()), states
+    assert "java property interceptor.classes refused: it would load code into the client" in airflow_rest.task_log(SMOKE, run_id, "plan")
+    assert set(isolated_run_store.iterdir()) == before  # no run folder, so no cluster
+
+
 def test_backfill_runs_the_daily_dag_through_the_scheduler(airflow_rest: AirflowRest, isolated_run_store: Path) -> None:
     """A backfill of the daily DAG's next interval with small params: the scheduler creates and runs
     the run from the DAG's timetable. Backfilling that very interval also keeps unpausing the DAG from

@@ -13,6 +13,7 @@ from typing import Any, TypeVar
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from acklab.base import maven
 from acklab.base.paths import runs_dir
@@ -37,7 +38,7 @@ def user_errors(action: Callable[[], T]) -> T:
     try:
         return action()
     except (SpecError, maven.SetupError, UserError) as exc:
-        console.print(f"[red]error:[/red] {exc}", highlight=False)
+        console.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False)  # the message's brackets are text, not markup
         raise typer.Exit(2) from None
 
 
