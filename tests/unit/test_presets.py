@@ -227,8 +227,10 @@ def test_processor_events_count_a_pipelines_overran_calls_and_quote_the_first(tm
     pipeline = PipelineEvidence(style="eos", processors=2, group_id="g", output_topic="o", logs="scenarios/pipeline-eos__f/processors")
     seen = Evidence({}, ScenarioEntry(scenario="pipeline-eos__f", pipeline=pipeline), run, "4.3.1")
     assert ProcessorEvents(event="overran", where={"call": "send_offsets_to_transaction"})(seen) == (
-        True, "1 processor overran events: txn=2, call=send_offsets_to_transaction, timeout_s=30.0, waited_s=40.0"
+        True, "1 processor overran events with call=send_offsets_to_transaction (of 2 overran events); the first, processor-0.0: "
+        "txn=2, call=send_offsets_to_transaction, timeout_s=30.0, waited_s=40.0"
     )
+    assert ProcessorEvents(event="overran", where={"txn": True})(seen) == (False, "0 processor overran events with txn=True (of 2 overran events)")
     assert ProcessorEvents(event="overran", at_least=2)(seen)[0] is True
     assert ProcessorEvents(event="overran", at_least=3)(seen)[0] is False
     assert ProcessorEvents(event="overran")(Evidence({}, ScenarioEntry(scenario="p__f"), run, "4.3.1")) == (False, "not a pipeline scenario: no processor logs")

@@ -26,6 +26,7 @@ REFUSED: list[tuple[str, str, str]] = [
     ("librdkafka", "oauthbearer_token_refresh_cb", "x"),
     ("librdkafka", "schema.registry.url", "http://evil.example.com"),
     ("librdkafka", "client.id", "a\nplugin.library.path=/tmp/libevil.so"),
+    ("librdkafka", "internal.termination.signal", "15"),
     ("java", "bootstrap.servers", "10.1.1.1:9092"),
     ("java", "sasl.jaas.config", "com.sun.security.auth.module.JndiLoginModule required user.provider.url=\"ldap://evil\";"),
     ("java", "sasl.login.callback.handler.class", "com.example.Evil"),
@@ -62,6 +63,9 @@ REFUSED: list[tuple[str, str, str]] = [
     ("broker", "sasl.oauthbearer.jwks.endpoint.url", "https://evil.example.com"),
     ("broker", "group.consumer.assignors", "com.example.Assignor"),
     ("broker", "min.insync.replicas", "2\nlog.dirs=/etc"),
+    ("broker", "group.consumer.assignors", "com\\u002eevil\\u002eAssignor"),  # Properties.load decodes the escape
+    ("broker", "group.consumer.assignors", "com.evil.assignor"),  # a class need not be capitalised
+    ("broker", "replica.lag.time.max.ms", "10000\\"),  # a line continuation would swallow the next setting
     ("broker", "bad name", "1"),
 ]
 
@@ -83,6 +87,9 @@ ALLOWED: list[tuple[str, str, object]] = [
     ("broker", "transaction.partition.verification.enable", False),
     ("broker", "replica.lag.time.max.ms", 10000),
     ("broker", "message.max.bytes", 1048588),
+    ("broker", "group.consumer.assignors", "uniform,range"),
+    ("broker", "inter.broker.protocol.version", "3.9"),
+    ("librdkafka", "debug", "broker,topic"),
 ]
 
 

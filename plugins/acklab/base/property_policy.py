@@ -28,8 +28,8 @@ CLIENT_FAMILIES: tuple[ClientFamily, ...] = ("librdkafka", "java")
 
 KAFKA_CLASS = r"org\.apache\.kafka\.[A-Za-z0-9_.$]+"
 """A class of Apache Kafka's own jars (the client's or the broker's)."""
-JAVA_CLASS = re.compile(r"(?:[A-Za-z_$][\w$]*\.)+[A-Z][\w$]*")
-"""A fully qualified Java class name (packages, then a capitalised class)."""
+JAVA_CLASS = re.compile(r"(?<![\w$.])(?:[A-Za-z_$][\w$]*\.)+[A-Za-z_$][\w$]*")
+"""What may name a Java class: dotted identifiers (a class need not be capitalised)."""
 NAMES_NOT_CLASSES = frozenset({"client.id", "transactional.id", "group.id", "group.instance.id", "client.rack"})
 """Identifiers that may look like a class name (`com.acme.OrderService`) and are never loaded."""
 
@@ -68,6 +68,8 @@ CLIENT_RULES: Mapping[ClientFamily, tuple[Rule, ...]] = {
         Rule(r"ssl\..*|ssl_.*|https\..*|enable\.ssl\..*", "SSL settings read certificate and key files or load an OpenSSL engine, and "
              + PLAINTEXT_ONLY, example=('ssl.engine.location', '/tmp/engine.so')),
         Rule(r"security\.protocol", PLAINTEXT_ONLY, allowed=r"(?i)plaintext", example=('security.protocol', 'SASL_SSL')),
+        Rule(r"internal\.termination\.signal", "librdkafka would take over a signal the workload stops or arms its processes with",
+             example=("internal.termination.signal", "15")),
         Rule(r"test\..*", "it configures librdkafka's built-in mock cluster, not the cluster under test", example=('test.mock.num.brokers', '3')),
         Rule(r".*_cb|opaque|interceptors|on_delivery|logger", "callbacks are the workload's own, not properties", example=('oauthbearer_token_refresh_cb', 'x')),
         Rule(r".*\.(url|urls|uri|endpoint)", HOSTS, example=('schema.registry.url', 'http://evil.example.com')),
@@ -116,8 +118,9 @@ def _problem(who: str, rules: tuple[Rule, ...], name: str, value: object) -> str
     for rule in rules:
         if rule.refuses(name, text):
             return f"{who} property {name} refused: {rule.reason}"
-    if any(ord(c) < 32 or ord(c) == 127 for c in text):
-        return f"{who} property {name} refused: its value holds a line break or control character (it would write further properties)"
+    if any(ord(c) < 32 or ord(c) == 127 for c in text) or "\\" in text:
+        return (f"{who} property {name} refused: its value holds a line break, a control character or a backslash (a "
+                "properties file would read further properties or escaped characters from it)")
     for found in () if name in NAMES_NOT_CLASSES else JAVA_CLASS.finditer(text):
         if not re.fullmatch(KAFKA_CLASS, found.group(0)):
             return f"{who} property {name} refused: its value names the class {found.group(0)}, not one of Apache Kafka's own (org.apache.kafka.*)"

@@ -238,12 +238,19 @@ class ProcessorEvents(Check):
         if e.entry.pipeline is None:
             return Finding(False, "not a pipeline scenario: no processor logs")
         folder = e.run.root / e.entry.pipeline.logs
-        found = [
-            event for log in sorted(folder.glob("processor-*.jsonl")) for event in read_log(log)
-            if event.get("ev") == self.event and all(event.get(k) == v for k, v in self.where.items())
-        ]
-        quoted = ": " + ", ".join(f"{k}={v}" for k, v in found[0].items() if k not in ("t", "ev")) if found else ""
-        return Finding(len(found) >= self.at_least, f"{len(found):,} processor {self.event} events{quoted}")
+        events = [(log.stem, event) for log in sorted(folder.glob("processor-*.jsonl")) for event in read_log(log) if event.get("ev") == self.event]
+        found = [(where, event) for where, event in events if all(_same(event.get(k), v) for k, v in self.where.items())]
+        filtered = f" with {', '.join(f'{k}={v}' for k, v in self.where.items())} (of {len(events):,} {self.event} events)" if self.where else ""
+        quoted = ""
+        if found:
+            where, event = found[0]
+            quoted = f"; the first, {where}: " + ", ".join(f"{k}={v}" for k, v in event.items() if k not in ("t", "ev"))[:200]
+        return Finding(len(found) >= self.at_least, f"{len(found):,} processor {self.event} events{filtered}{quoted}")
+
+
+def _same(seen: object, wanted: object) -> bool:
+    """A logged field equals a wanted value of the same type (true is not 1)."""
+    return type(seen) is type(wanted) and seen == wanted
 
 
 @register("attempts_per_failure")

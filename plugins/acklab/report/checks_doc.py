@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import inspect
 import re
-from typing import Annotated, Any, Literal, get_args, get_origin
+from types import UnionType
+from typing import Annotated, Any, Literal, Union, get_args, get_origin
 
 from pydantic.fields import FieldInfo
 
@@ -46,6 +47,10 @@ def _type(annotation: Any) -> str:
         return " \\| ".join(f"`{value}`" for value in args)
     if origin in (list, tuple):
         return f"list of {_type(args[0])}s"
+    if origin is dict:
+        return f"mapping of {_type(args[0])} to {_type(args[1])}"
+    if origin in (UnionType, Union):
+        return " or ".join(_type(arg) for arg in args)
     if isinstance(annotation, type) and issubclass(annotation, Check):
         return "check"
     return {str: "text", int: "integer", float: "number", bool: "true/false"}.get(annotation, str(annotation))

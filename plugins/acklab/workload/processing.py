@@ -47,7 +47,8 @@ line. Events (fields beside `t` and `ev`):
 - `txn_committed`: txn — eos-naive only: its transaction (the output alone) committed, before the
   point and before the consumer commits the offsets
 - `aborted`: txn, error — the transaction was aborted by the processor (abort call returned, or a
-  new producer with the same transactional id fenced it after a call overran)
+  new producer with the same transactional id fenced it after send_offsets or abort overran; after
+  commit overran the outcome is unknown and only `error` is logged)
 - `overran`: txn, call, timeout_s, waited_s — a transaction call of the client still blocked
   `waited_s` after it was given `timeout_s` (the client did not keep its timeout); the processor
   abandons it (`error` fatal, then `aborted`)

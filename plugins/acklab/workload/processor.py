@@ -30,6 +30,7 @@ import signal
 import sys
 import threading
 import time
+import traceback
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TextIO
@@ -49,7 +50,11 @@ OVERRUN_GRACE_S = 10.0
 
 
 class Overran(Exception):
-    """A client call blocked past its timeout and `OVERRUN_GRACE_S` (the client did not keep its timeout)."""
+    """A client call (`call`) blocked past its timeout and `OVERRUN_GRACE_S` (the client did not keep its timeout)."""
+
+    def __init__(self, call: str, message: str) -> None:
+        super().__init__(message)
+        self.call = call
 
 
 def generation(metadata: object) -> int:
@@ -121,7 +126,7 @@ class Processor:
         config.update(job.producer_config)
         producer = Producer(config)
         if job.style in TRANSACTIONAL_STYLES:
-            producer.init_transactions(60)
+            self._bounded("init_transactions", producer.init_transactions, 60.0)
         return producer
 
     # ---- signals ------------------------------------------------------------------------------
@@ -324,17 +329,20 @@ class Processor:
         if thread.is_alive():
             waited = time.monotonic() - started
             self.log("overran", txn=self.txn, call=name, timeout_s=round(timeout_s, 3), waited_s=round(waited, 3))
-            raise Overran(f"{name} still blocked {waited:.1f} s after it was given {timeout_s:.1f} s")
+            raise Overran(name, f"{name} still blocked {waited:.1f} s after it was given {timeout_s:.1f} s")
         if outcome and outcome[0] is not None:
             raise outcome[0]
 
     def _abandon(self, exc: Overran) -> None:
         """After a transaction call overran: a new producer with the same `transactional.id` fences the
-        blocked one (its `init_transactions` returns once the open transaction is aborted), then rewind."""
+        blocked one, then rewind. Its `init_transactions` returns once the open transaction has ended:
+        aborted, unless the call that overran was `commit_transaction`, whose EndTxn the coordinator may
+        have taken (then the outcome is unknown: only the fatal `error` is logged)."""
         self.log("error", txn=self.txn, error=f"Overran: {exc}", fatal=True)
         self.abandoned.append(self.producer)
         self.producer = self._producer()
-        self.log("aborted", txn=self.txn, error=f"Overran: {exc}; fenced by a new producer")
+        if exc.call != "commit_transaction":
+            self.log("aborted", txn=self.txn, error=f"Overran: {exc}; fenced by a new producer")
         self._rewind()
 
     def _rewind(self) -> None:
@@ -369,7 +377,13 @@ def _name(exc: KafkaException) -> str:
 def main(argv: list[str]) -> int:
     job = ProcessorJob.model_validate_json(Path(argv[0]).read_text())
     processor = Processor(job)
-    code = processor.run()
+    try:
+        code = processor.run()
+    except BaseException:
+        if not processor.abandoned:
+            raise
+        traceback.print_exc()
+        code = 1
     if processor.abandoned:  # a producer still blocked in librdkafka: destroying it at exit could block too
         sys.stderr.flush()
         os._exit(code)
