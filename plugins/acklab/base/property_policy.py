@@ -10,7 +10,7 @@ token endpoints, any URL), point a client at a cluster other than the one under 
 cluster) or move what the cluster is (listeners, log directories, node ids). Each refusal is a `Rule`:
 the names it covers, the values it still allows (the client's own classes, PLAINTEXT) and why; a
 value that names a Java class outside `org.apache.kafka` is refused under any name, and no value may
-hold a line break (it would write further properties into a properties file).
+hold a line break or a backslash (a properties file would read further properties or escapes from it).
 
 `client_property_problem` / `broker_property_problem` answer one property with the line to show, or
 None; `check_client_properties` / `check_broker_properties` raise it (ValueError, so pydantic

@@ -10,6 +10,7 @@ import time
 from collections import Counter
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
@@ -104,11 +105,8 @@ def coordinator(ctx: FaultContext, kind: str, admin: ClusterAdmin | None = None)
         return -1
     processors = next(iter(ctx.processors.values()))
     topic, key = (OFFSETS, processors.group_id) if kind == "group-coordinator" else (TRANSACTION_STATE, processors.transactional_id(0))
-    if admin is None:
-        with ctx.cluster.admin(timeout_s=5) as own:
-            partitions = own.partitions(topic)
-    else:
-        partitions = admin.partitions(topic)
+    with nullcontext(admin) if admin is not None else ctx.cluster.admin(timeout_s=5) as client:
+        partitions = client.partitions(topic)
     return partitions[java_hash(key) % len(partitions)].leader
 
 

@@ -51,7 +51,7 @@ line. Events (fields beside `t` and `ev`):
   commit overran the outcome is unknown and only `error` is logged)
 - `overran`: txn, call, timeout_s, waited_s — a transaction call of the client still blocked
   `waited_s` after it was given `timeout_s` (the client did not keep its timeout); the processor
-  abandons it (`error` fatal, then `aborted`)
+  abandons it (`error` fatal, then `aborted` unless the call was commit_transaction)
 - `error`: txn, error, fatal (bool) — a step failed; for eos, `aborted` or a new producer follows
 - `rewound`: offsets ({partition: offset}) — the consumer was set back to them
 - `stop`: reason

@@ -208,11 +208,7 @@ def profile_from_spec(name: str, spec: Mapping[str, Any], source: str) -> Produc
         text = {str(k): str(v).lower() if isinstance(v, bool) else str(v) for k, v in properties.items()}
         if RAW in spec:  # the librdkafka form states the typed fields; the Java client states its own (`ClientFamily.resolve`)
             both = profile_from_spec(name, {key: value for key, value in spec.items() if key != JAVA}, source)
-            try:
-                check_client_properties("java", text)
-            except ValueError as exc:
-                raise SpecError(f"{source}: profile {name}: java: {exc}") from None
-            return both.model_copy(update={"java": text})
+            return parse_model(ProducerProfile, {**both.model_dump(), "java": text}, f"{source}: profile {name}")
         # The typed fields are the Java client's to state, at its version (`ClientFamily.resolve`).
         return parse_model(ProducerProfile, {
             "name": name, "description": str(spec.get("description") or "the user's Java producer properties"), "acks": "all", "java": text,
