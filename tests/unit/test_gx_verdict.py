@@ -130,6 +130,7 @@ class Run:
                 "hanging_partitions": 0 if profile.transaction is not None else None,
                 "hanging_detail": None,
                 "planted_lost": planted,
+                "planted_duplicates": None,
                 "control": control,
                 **dict.fromkeys(MATRIX_PIPELINE.names),
                 **flags,

@@ -49,7 +49,7 @@ class Broker:
             while True:
                 body = await reader.readexactly(int.from_bytes(await reader.readexactly(4), "big"))
                 api_key = int.from_bytes(body[:2], "big")
-                correlation = int.from_bytes(body[4:8], "big")
+                correlation = int.from_bytes(body[4:8], "big", signed=True)
                 self.received.append((api_key, correlation, time.monotonic()))
                 if api_key == END_TXN:
                     answer = correlation.to_bytes(4, "big") + b"\x00"
@@ -421,6 +421,33 @@ def test_planted_loss_answers_as_appended_in_the_brokers_name_and_logs_what_it_s
         log = proxy.handle({"op": "swallowed", "broker": 0})["swallowed"]
         assert [(e["partition"], e["records"], e["producer_id"], e["base_sequence"], e["answered"]) for e in log] == [
             (0, 5, 7, 3, True), (1, 6, 7, 0, True), (0, 1, 7, 8, True), (0, 6, -1, -1, False)
+        ]
+
+    run(scenario)
+
+
+def test_planted_duplicate_sends_a_request_twice_answers_the_client_once_and_logs_what_the_broker_appended() -> None:
+    async def scenario(proxy: ProxyServer, brokers: list[Broker], connect: Callable[[int], Awaitable[Client]]) -> None:
+        client = await connect(0)
+        set_rule(proxy, action="plant_duplicate", probability=1.0)
+        client.produce(1, records=(batch(-1, -1, records=3), batch(-1, -1, records=4)))  # no idempotence: sent twice
+        client.produce(2, records=(batch(7, 0, records=5),))  # idempotent: the broker would append nothing, passes
+        client.produce(3, transactional_id="tx", records=(batch(-1, -1, records=2),))  # transactional: passes
+        client.produce(4, acks=0, records=(batch(-1, -1, records=6),))  # acks=0: no answer to learn from, passes
+        client.produce(5, records=(batch(-1, -1, records=1),))
+        assert [await client.answer() for _ in range(4)] == [(1, [0, 0]), (2, [0]), (3, [0]), (5, [0])]
+        with pytest.raises(TimeoutError):  # the copies' answers never reach the client
+            await client.answer(timeout_s=0.3)
+        received = produce_received(brokers[0])
+        assert received[:3] == [1, received[1], 2] and received[1] < 0 and received[-2:] == [5, received[-1]] and received[-1] < 0
+        assert len(received) == 7
+        assert stats(proxy) == {
+            "duplicated_requests": 2, "duplicated_records": 3 + 4 + 1, "idempotent_passed": 2, "unanswered_passed": 1,
+        }
+        log = proxy.handle({"op": "duplicated", "broker": 0})["duplicated"]
+        # The stand-in broker appends each request at the next offset: the copy right after the original.
+        assert [(e["partition"], e["records"], e["answered"], e["error"], e["base_offset"]) for e in log] == [
+            (0, 3, True, "NONE", 2), (1, 4, True, "NONE", 2), (0, 1, True, "NONE", 6),
         ]
 
     run(scenario)

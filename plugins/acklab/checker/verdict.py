@@ -251,7 +251,7 @@ def _scenario_verdict(
         guarantee=record["guarantee"],
         status=status,
         failed=tuple(failed),
-        counts={name: record.get(name) for name in (*COUNT_COLUMNS, *PIPELINE_COUNT_COLUMNS, "planted_lost")},
+        counts={name: record.get(name) for name in (*COUNT_COLUMNS, *PIPELINE_COUNT_COLUMNS, "planted_lost", "planted_duplicates")},
         reason=reason,
         fatal_error=record.get("fatal_error"),
         hanging_detail=record.get("hanging_detail"),

@@ -60,7 +60,11 @@ def _evidence(mechanism: Mechanism | None) -> str:
         return "the partition's ISR fell below min.insync.replicas"
     if isinstance(mechanism, Proxy):
         counted = " or ".join(f"`{counter}`" for counter in mechanism.counters)
-        logs = {"hold_request": "; each withheld request is in the event's `withheld`", "plant_loss": "; each swallowed batch is in the event's `swallowed`"}
+        logs = {
+            "hold_request": "; each withheld request is in the event's `withheld`",
+            "plant_loss": "; each swallowed batch is in the event's `swallowed`",
+            "plant_duplicate": "; each copy and the broker's answer to it is in the event's `duplicated`",
+        }
         return f"the proxy counted {counted} on the target broker(s) in the window (the event's `counts`){logs.get(mechanism.action, '')}"
     if isinstance(mechanism, Links):
         if mechanism.seen == "leader-moved":

@@ -20,6 +20,7 @@ from acklab.proxy.codes import ERRORS, PRODUCE
 
 NO_FAULT = "none"
 PLANTED_LOSS = "planted-loss"  # the negative control's fault
+PLANTED_DUPLICATE = "planted-duplicate"
 TO_LOAD_END_CEILING_S = 6 * 3600.0  # a fault that lasts until the load ends (`FaultSpec.to_load_end`) is undone after this at the latest
 TargetKind = Literal["leader", "follower", "controller", "broker", "random-broker", "every-broker", "group-coordinator", "txn-coordinator"]
 COORDINATORS: frozenset[TargetKind] = frozenset({"group-coordinator", "txn-coordinator"})  # a pipeline's: its group's, its instance 0's transactions'
@@ -399,6 +400,23 @@ FAULTS: Mapping[str, FaultSpec] = {
                 Effect(
                     "planted-loss-planted", PLANTED_LOSS, lambda s: s.has(PLANTED_LOSS), (("planted_lost", 1, None),),
                     "The proxy must have swallowed records of the scenario's topic, or the planted loss never met the load.",
+                ),
+            ),
+        ),
+        # A duplicate made on purpose, which the checker must count exactly: only a producer without
+        # idempotence takes it (the broker would recognise an idempotent batch's copy).
+        _proxy(
+            PLANTED_DUPLICATE,
+            "send a share (default 0.2) of the target broker's produce requests of producers without idempotence "
+            "(acks != 0) to it twice, answering the client for the first copy only: the client sent each record once, "
+            "the broker stores those twice (each copy and the broker's answer to it is in the evidence); a checker that "
+            "misses them is broken",
+            "plant_duplicate", standard=False,
+            effects=(
+                Effect(
+                    "planted-duplicate-planted", PLANTED_DUPLICATE, lambda s: s.has(PLANTED_DUPLICATE), (("planted_duplicates", 1, None),),
+                    "The broker must have appended a copy of records of the scenario's topic, or nothing was planted (an "
+                    "idempotent or transactional producer's requests, and acks=0 ones, pass untouched).",
                 ),
             ),
         ),

@@ -10,7 +10,7 @@ import re
 import subprocess
 import threading
 import time
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass
 
@@ -20,7 +20,7 @@ from acklab.base.spec import SpecError
 from acklab.cluster.cluster import Cluster
 from acklab.nemesis.actions import FaultContext
 from acklab.nemesis.events import FaultEvent, FaultOutcome
-from acklab.nemesis.faults import FAULTS, PLANTED_LOSS
+from acklab.nemesis.faults import FAULTS, PLANTED_DUPLICATE, PLANTED_LOSS
 from acklab.nemesis.runner import Nemesis
 from acklab.nemesis.watch import LeaderWatch
 from acklab.plan.planner import RunPlan, ScenarioPlan
@@ -232,9 +232,9 @@ def _run_group(
     load_ended = max((f.result().ended for f in futures), default=time.time())
     drained = {topic: _drain(cluster, topic, processors[topic], pipelines[topic], topology.partitions, load_ended, run) for topic in pipelines}
     hanging = open_transactions(cluster, {t: s for t, s in zip(topics, group, strict=True) if s.profile.transaction}, topology.partitions)
-    planted = planted_losses(cluster, outcome, topics) if any(step.fault == PLANTED_LOSS for step in group[0].schedule) else {}
+    planted = planted_counts(cluster, outcome, topics, {step.fault for step in group[0].schedule})
     entries = [
-        _entry(plan, scenario, topic, future.result(), outcome, unplanned, run, hanging.get(topic), planted.get(topic), drained.get(topic))
+        _entry(plan, scenario, topic, future.result(), outcome, unplanned, run, hanging.get(topic), planted[topic], drained.get(topic))
         for scenario, topic, future in zip(group, topics, futures, strict=True)
     ]
     if watch is None:
@@ -312,15 +312,28 @@ def replica_assignment(
     return next((a for a in rotations if all(a[p][0] != controller for p in targeted)), rotations[0])
 
 
-def planted_losses(cluster: Cluster, outcome: FaultOutcome, topics: list[str]) -> dict[str, int]:
-    """Per topic: the records planted-loss swallowed (its timeline's `swallowed` entries name a
-    topic by name, or by id from produce v13)."""
+def planted_counts(cluster: Cluster, outcome: FaultOutcome, topics: list[str], faults: set[str]) -> dict[str, dict[str, int | None]]:
+    """Per topic, what the planting faults of the schedule (`faults`) planted in it, by its
+    manifest field: `planted_lost`, the records planted-loss swallowed (its timeline's `swallowed`
+    entries), and `planted_duplicates`, the records planted-duplicate had the broker append a second
+    time (its `duplicated` entries answered NONE; None if the answer to any copy of the topic never
+    came). Entries name a topic by name, or by id from produce v13."""
     swallowed = [entry for event in outcome.timeline for entry in event.swallowed]
+    duplicated = [entry for event in outcome.timeline for entry in event.duplicated]
     ids = {}
-    if swallowed:
+    if swallowed or duplicated:
         with cluster.admin() as admin:
             ids = admin.topic_ids(topics)
-    return {topic: sum(e["records"] for e in swallowed if e["topic"] in (topic, ids.get(topic))) for topic in topics}
+    counts: dict[str, dict[str, int | None]] = {topic: {} for topic in topics}
+    for topic in topics:
+        names = (topic, ids.get(topic))
+        if PLANTED_LOSS in faults:
+            counts[topic]["planted_lost"] = sum(e["records"] for e in swallowed if e["topic"] in names)
+        if PLANTED_DUPLICATE in faults:
+            mine = [e for e in duplicated if e["topic"] in names]
+            known = all(e["answered"] for e in mine)
+            counts[topic]["planted_duplicates"] = sum(e["records"] for e in mine if e["error"] == "NONE") if known else None
+    return counts
 
 
 @dataclass(frozen=True)
@@ -412,12 +425,12 @@ def _entry(
     unplanned: str | None,
     run: RunDir,
     hanging: dict[int, Hanging] | str | None = None,
-    planted_lost: int | None = None,
+    planted: Mapping[str, int | None] | None = None,
     pipeline: PipelineEvidence | None = None,
 ) -> ScenarioEntry:
     """The scenario's manifest entry: what was planned, what the load saw, what the fault did,
     (transactional scenarios) the partitions left with a hanging transaction (`open_transactions`),
-    and (planted-loss) the records the proxy swallowed from its topic (`planted_losses`).
+    and (planted-loss, planted-duplicate) what the proxy planted in its topic (`planted_counts`).
 
     Evidence is incomplete when the load did not send what it planned (`load_shortfall`), when a
     fault started after the load ended, or was still seen without its effect after it (an effect
@@ -466,7 +479,7 @@ def _entry(
         hanging_partitions=len(hanging) if isinstance(hanging, dict) else None,
         hanging_detail="; ".join(h.detail(p) for p, h in hanging.items())
         if isinstance(hanging, dict) and hanging else None,
-        planted_lost=planted_lost,
+        **(planted or {}),
         control=scenario.control,
         pipeline=pipeline,
         producer_stats={"path": run.relative(files.stats), **result.stats},

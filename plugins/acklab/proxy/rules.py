@@ -11,7 +11,7 @@ from acklab.proxy.behaviours.base import Options
 
 Action = Literal[
     "drop_response", "drop_request", "delay_response", "blackhole", "inject_error", "replace_error", "hold_request", "lose_then_reject",
-    "plant_loss",
+    "plant_loss", "plant_duplicate",
 ]
 
 
@@ -63,6 +63,12 @@ class ProxyRule(BaseModel):
       stored them. Each swallowed partition is logged (`swallowed`: topic, partition, record count,
       fabricated base offset, producer id, epoch, base sequence). A request whose record batches
       the codec cannot count passes untouched (`unparsed_produce`).
+    - plant_duplicate: a PRODUCE request of a producer without idempotence (acks != 0) reaches the
+      broker twice, the second copy right behind the first under a correlation id of the proxy's
+      own; the client gets the first copy's answer only. Each partition of a copy is logged
+      (`duplicated`: topic, partition, record count, and the broker's answer to the copy: its error
+      and the offset it appended the copy at). Idempotent and transactional producers' requests
+      pass untouched (the broker would append nothing: `idempotent_passed`).
     """
 
     model_config = ConfigDict(extra="forbid")

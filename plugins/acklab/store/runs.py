@@ -98,6 +98,19 @@ class SwallowedPartition(BaseModel):
     answered: bool = Field(description="the proxy answered it (false with acks=0: no answer is expected)")
 
 
+class DuplicatedPartition(BaseModel):
+    """Records of one partition of a produce request that `planted-duplicate` sent to the broker a
+    second time (the client sent it once and was answered for the first copy only)."""
+
+    topic: str = Field(description="topic name (or topic id, hex, from produce v13)")
+    partition: int
+    records: int = Field(description="records in its record batches")
+    at: float = Field(description="epoch seconds the copy was sent")
+    answered: bool = Field(description="the broker answered the copy (false: what it did is unknown)")
+    error: str | None = Field(None, description="the broker's answer to the copy for this partition (NONE: appended a second time)")
+    base_offset: int | None = Field(None, description="the offset the broker appended the copy at")
+
+
 class Intervention(BaseModel):
     """What a processor fault did to one pipeline's processor instance (`processor-kill`, `zombie`)."""
 
@@ -131,6 +144,7 @@ class FaultRecord(BaseModel):
     counts: dict[str, int] = Field(default_factory=dict, description="proxy counter deltas during the fault, or a link fault's dropped_packets")
     withheld: list[WithheldRequest] = Field(default_factory=list, description="hold faults: each request withheld")
     swallowed: list[SwallowedPartition] = Field(default_factory=list, description="planted-loss: each partition of a request swallowed")
+    duplicated: list[DuplicatedPartition] = Field(default_factory=list, description="planted-duplicate: each partition of a request sent twice")
     interventions: list[Intervention] = Field(default_factory=list, description="processor faults: each processor instance hit")
 
 
@@ -204,6 +218,12 @@ class ScenarioEntry(BaseModel):
     )
     planted_lost: int | None = Field(
         None, description="planted-loss: records of the scenario's topic the proxy answered as appended and never forwarded (the swallowed entries of its timeline, summed); null without that fault"
+    )
+    planted_duplicates: int | None = Field(
+        None,
+        description="planted-duplicate: records of the scenario's topic the proxy sent to the broker a second time and the broker "
+        "appended again (the duplicated entries of its timeline answered NONE, summed); null without that fault, or when a copy's "
+        "answer never came (what it did is unknown)",
     )
     control: bool = Field(False, description="the run's negative control: its planted loss must be caught exactly, or the run is invalid")
     pipeline: PipelineEvidence | None = Field(None, description="a pipeline scenario: its processing (below); null for a producer scenario")

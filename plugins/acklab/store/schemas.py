@@ -174,6 +174,11 @@ MATRIX_DESCRIPTIVE = pa.schema(
             "planted-loss: records the proxy acked in the broker's name and never forwarded, from the fault timeline (the checker must "
             "count exactly these lost); null without that fault",
         ),
+        column(
+            "planted_duplicates", pa.int64(),
+            "planted-duplicate: records the proxy sent to the broker a second time and the broker appended again, from the fault "
+            "timeline (the checker must count exactly these as duplicates); null without that fault",
+        ),
         column("control", pa.bool_(), "the run's negative control (a planted loss the checker must catch exactly)"),
     ]
 )

@@ -13,6 +13,7 @@ from acklab.proxy.behaviours import (
     hold_request,
     inject_error,
     lose_then_reject,
+    plant_duplicate,
     plant_loss,
     replace_error,
 )
@@ -20,5 +21,5 @@ from acklab.proxy.behaviours.base import Behaviour
 
 BEHAVIOURS: Mapping[str, Behaviour] = {
     module.BEHAVIOUR.name: module.BEHAVIOUR
-    for module in (drop_response, drop_request, delay_response, blackhole, inject_error, replace_error, hold_request, lose_then_reject, plant_loss)
+    for module in (drop_response, drop_request, delay_response, blackhole, inject_error, replace_error, hold_request, lose_then_reject, plant_loss, plant_duplicate)
 }
