@@ -61,8 +61,10 @@ def test_daily_dag_runs_the_standard_matrix(dagbag) -> None:
     # cores), the fault's two groups one after the other; librdkafka keeps the plain names
     producers = [s for s in plan.checked if s.pipeline is None]
     assert len(producers) == 2 * len(catalog()) * len(faults) >= 72
-    control, pipeline_control, *groups = plan.groups()
-    assert [s.name for s in control + pipeline_control] == ["negative-control__planted-loss", "pipeline-control__processor-kill"]
+    loss, duplicate, pipeline_control, *groups = plan.groups()
+    assert [s.name for s in loss + duplicate + pipeline_control] == [
+        "negative-control__planted-loss", "negative-control__planted-duplicate", "pipeline-control__processor-kill",
+    ]
     alone = [g for g in groups if g[0].pipeline is None]
     assert [(g[0].fault, g[0].client.family) for g in alone] == [(f, c) for f in faults for c in ("librdkafka", "java")]
     assert all(len(g) == len(catalog()) and len({s.client for s in g}) == 1 for g in alone)
@@ -83,7 +85,9 @@ def test_daily_dag_runs_the_standard_matrix(dagbag) -> None:
 def test_smoke_dag_is_small(dagbag) -> None:
     dag = dagbag.dags["kafka_delivery_smoke"]
     plan = make_plan({name: dag.params[name] for name in dag.params if name != "preset"})
-    assert [s.name for s in plan.scenarios] == ["negative-control__planted-loss", "leader-ack__leader-kill", "idempotent__leader-kill"]
+    assert [s.name for s in plan.scenarios] == [
+        "negative-control__planted-loss", "negative-control__planted-duplicate", "leader-ack__leader-kill", "idempotent__leader-kill",
+    ]
 
 
 def test_version_dag_compares_two_versions(dagbag) -> None:

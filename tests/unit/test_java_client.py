@@ -124,7 +124,7 @@ def test_clients_side_by_side_share_each_fault_group() -> None:
         "leader-ack__none", "leader-ack__leader-kill", "idempotent__none", "idempotent__leader-kill",
         "leader-ack.java__none", "leader-ack.java__leader-kill", "idempotent.java__none", "idempotent.java__leader-kill",
     ]
-    assert [[s.name for s in group] for group in plan.groups()][2] == [
+    assert [[s.name for s in group] for group in plan.groups()][3] == [
         "leader-ack__leader-kill", "idempotent__leader-kill", "leader-ack.java__leader-kill", "idempotent.java__leader-kill",
     ]
     java = [s for s in plan.scenarios if s.client.family == "java"]

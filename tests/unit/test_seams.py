@@ -39,7 +39,7 @@ def test_the_plan_task_keeps_the_plan_and_later_tasks_read_it(monkeypatch: pytes
     monkeypatch.setattr(tasks, "make_plan", no_planning)
     groups = tasks.scenario_groups(run)
     assert [g["scenarios"] for g in groups] == [
-        ["negative-control__planted-loss"], ["leader-ack__none", "idempotent__none"], ["leader-ack__leader-kill", "idempotent__leader-kill"]
+        ["negative-control__planted-loss"], ["negative-control__planted-duplicate"], ["leader-ack__none", "idempotent__none"], ["leader-ack__leader-kill", "idempotent__leader-kill"]
     ]
     assert tasks.stored_plan(run) == plan
 

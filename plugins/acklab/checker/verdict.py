@@ -28,6 +28,7 @@ from typing import Any, Literal
 
 from acklab.model.claims import Expectation, Kind
 from acklab.model.classes import Guarantee
+from acklab.nemesis.faults import PLANTED_DUPLICATE, PLANTED_LOSS
 from acklab.store.contract import COUNT_COLUMNS, PIPELINE_COUNT_COLUMNS
 from acklab.store.runs import Manifest
 
@@ -77,6 +78,7 @@ class ScenarioVerdict:
     fatal_error: str | None = None  # the producer's fatal error, named whenever there was one
     hanging_detail: str | None = None  # the hanging transactions, named whenever there were some
     control: bool = False  # the run's negative control (`ControlCheck`)
+    fault: str | None = None  # the row's fault (its schedule's label)
 
     def summary_line(self) -> str:
         """One line: status, scenario, class, why it is not a pass, and the key counts."""
@@ -94,37 +96,46 @@ class ScenarioVerdict:
         return " ".join(parts)
 
 
+# What each negative control plants, by its fault: (the column of what was planted, the checker's
+# count that must equal it, the sentence that compares them).
+PLANTED: Mapping[str, tuple[str, str, str]] = {
+    PLANTED_LOSS: ("planted_lost", "lost", "the proxy swallowed {planted} records, the checker counted {counted} lost"),
+    PLANTED_DUPLICATE: (
+        "planted_duplicates", "duplicates", "the broker appended {planted} records a second time, the checker counted {counted} duplicates",
+    ),
+}
+PIPELINE_PLANTED = ("reprocessed", "processing_duplicates", "the processors re-processed {planted} inputs, the checker counted {counted} duplicated outputs")
+
+
 @dataclass(frozen=True)
 class ControlCheck:
     """Whether the checker caught a negative control: the control row is red (`status` fail) with
-    the checker's count (`lost`) equal to what was planted (`planted`, at least one). The planted
-    loss: records the proxy swallowed against records counted lost; the pipeline control
-    (`pipeline`): inputs its processors' logs say they re-processed against the extra committed
-    outputs counted (`processing_duplicates`)."""
+    the checker's count (`counted`) equal to what was planted (`planted`, at least one). Per planted
+    fault (`PLANTED`): records the proxy swallowed against records counted lost, records the broker
+    appended a second time against duplicates counted; the pipeline control (`PIPELINE_PLANTED`):
+    inputs its processors' logs say they re-processed against the extra committed outputs counted
+    (`processing_duplicates`). `sentence` compares the two."""
 
     scenario: str
     status: Status
     planted: int | None
-    lost: int | None
+    counted: int | None
+    sentence: str
     reason: str | None = None
-    pipeline: bool = False
 
     @classmethod
     def of(cls, scenario: ScenarioVerdict) -> ControlCheck:
         counts = scenario.counts
-        if counts.get("input_acked") is not None:
-            return cls(scenario.scenario, scenario.status, counts.get("reprocessed"), counts.get("processing_duplicates"), scenario.reason, True)
-        return cls(scenario.scenario, scenario.status, counts.get("planted_lost"), counts.get("lost"), scenario.reason)
+        pipeline = counts.get("input_acked") is not None
+        planted, counted, sentence = PIPELINE_PLANTED if pipeline else PLANTED.get(scenario.fault or "", PLANTED[PLANTED_LOSS])
+        return cls(scenario.scenario, scenario.status, counts.get(planted), counts.get(counted), sentence, scenario.reason)
 
     @property
     def caught(self) -> bool:
-        return self.status == "fail" and bool(self.planted) and self.lost == self.planted
+        return self.status == "fail" and bool(self.planted) and self.counted == self.planted
 
     def line(self) -> str:
-        if self.pipeline:
-            numbers = f"the processors re-processed {show(self.planted)} inputs, the checker counted {show(self.lost)} duplicated outputs"
-        else:
-            numbers = f"the proxy swallowed {show(self.planted)} records, the checker counted {show(self.lost)} lost"
+        numbers = self.sentence.format(planted=show(self.planted), counted=show(self.counted))
         if self.caught:
             return f"negative control caught: {numbers} ({self.scenario} red, as it must be)"
         why = f"; {self.reason}" if self.reason else ""
@@ -256,6 +267,7 @@ def _scenario_verdict(
         fatal_error=record.get("fatal_error"),
         hanging_detail=record.get("hanging_detail"),
         control=control,
+        fault=record.get("fault"),
     )
 
 

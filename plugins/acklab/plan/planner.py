@@ -16,7 +16,7 @@ from acklab.cluster.topology import Topology, load_topology
 from acklab.model.beliefs import applying
 from acklab.model.guarantees import Expected, expect
 from acklab.model.setting import Setting
-from acklab.nemesis.faults import FAULTS, PLANTED_LOSS
+from acklab.nemesis.faults import FAULTS, PLANTED_DUPLICATE, PLANTED_LOSS
 from acklab.nemesis.schedule import FaultStep, check_schedule, schedule_for
 from acklab.plan.feasibility import check_batches, check_feasible
 from acklab.plan.params import RunParams
@@ -52,10 +52,14 @@ class ScenarioPlan(BaseModel):
 
 
 CONTROL = "negative-control"
-"""The negative control: an idempotent producer of the run's first client, 2,000 messages at 1,000/s,
-whose writes to the leader of partition 0 the proxy swallows from 0.5 s on (`planted-loss`). The
-checker must count exactly the swallowed records lost, or the run is invalid."""
-CONTROL_PROFILE, CONTROL_AT_S = "idempotent", 0.5
+"""The negative controls, one per planted anomaly, each 2,000 messages at 1,000/s of the run's first
+client, whose writes to the leader of partition 0 the proxy tampers with from 0.5 s on
+(`CONTROL_FAULTS`): an idempotent producer's writes swallowed (`planted-loss`: the checker must count
+exactly the swallowed records lost), a producer without idempotence's writes sent to the broker
+twice (`planted-duplicate`: exactly the records appended again counted as duplicates). Unless each
+is counted exactly, the run is invalid."""
+CONTROL_FAULTS = {PLANTED_LOSS: "idempotent", PLANTED_DUPLICATE: "at-least-once"}  # fault -> the profile it plants into
+CONTROL_AT_S = 0.5
 CONTROL_LOAD = {"messages": 2000, "rate": 1000.0}
 
 
@@ -229,7 +233,7 @@ def make_plan(params: RunParams | dict[str, object]) -> RunPlan:
     if params.negative_control:
         if pipelines:
             scenarios.insert(0, _pipeline_control(topology, clients[0], load, inputs[clients[0]], params))
-        scenarios.insert(0, _control(topology, clients[0], load))
+        scenarios[:0] = _controls(topology, clients[0], load)
     client = clients[0]
     return RunPlan(params=params, topology=topology, client=client, load=load, scenarios=scenarios)
 
@@ -263,18 +267,23 @@ def _pipelines(params: RunParams, schedules: dict[str, list[FaultStep]], topolog
     ]
 
 
-def _control(topology: Topology, client: Client, load: LoadSpec) -> ScenarioPlan:
-    """The run's negative control (`CONTROL`), with the run's message size and keys."""
+def _controls(topology: Topology, client: Client, load: LoadSpec) -> list[ScenarioPlan]:
+    """The run's negative controls (`CONTROL`), with the run's message size and keys."""
     family = families.of(client)
-    profile = family.resolve(get_profile(CONTROL_PROFILE), client)
     own = parse_model(LoadSpec, {**CONTROL_LOAD, "message_bytes": load.message_bytes, "keys": load.keys}, "params (negative control)")
-    family.validate(client, [profile], own)
-    steps = [parse_model(FaultStep, {"fault": PLANTED_LOSS, "at_s": CONTROL_AT_S}, "negative control")]
-    check_schedule(steps, topology, "negative control")
-    return ScenarioPlan(
-        name=f"{CONTROL}__{PLANTED_LOSS}", profile=profile, client=client, fault=PLANTED_LOSS, schedule=steps,
-        expected=expect(profile, topology, steps, client), control=True, load=own,
-    )
+    controls = []
+    for fault, profile_name in CONTROL_FAULTS.items():
+        profile = family.resolve(get_profile(profile_name), client)
+        family.validate(client, [profile], own)
+        steps = [parse_model(FaultStep, {"fault": fault, "at_s": CONTROL_AT_S}, "negative control")]
+        check_schedule(steps, topology, "negative control")
+        controls.append(
+            ScenarioPlan(
+                name=f"{CONTROL}__{fault}", profile=profile, client=client, fault=fault, schedule=steps,
+                expected=expect(profile, topology, steps, client), control=True, load=own,
+            )
+        )
+    return controls
 
 
 def version_grid(
