@@ -7,7 +7,7 @@ import os
 import pytest
 
 from acklab.cluster import links
-from acklab.nemesis.faults import FAULT_NAMES, FAULTS
+from acklab.nemesis.faults import FAULT_NAMES, FAULTS, PLANTING
 from acklab.plan.params import STANDARD_PIPELINE_FAULTS, STANDARD_PROCESSING
 from acklab.plan.planner import make_plan
 from acklab.services import airflow_pool
@@ -61,10 +61,8 @@ def test_daily_dag_runs_the_standard_matrix(dagbag) -> None:
     # cores), the fault's two groups one after the other; librdkafka keeps the plain names
     producers = [s for s in plan.checked if s.pipeline is None]
     assert len(producers) == 2 * len(catalog()) * len(faults) >= 72
-    loss, duplicate, pipeline_control, *groups = plan.groups()
-    assert [s.name for s in loss + duplicate + pipeline_control] == [
-        "negative-control__planted-loss", "negative-control__planted-duplicate", "pipeline-control__processor-kill",
-    ]
+    controls, groups = plan.groups()[: len(PLANTING) + 1], plan.groups()[len(PLANTING) + 1:]
+    assert [s.name for g in controls for s in g] == [*(f"negative-control__{fault}" for fault in PLANTING), "pipeline-control__processor-kill"]
     alone = [g for g in groups if g[0].pipeline is None]
     assert [(g[0].fault, g[0].client.family) for g in alone] == [(f, c) for f in faults for c in ("librdkafka", "java")]
     assert all(len(g) == len(catalog()) and len({s.client for s in g}) == 1 for g in alone)
@@ -86,7 +84,7 @@ def test_smoke_dag_is_small(dagbag) -> None:
     dag = dagbag.dags["kafka_delivery_smoke"]
     plan = make_plan({name: dag.params[name] for name in dag.params if name != "preset"})
     assert [s.name for s in plan.scenarios] == [
-        "negative-control__planted-loss", "negative-control__planted-duplicate", "leader-ack__leader-kill", "idempotent__leader-kill",
+        *(f"negative-control__{fault}" for fault in PLANTING), "leader-ack__leader-kill", "idempotent__leader-kill",
     ]
 
 

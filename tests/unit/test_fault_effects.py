@@ -113,7 +113,7 @@ class FakeProxy:
     def swallowed(self, broker: int) -> list[dict]:
         return []
 
-    def duplicated(self, broker: int) -> list[dict]:
+    def log(self, broker: int, log: str) -> list[dict]:
         return []
 
 
@@ -448,6 +448,7 @@ CASES: dict[str, Case] = {
     "withhold-replay": proxy_case("held_requests", "held requests"),
     "planted-loss": proxy_case("swallowed_requests", "swallowed requests"),
     "planted-duplicate": proxy_case("duplicated_requests", "duplicated requests"),
+    "planted-offset": proxy_case("shifted_requests", "shifted requests"),
     "leader-isolate": cut_case(leader_moves_to(2), "leader of t[0] moved 1 -> 2 in "),
     "node-isolate": cut_case(isr_loses(2), "ISR [1, 2, 3] -> [1, 3] (without [2]) in "),
     "split": cut_case(controller_moves_to(1), "active controller moved 3 -> 1 in "),

@@ -23,6 +23,7 @@ from acklab.checker.gx_validation import validate_matrix
 from acklab.checker.verdict import GuaranteeViolation, ScenarioVerdict, Verdict
 from acklab.cluster.topology import load_topology
 from acklab.model.guarantees import expect, suite_expectations
+from acklab.nemesis.faults import PLANTING
 from acklab.nemesis.schedule import schedule_for
 from acklab.orchestration.tasks import gate
 from acklab.store.runs import RunDir
@@ -129,8 +130,8 @@ class Run:
                 "fatal_error": None,
                 "hanging_partitions": 0 if profile.transaction is not None else None,
                 "hanging_detail": None,
+                **{plants.column: None for plants in PLANTING.values()},
                 "planted_lost": planted,
-                "planted_duplicates": None,
                 "control": control,
                 **dict.fromkeys(MATRIX_PIPELINE.names),
                 **flags,

@@ -10,6 +10,7 @@ from acklab.base.spec import SpecError
 from acklab.cluster.topology import load_topology
 from acklab.model.classes import Guarantee
 from acklab.model.guarantees import expect
+from acklab.nemesis.faults import PLANTING
 from acklab.nemesis.schedule import schedule_for
 from acklab.plan.params import RunParams
 from acklab.workload import families, java_client
@@ -124,7 +125,7 @@ def test_clients_side_by_side_share_each_fault_group() -> None:
         "leader-ack__none", "leader-ack__leader-kill", "idempotent__none", "idempotent__leader-kill",
         "leader-ack.java__none", "leader-ack.java__leader-kill", "idempotent.java__none", "idempotent.java__leader-kill",
     ]
-    assert [[s.name for s in group] for group in plan.groups()][3] == [
+    assert [[s.name for s in group] for group in plan.groups()][len(PLANTING) + 1] == [
         "leader-ack__leader-kill", "idempotent__leader-kill", "leader-ack.java__leader-kill", "idempotent.java__leader-kill",
     ]
     java = [s for s in plan.scenarios if s.client.family == "java"]

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 import pytest
 
 from acklab.proxy.answers import ANSWERS, error_answer, errors, top_error
+from acklab.proxy.behaviours.plant_offset import SHIFT
 from acklab.proxy.codes import END_TXN, HEARTBEAT, INIT_PRODUCER_ID, PRODUCE, TXN_OFFSET_COMMIT
 from acklab.proxy.protocol import (
     PartitionData,
@@ -448,6 +449,30 @@ def test_planted_duplicate_sends_a_request_twice_answers_the_client_once_and_log
         # The stand-in broker appends each request at the next offset: the copy right after the original.
         assert [(e["partition"], e["records"], e["answered"], e["error"], e["base_offset"]) for e in log] == [
             (0, 3, True, "NONE", 2), (1, 4, True, "NONE", 2), (0, 1, True, "NONE", 6),
+        ]
+
+    run(scenario)
+
+
+def test_planted_offset_shifts_the_answers_offsets_and_logs_the_real_ones() -> None:
+    async def scenario(proxy: ProxyServer, brokers: list[Broker], connect: Callable[[int], Awaitable[Client]]) -> None:
+        client = await connect(0)
+        set_rule(proxy, action="plant_offset", probability=1.0, count=2)
+        client.produce(1, records=(batch(7, 0, records=3), batch(7, 0, records=4)))
+        client.produce(2, acks=0, records=(batch(-1, -1, records=6),))  # acks=0: nothing to shift, passes
+        client.produce(3, records=(batch(-1, -1, records=1),))
+        client.produce(4, records=(batch(-1, -1, records=2),))  # count=2: answered as the broker gave it
+        answers = []
+        for _ in range(3):
+            size = await asyncio.wait_for(client.reader.readexactly(4), 2)
+            correlation, response = decode_response(await client.reader.readexactly(int.from_bytes(size, "big")), VERSION)
+            answers.append((correlation, [(p.index, p.error_code, p.base_offset) for t in response.topics for p in t.partitions]))
+        assert answers == [(1, [(0, 0, SHIFT + 1), (1, 0, SHIFT + 1)]), (3, [(0, 0, SHIFT + 2)]), (4, [(0, 0, 3)])]
+        assert produce_received(brokers[0]) == [1, 2, 3, 4]  # every request reaches the broker as sent
+        assert stats(proxy) == {"shifted_requests": 2, "shifted_records": 3 + 4 + 1, "unanswered_passed": 1}
+        log = proxy.handle({"op": "shifted", "broker": 0})["shifted"]
+        assert [(e["partition"], e["records"], e["answered"], e["error"], e["base_offset"]) for e in log] == [
+            (0, 3, True, "NONE", 1), (1, 4, True, "NONE", 1), (0, 1, True, "NONE", 2),
         ]
 
     run(scenario)

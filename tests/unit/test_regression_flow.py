@@ -14,6 +14,7 @@ from pathlib import Path
 from acklab.base.paths import PROJECT_ROOT
 from acklab.cluster.topology import load_topology
 from acklab.model.guarantees import expect
+from acklab.nemesis.faults import PLANTING
 from acklab.nemesis.schedule import schedule_for
 from acklab.orchestration.pipeline import verdict, write_result
 from acklab.store.runs import Manifest, RunDir, ScenarioEntry
@@ -45,7 +46,7 @@ def _run(lost: int) -> RunDir:
             "scenario": name, "profile": profile_name, "fault": "leader-kill", "guarantee": str(expected.guarantee),
             "guarantee_reason": expected.reason, "client_version": "2.16.1", "client_family": "librdkafka", "librdkafka_version": "2.16.0",
             "partitioner": "consistent_random", "producers": 1, "transactional": False, "fault_effective": True,
-            "evidence_complete": True, "incomplete_reason": None, "fatal_error": None, "hanging_partitions": None, "hanging_detail": None, "planted_lost": None, "planted_duplicates": None, "control": False,
+            "evidence_complete": True, "incomplete_reason": None, "fatal_error": None, "hanging_partitions": None, "hanging_detail": None, **{plants.column: None for plants in PLANTING.values()}, "control": False,
             "planned": 1000, "sent": 1000, "acked": 1000, "records_read": 1000 - missing, "delivered": 1000 - missing,
             "lost": missing, **COUNTS, "ack_latency_p50_ms": 2.0, "ack_latency_p95_ms": 5.0, "ack_latency_p99_ms": 9.0,
             "ack_latency_max_ms": 900.0, "acked_per_s": 2000.0, "longest_ack_gap_s": 3.0, "ack_gap_fault_overlap_s": 3.0,

@@ -11,6 +11,7 @@ import pytest
 from acklab.base.spec import SpecError
 from acklab.cluster.transactions import OpenTransaction, parse_producers
 from acklab.nemesis.events import FaultEvent, FaultOutcome
+from acklab.nemesis.faults import PLANTING
 from acklab.orchestration.execution import Hanging, _entry, _owners, open_transactions
 from acklab.plan.params import STANDARD_PIPELINE_FAULTS, STANDARD_PROCESSING, standard_matrix
 from acklab.plan.planner import make_plan, version_grid
@@ -18,6 +19,8 @@ from acklab.store.runs import RunDir
 from acklab.workload.producer import LoadResult
 
 RUN = RunDir(Path("/runs/r"))
+
+CONTROLS = [f"negative-control__{fault}" for fault in PLANTING]  # the run's negative controls, each a group of its own, first
 
 
 def test_a_version_grid_plans_each_distinct_pair_once() -> None:
@@ -34,10 +37,9 @@ def test_a_version_grid_plans_each_distinct_pair_once() -> None:
 
 def test_side_by_side_groups_one_fault_with_every_profile() -> None:
     plan = make_plan({"profiles": ["leader-ack", "idempotent", "at-least-once"], "faults": ["leader-kill", "ack-loss"]})
-    loss, duplicate, *groups = plan.groups()
-    # each alone, first, with its own small load
-    assert [[s.name for s in g] for g in (loss, duplicate)] == [["negative-control__planted-loss"], ["negative-control__planted-duplicate"]]
-    assert plan.load_of(loss).messages == plan.load_of(duplicate).messages == 2000 and plan.load_of(groups[0]).messages == plan.params.messages
+    controls, groups = plan.groups()[: len(CONTROLS)], plan.groups()[len(CONTROLS):]
+    assert [[s.name for s in g] for g in controls] == [[name] for name in CONTROLS]  # each alone, first, with its own small load
+    assert {plan.load_of(g).messages for g in controls} == {2000} and plan.load_of(groups[0]).messages == plan.params.messages
     assert [[s.name for s in g] for g in groups] == [
         ["leader-ack__leader-kill", "idempotent__leader-kill", "at-least-once__leader-kill"],
         ["leader-ack__ack-loss", "idempotent__ack-loss", "at-least-once__ack-loss"],
@@ -48,7 +50,7 @@ def test_side_by_side_groups_one_fault_with_every_profile() -> None:
 def test_one_at_a_time_makes_a_group_per_scenario() -> None:
     plan = make_plan({"profiles": ["leader-ack", "idempotent"], "faults": ["leader-kill"], "side_by_side": False})
     assert [[s.name for s in g] for g in plan.groups()] == [
-        ["negative-control__planted-loss"], ["negative-control__planted-duplicate"], ["leader-ack__leader-kill"], ["idempotent__leader-kill"]
+        *([name] for name in CONTROLS), ["leader-ack__leader-kill"], ["idempotent__leader-kill"]
     ]
 
 
@@ -60,11 +62,9 @@ def test_standard_matrix_is_every_profile_by_every_fault_and_every_documented_st
     assert len(producers) == len(params.profiles) * len(params.faults) * len(params.clients) >= 72
     assert len(pipelines) == len(STANDARD_PROCESSING) * len(STANDARD_PIPELINE_FAULTS) * len(params.clients)
     assert {s.pipeline.style for s in pipelines if s.pipeline} == set(STANDARD_PROCESSING)
-    assert [s.name for s in plan.scenarios if s.control] == [
-        "negative-control__planted-loss", "negative-control__planted-duplicate", "pipeline-control__processor-kill",
-    ]
+    assert [s.name for s in plan.scenarios if s.control] == [*CONTROLS, "pipeline-control__processor-kill"]
     groups = plan.groups()
-    assert len(groups) == 3 + (len(params.faults) + len(STANDARD_PIPELINE_FAULTS)) * len(params.clients)
+    assert len(groups) == len(CONTROLS) + 1 + (len(params.faults) + len(STANDARD_PIPELINE_FAULTS)) * len(params.clients)
     assert all(len({s.pipeline is None for s in group}) == 1 for group in groups)  # pipelines apart from the producers
     assert plan.load.messages / plan.load.rate >= plan.params.fault_at_s + plan.params.fault_duration_s
 
@@ -223,7 +223,7 @@ def test_a_group_runs_its_incomplete_scenarios_once_more_and_keeps_the_first_run
         return entries
 
     monkeypatch.setattr(execution, "_attempt", attempt)
-    entries = execution.run_group(None, plan, 2, run)
+    entries = execution.run_group(None, plan, len(CONTROLS), run)
     assert calls == [(1, ["leader-ack__none", "idempotent__none", "at-least-once__none"]), (2, ["idempotent__none"])]
     by_name = {e.scenario: e for e in entries}
     retried = by_name["idempotent__none"]
@@ -240,7 +240,7 @@ def test_a_group_runs_its_incomplete_scenarios_once_more_and_keeps_the_first_run
     for name in by_name:
         for folder in tmp_path.glob(f"scenarios/{name}*"):
             shutil.rmtree(folder)
-    assert not execution.run_group(None, plan, 2, run, attempts=1)[1].evidence_complete
+    assert not execution.run_group(None, plan, len(CONTROLS), run, attempts=1)[1].evidence_complete
     assert calls == [(1, ["leader-ack__none", "idempotent__none", "at-least-once__none"])]
 
 
@@ -248,20 +248,20 @@ def test_clients_together_share_a_fault_group_or_take_turns() -> None:
     params = {"clients": ["librdkafka", "java"], "profiles": ["leader-ack", "idempotent"], "faults": ["none", "leader-kill"]}
     together = make_plan(params)
     assert [[s.name for s in g] for g in together.groups()] == [
-        ["negative-control__planted-loss"], ["negative-control__planted-duplicate"],
+        *([name] for name in CONTROLS),
         ["leader-ack__none", "idempotent__none", "leader-ack.java__none", "idempotent.java__none"],
         ["leader-ack__leader-kill", "idempotent__leader-kill", "leader-ack.java__leader-kill", "idempotent.java__leader-kill"],
     ]
     assert [together.group_label(g) for g in together.groups()] == [
-        "planted-loss (negative control)", "planted-duplicate (negative control)", "none", "leader-kill",
+        *(f"{fault} (negative control)" for fault in PLANTING), "none", "leader-kill",
     ]
     apart = make_plan({**params, "clients_together": False})
     assert [[s.name for s in g] for g in apart.groups()] == [
-        ["negative-control__planted-loss"], ["negative-control__planted-duplicate"],
+        *([name] for name in CONTROLS),
         ["leader-ack__none", "idempotent__none"], ["leader-ack.java__none", "idempotent.java__none"],
         ["leader-ack__leader-kill", "idempotent__leader-kill"], ["leader-ack.java__leader-kill", "idempotent.java__leader-kill"],
     ]
-    assert [apart.group_label(g) for g in apart.groups()][2:] == ["none (librdkafka)", "none (java)", "leader-kill (librdkafka)", "leader-kill (java)"]
+    assert [apart.group_label(g) for g in apart.groups()][len(CONTROLS):] == ["none (librdkafka)", "none (java)", "leader-kill (librdkafka)", "leader-kill (java)"]
 
 
 def test_the_pipelines_faults_count_only_with_processing_styles() -> None:

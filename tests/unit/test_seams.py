@@ -14,7 +14,7 @@ from acklab.model.claims import BELIEFS, CLAIMS, RULES, Kind, Scope, claim
 from acklab.model.guarantees import expect_setting, suite_expectations
 from acklab.model.setting import Setting
 from acklab.nemesis import actions
-from acklab.nemesis.faults import FAULTS, NO_FAULT, Effect, Links, Process, Proxy
+from acklab.nemesis.faults import FAULTS, NO_FAULT, PLANTING, Effect, Links, Process, Proxy
 from acklab.orchestration import tasks
 from acklab.plan.params import standard_matrix
 from acklab.plan.planner import RunPlan, make_plan
@@ -39,7 +39,7 @@ def test_the_plan_task_keeps_the_plan_and_later_tasks_read_it(monkeypatch: pytes
     monkeypatch.setattr(tasks, "make_plan", no_planning)
     groups = tasks.scenario_groups(run)
     assert [g["scenarios"] for g in groups] == [
-        ["negative-control__planted-loss"], ["negative-control__planted-duplicate"], ["leader-ack__none", "idempotent__none"], ["leader-ack__leader-kill", "idempotent__leader-kill"]
+        *([f"negative-control__{fault}"] for fault in PLANTING), ["leader-ack__none", "idempotent__none"], ["leader-ack__leader-kill", "idempotent__leader-kill"]
     ]
     assert tasks.stored_plan(run) == plan
 

@@ -28,7 +28,7 @@ from typing import Any, Literal
 
 from acklab.model.claims import Expectation, Kind
 from acklab.model.classes import Guarantee
-from acklab.nemesis.faults import PLANTED_DUPLICATE, PLANTED_LOSS
+from acklab.nemesis.faults import PLANTED_LOSS, PLANTING
 from acklab.store.contract import COUNT_COLUMNS, PIPELINE_COUNT_COLUMNS
 from acklab.store.runs import Manifest
 
@@ -96,23 +96,16 @@ class ScenarioVerdict:
         return " ".join(parts)
 
 
-# What each negative control plants, by its fault: (the column of what was planted, the checker's
-# count that must equal it, the sentence that compares them).
-PLANTED: Mapping[str, tuple[str, str, str]] = {
-    PLANTED_LOSS: ("planted_lost", "lost", "the proxy swallowed {planted} records, the checker counted {counted} lost"),
-    PLANTED_DUPLICATE: (
-        "planted_duplicates", "duplicates", "the broker appended {planted} records a second time, the checker counted {counted} duplicates",
-    ),
-}
 PIPELINE_PLANTED = ("reprocessed", "processing_duplicates", "the processors re-processed {planted} inputs, the checker counted {counted} duplicated outputs")
 
 
 @dataclass(frozen=True)
 class ControlCheck:
     """Whether the checker caught a negative control: the control row is red (`status` fail) with
-    the checker's count (`counted`) equal to what was planted (`planted`, at least one). Per planted
-    fault (`PLANTED`): records the proxy swallowed against records counted lost, records the broker
-    appended a second time against duplicates counted; the pipeline control (`PIPELINE_PLANTED`):
+    the checker's count (`counted`) equal to what was planted (`planted`, at least one). Per planting
+    fault (`acklab.nemesis.faults.Plants`): e.g. records the proxy swallowed against records counted
+    lost, records the broker appended a second time against duplicates counted; the pipeline control
+    (`PIPELINE_PLANTED`):
     inputs its processors' logs say they re-processed against the extra committed outputs counted
     (`processing_duplicates`). `sentence` compares the two."""
 
@@ -127,7 +120,11 @@ class ControlCheck:
     def of(cls, scenario: ScenarioVerdict) -> ControlCheck:
         counts = scenario.counts
         pipeline = counts.get("input_acked") is not None
-        planted, counted, sentence = PIPELINE_PLANTED if pipeline else PLANTED.get(scenario.fault or "", PLANTED[PLANTED_LOSS])
+        if pipeline:
+            planted, counted, sentence = PIPELINE_PLANTED
+        else:
+            plants = PLANTING.get(scenario.fault or "", PLANTING[PLANTED_LOSS])
+            planted, counted, sentence = plants.column, plants.counted, plants.sentence
         return cls(scenario.scenario, scenario.status, counts.get(planted), counts.get(counted), sentence, scenario.reason)
 
     @property
@@ -262,7 +259,7 @@ def _scenario_verdict(
         guarantee=record["guarantee"],
         status=status,
         failed=tuple(failed),
-        counts={name: record.get(name) for name in (*COUNT_COLUMNS, *PIPELINE_COUNT_COLUMNS, "planted_lost", "planted_duplicates")},
+        counts={name: record.get(name) for name in (*COUNT_COLUMNS, *PIPELINE_COUNT_COLUMNS, *(plants.column for plants in PLANTING.values()))},
         reason=reason,
         fatal_error=record.get("fatal_error"),
         hanging_detail=record.get("hanging_detail"),

@@ -27,7 +27,7 @@ from typing import Any
 
 from acklab.model.classes import Guarantee, classify
 from acklab.model.setting import SILENT_FAULTS, Setting
-from acklab.nemesis.faults import FAULTS, NO_FAULT, PLANTED_DUPLICATE, PLANTED_LOSS
+from acklab.nemesis.faults import FAULTS, NO_FAULT, PLANTING
 
 RECOVERY_S = 30.0  # after a fault ends: restart, catch up, rejoin the ISR, elect (seconds, generous)
 # Faults whose effect on a producer ends when their window ends (`FaultSpec.bounded`).
@@ -280,25 +280,9 @@ RULES: tuple[Claim, ...] = (
         "The producer keeps retrying until the cluster serves again, so no write fails (records of "
         "aborted transactions are counted apart).",
     ),
-    _rule(
-        "planted-loss-caught",
-        Kind.GUARANTEE,
-        "fault planted-loss",
-        lambda s: s.has(PLANTED_LOSS),
-        (("lost", 0, 0),),
-        "Kafka does not acknowledge a write it has not stored: under planted-loss the proxy acknowledged records in "
-        "the broker's name and never forwarded them, a loss made on purpose (the negative control). The row must "
-        "be red, with lost equal to planted_lost: a checker that misses them would miss a real loss.",
-    ),
-    _rule(
-        "planted-duplicate-caught",
-        Kind.GUARANTEE,
-        "fault planted-duplicate",
-        lambda s: s.has(PLANTED_DUPLICATE),
-        (("duplicates", 0, 0),),
-        "Kafka appends a produce request once per time it is sent: under planted-duplicate the proxy sent requests the "
-        "client sent once to the broker twice, a duplicate made on purpose. The row must be red, with duplicates equal "
-        "to planted_duplicates: a checker that misses them would miss a real duplicate.",
+    *(
+        _rule(plants.claim[0], Kind.GUARANTEE, f"fault {fault}", lambda s, fault=fault: s.has(fault), ((plants.counted, 0, 0),), plants.claim[1])
+        for fault, plants in PLANTING.items()
     ),
     _rule(
         "processing-exactly-once",

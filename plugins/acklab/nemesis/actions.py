@@ -300,8 +300,8 @@ def _proxy_fault(behaviour: Behaviour) -> Apply:
             event.withheld = [entry for victim in victims for entry in _withheld(proxy, victim)]
         elif behaviour.log == "swallowed":
             event.swallowed = [entry for victim in victims for entry in proxy.swallowed(victim)]
-        elif behaviour.log == "duplicated":
-            event.duplicated = [entry for victim in victims for entry in _duplicated(proxy, victim)]
+        elif behaviour.log is not None:  # a planting fault's log: complete once the broker answered each entry
+            setattr(event, behaviour.log, [entry for victim in victims for entry in _answered_log(proxy, victim, behaviour.log)])
         after = _summed(proxy.stats(), victims)
         event.counts = {k: after[k] - before[k] for k in after if after[k] != before[k]}
         affected = sum(event.counts.get(counter, 0) for counter in counters)
@@ -332,11 +332,11 @@ def _withheld(proxy: ProxyControl, broker: int, answers_within_s: float = 5.0) -
         time.sleep(0.1)
 
 
-def _duplicated(proxy: ProxyControl, broker: int, answers_within_s: float = 5.0) -> list[dict]:
-    """The broker's duplicated partitions, once the broker answered each copy (or after `answers_within_s`)."""
+def _answered_log(proxy: ProxyControl, broker: int, name: str, answers_within_s: float = 5.0) -> list[dict]:
+    """The broker's log `name`, once the broker answered each of its entries (or after `answers_within_s`)."""
     deadline = time.monotonic() + answers_within_s
     while True:
-        log = proxy.duplicated(broker)
+        log = proxy.log(broker, name)
         if all(entry["answered"] for entry in log) or time.monotonic() > deadline:
             return log
         time.sleep(0.1)

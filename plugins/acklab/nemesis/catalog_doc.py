@@ -64,6 +64,7 @@ def _evidence(mechanism: Mechanism | None) -> str:
             "hold_request": "; each withheld request is in the event's `withheld`",
             "plant_loss": "; each swallowed batch is in the event's `swallowed`",
             "plant_duplicate": "; each copy and the broker's answer to it is in the event's `duplicated`",
+            "plant_offset": "; each shifted answer's partition and its real offset is in the event's `shifted`",
         }
         return f"the proxy counted {counted} on the target broker(s) in the window (the event's `counts`){logs.get(mechanism.action, '')}"
     if isinstance(mechanism, Links):

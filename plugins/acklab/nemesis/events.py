@@ -23,7 +23,8 @@ class FaultEvent:
     counts: dict[str, int] = field(default_factory=dict)
     withheld: list[dict] = field(default_factory=list)  # the requests a hold withheld (`acklab.store.runs.WithheldRequest`)
     swallowed: list[dict] = field(default_factory=list)  # what planted-loss swallowed (`acklab.store.runs.SwallowedPartition`)
-    duplicated: list[dict] = field(default_factory=list)  # what planted-duplicate sent twice (`acklab.store.runs.DuplicatedPartition`)
+    duplicated: list[dict] = field(default_factory=list)  # what planted-duplicate sent twice (`acklab.store.runs.PlantedPartition`)
+    shifted: list[dict] = field(default_factory=list)  # what planted-offset shifted (`acklab.store.runs.PlantedPartition`)
     interventions: list[dict] = field(default_factory=list)  # processor faults: each instance hit (`acklab.store.runs.Intervention`)
 
     def observe(self, effect: str | None, otherwise: str, since: float | None = None) -> None:

@@ -8,7 +8,7 @@ is one entry of `FAULTS`; a new mechanism is that entry plus its implementation 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -21,6 +21,7 @@ from acklab.proxy.codes import ERRORS, PRODUCE
 NO_FAULT = "none"
 PLANTED_LOSS = "planted-loss"  # the negative control's fault
 PLANTED_DUPLICATE = "planted-duplicate"
+PLANTED_OFFSET = "planted-offset"
 TO_LOAD_END_CEILING_S = 6 * 3600.0  # a fault that lasts until the load ends (`FaultSpec.to_load_end`) is undone after this at the latest
 TargetKind = Literal["leader", "follower", "controller", "broker", "random-broker", "every-broker", "group-coordinator", "txn-coordinator"]
 COORDINATORS: frozenset[TargetKind] = frozenset({"group-coordinator", "txn-coordinator"})  # a pipeline's: its group's, its instance 0's transactions'
@@ -139,6 +140,24 @@ class Effect:
 
 
 @dataclass(frozen=True)
+class Plants:
+    """What a planting fault plants on purpose, which the checker must count exactly: the proxy
+    behaviour's evidence log (`log`, also the fault event's field), the manifest and matrix field
+    holding the truth (`column`: the records of the log's entries the broker's answer shows planted,
+    summed per topic by `acklab.orchestration.execution.planted_counts`), the matrix count that must
+    equal it (`counted`), the sentence comparing the two (`sentence`, with `{planted}` and
+    `{counted}`), the profile of the run's negative control that plants it (`control_profile`) and
+    the documented claim the planted anomaly breaks (`claim`: its id and why)."""
+
+    log: str
+    column: str
+    counted: str
+    sentence: str
+    control_profile: str
+    claim: tuple[str, str]
+
+
+@dataclass(frozen=True)
 class FaultSpec:
     """A catalog fault: every fact about it.
 
@@ -154,7 +173,8 @@ class FaultSpec:
     followers (replication factor 2 or more). `effects`: what it must do to the guarantees' columns.
     `standard`: the daily standard matrix runs it (otherwise it runs when a run names it).
     `to_load_end`: its window lasts from its start until the load has ended (`duration_s` unused), so
-    that nothing the fault withholds from a broker is followed by a write the broker would see."""
+    that nothing the fault withholds from a broker is followed by a write the broker would see.
+    `plants`: it plants an anomaly the checker must count exactly (`Plants`; the run's negative controls)."""
 
     name: str
     description: str
@@ -171,6 +191,7 @@ class FaultSpec:
     effects: tuple[Effect, ...] = ()
     standard: bool = True
     to_load_end: bool = False
+    plants: Plants | None = None
 
     @property
     def stops_nodes(self) -> bool:
@@ -211,6 +232,14 @@ def _proxy(
         name, description, "leader:0", PROXIED, Proxy(acts), options or acts.options, bounded=bounded, silent=silent,
         answers_error=answers_error, precedes_load=precedes_load, effects=effects, standard=standard, to_load_end=to_load_end,
     )
+
+
+def _planting(name: str, description: str, behaviour: str, plants: Plants, why_planted: str, to_load_end: bool = False) -> FaultSpec:
+    """A proxy fault that plants an anomaly (`Plants`): not in the standard matrix; its efficacy
+    expectation is that it planted at least one record in the scenario's topic (`why_planted`
+    says what passes untouched)."""
+    effect = Effect(f"{name}-planted", name, lambda s: s.has(name), ((plants.column, 1, None),), why_planted)
+    return replace(_proxy(name, description, behaviour, standard=False, to_load_end=to_load_end, effects=(effect,)), plants=plants)
 
 
 def _link(
@@ -387,38 +416,66 @@ FAULTS: Mapping[str, FaultSpec] = {
             "behind it reach the broker",
             "lose_then_reject", answers_error=True,
         ),
-        # The negative control: a loss made on purpose, which the checker must count exactly. It lasts
-        # until the load ends, as an idempotent producer's next batch after a swallowed one would be
-        # refused by the broker for its sequence gap.
-        _proxy(
+        # The planted anomalies (the run's negative controls). A loss lasts until the load ends, as an
+        # idempotent producer's next batch after a swallowed one would be refused by the broker for
+        # its sequence gap.
+        _planting(
             PLANTED_LOSS,
             "answer the target broker's produce requests as appended, in its name, and never forward them, from the fault's "
             "start until the load ends: the client counts those records acked, no broker stores them (each swallowed batch is "
             "in the evidence); a checker that misses them is broken",
-            "plant_loss", standard=False, to_load_end=True,
-            effects=(
-                Effect(
-                    "planted-loss-planted", PLANTED_LOSS, lambda s: s.has(PLANTED_LOSS), (("planted_lost", 1, None),),
-                    "The proxy must have swallowed records of the scenario's topic, or the planted loss never met the load.",
+            "plant_loss",
+            Plants(
+                "swallowed", "planted_lost", "lost", "the proxy swallowed {planted} records, the checker counted {counted} lost", "idempotent",
+                (
+                    "planted-loss-caught",
+                    "Kafka does not acknowledge a write it has not stored: under planted-loss the proxy acknowledged records in "
+                    "the broker's name and never forwarded them, a loss made on purpose (the negative control). The row must "
+                    "be red, with lost equal to planted_lost: a checker that misses them would miss a real loss.",
                 ),
             ),
+            "The proxy must have swallowed records of the scenario's topic, or the planted loss never met the load.",
+            to_load_end=True,
         ),
-        # A duplicate made on purpose, which the checker must count exactly: only a producer without
-        # idempotence takes it (the broker would recognise an idempotent batch's copy).
-        _proxy(
+        _planting(
             PLANTED_DUPLICATE,
             "send a share (default 0.2) of the target broker's produce requests of producers without idempotence "
             "(acks != 0) to it twice, answering the client for the first copy only: the client sent each record once, "
             "the broker stores those twice (each copy and the broker's answer to it is in the evidence); a checker that "
             "misses them is broken",
-            "plant_duplicate", standard=False,
-            effects=(
-                Effect(
-                    "planted-duplicate-planted", PLANTED_DUPLICATE, lambda s: s.has(PLANTED_DUPLICATE), (("planted_duplicates", 1, None),),
-                    "The broker must have appended a copy of records of the scenario's topic, or nothing was planted (an "
-                    "idempotent or transactional producer's requests, and acks=0 ones, pass untouched).",
+            "plant_duplicate",
+            Plants(
+                "duplicated", "planted_duplicates", "duplicates",
+                "the broker appended {planted} records a second time, the checker counted {counted} duplicates", "at-least-once",
+                (
+                    "planted-duplicate-caught",
+                    "Kafka appends a produce request once per time it is sent: under planted-duplicate the proxy sent requests "
+                    "the client sent once to the broker twice, a duplicate made on purpose. The row must be red, with duplicates "
+                    "equal to planted_duplicates: a checker that misses them would miss a real duplicate.",
                 ),
             ),
+            "The broker must have appended a copy of records of the scenario's topic, or nothing was planted (an "
+            "idempotent or transactional producer's requests, and acks=0 ones, pass untouched).",
+        ),
+        _planting(
+            PLANTED_OFFSET,
+            "report a share (default 0.2) of the target broker's produce answers (acks != 0) with every appended partition "
+            "at an offset 2^40 beyond the one the broker gave: the records are stored, the client believes them elsewhere "
+            "(each shifted partition and its real offset is in the evidence); a checker that misses them is broken",
+            "plant_offset",
+            Plants(
+                "shifted", "planted_offset_mismatch", "offset_mismatch",
+                "the proxy shifted the acked offsets of {planted} records, the checker counted {counted} offset mismatches", "idempotent",
+                (
+                    "planted-offset-caught",
+                    "Kafka's produce answer gives the offset a record was appended at: under planted-offset the proxy moved "
+                    "the offsets of answers the broker gave, a mismatch made on purpose. The row must be red, with "
+                    "offset_mismatch equal to planted_offset_mismatch: a checker that misses them would miss an ack that "
+                    "names the wrong record.",
+                ),
+            ),
+            "The proxy must have shifted an appended partition's answer of the scenario's topic, or nothing was planted "
+            "(acks=0 requests pass untouched).",
         ),
         _link(
             "leader-isolate", "cut the leader off from every other node (clients still reach it), heal after the duration",
@@ -434,6 +491,8 @@ FAULTS: Mapping[str, FaultSpec] = {
     )
 }
 FAULT_NAMES = tuple(FAULTS)
+PLANTING: Mapping[str, Plants] = {name: spec.plants for name, spec in FAULTS.items() if spec.plants is not None}
+"""The planting faults, in catalog order, and what each plants."""
 
 
 def permanent_error(fault: str, options: Mapping[str, Any]) -> bool:

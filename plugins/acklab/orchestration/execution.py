@@ -20,7 +20,7 @@ from acklab.base.spec import SpecError
 from acklab.cluster.cluster import Cluster
 from acklab.nemesis.actions import FaultContext
 from acklab.nemesis.events import FaultEvent, FaultOutcome
-from acklab.nemesis.faults import FAULTS, PLANTED_DUPLICATE, PLANTED_LOSS
+from acklab.nemesis.faults import FAULTS, PLANTING
 from acklab.nemesis.runner import Nemesis
 from acklab.nemesis.watch import LeaderWatch
 from acklab.plan.planner import RunPlan, ScenarioPlan
@@ -313,26 +313,23 @@ def replica_assignment(
 
 
 def planted_counts(cluster: Cluster, outcome: FaultOutcome, topics: list[str], faults: set[str]) -> dict[str, dict[str, int | None]]:
-    """Per topic, what the planting faults of the schedule (`faults`) planted in it, by its
-    manifest field: `planted_lost`, the records planted-loss swallowed (its timeline's `swallowed`
-    entries), and `planted_duplicates`, the records planted-duplicate had the broker append a second
-    time (its `duplicated` entries answered NONE; None if the answer to any copy of the topic never
-    came). Entries name a topic by name, or by id from produce v13."""
-    swallowed = [entry for event in outcome.timeline for entry in event.swallowed]
-    duplicated = [entry for event in outcome.timeline for entry in event.duplicated]
+    """Per topic, what the planting faults of the schedule (`faults`, `acklab.nemesis.faults.PLANTING`)
+    planted in it, by the manifest field each names (`Plants.column`): the records of its log's
+    entries whose broker answer was NONE (planted-loss: every swallowed entry, none is answered by a
+    broker), or None if the broker's answer to any entry of the topic never came. Entries name a
+    topic by name, or by id from produce v13."""
+    planting = {fault: PLANTING[fault] for fault in faults if fault in PLANTING}
+    logs = {fault: [entry for event in outcome.timeline for entry in getattr(event, plants.log)] for fault, plants in planting.items()}
     ids = {}
-    if swallowed or duplicated:
+    if any(logs.values()):
         with cluster.admin() as admin:
             ids = admin.topic_ids(topics)
     counts: dict[str, dict[str, int | None]] = {topic: {} for topic in topics}
     for topic in topics:
-        names = (topic, ids.get(topic))
-        if PLANTED_LOSS in faults:
-            counts[topic]["planted_lost"] = sum(e["records"] for e in swallowed if e["topic"] in names)
-        if PLANTED_DUPLICATE in faults:
-            mine = [e for e in duplicated if e["topic"] in names]
-            known = all(e["answered"] for e in mine)
-            counts[topic]["planted_duplicates"] = sum(e["records"] for e in mine if e["error"] == "NONE") if known else None
+        for fault, plants in planting.items():
+            mine = [entry for entry in logs[fault] if entry["topic"] in (topic, ids.get(topic))]
+            known = all(entry.get("error", "NONE") is not None for entry in mine)
+            counts[topic][plants.column] = sum(e["records"] for e in mine if e.get("error", "NONE") == "NONE") if known else None
     return counts
 
 
@@ -430,7 +427,7 @@ def _entry(
 ) -> ScenarioEntry:
     """The scenario's manifest entry: what was planned, what the load saw, what the fault did,
     (transactional scenarios) the partitions left with a hanging transaction (`open_transactions`),
-    and (planted-loss, planted-duplicate) what the proxy planted in its topic (`planted_counts`).
+    and (planting faults) what the proxy planted in its topic (`planted_counts`).
 
     Evidence is incomplete when the load did not send what it planned (`load_shortfall`), when a
     fault started after the load ended, or was still seen without its effect after it (an effect

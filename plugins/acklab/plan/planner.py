@@ -16,7 +16,7 @@ from acklab.cluster.topology import Topology, load_topology
 from acklab.model.beliefs import applying
 from acklab.model.guarantees import Expected, expect
 from acklab.model.setting import Setting
-from acklab.nemesis.faults import FAULTS, PLANTED_DUPLICATE, PLANTED_LOSS
+from acklab.nemesis.faults import FAULTS, PLANTING
 from acklab.nemesis.schedule import FaultStep, check_schedule, schedule_for
 from acklab.plan.feasibility import check_batches, check_feasible
 from acklab.plan.params import RunParams
@@ -52,13 +52,14 @@ class ScenarioPlan(BaseModel):
 
 
 CONTROL = "negative-control"
-"""The negative controls, one per planted anomaly, each 2,000 messages at 1,000/s of the run's first
-client, whose writes to the leader of partition 0 the proxy tampers with from 0.5 s on
-(`CONTROL_FAULTS`): an idempotent producer's writes swallowed (`planted-loss`: the checker must count
-exactly the swallowed records lost), a producer without idempotence's writes sent to the broker
-twice (`planted-duplicate`: exactly the records appended again counted as duplicates). Unless each
-is counted exactly, the run is invalid."""
-CONTROL_FAULTS = {PLANTED_LOSS: "idempotent", PLANTED_DUPLICATE: "at-least-once"}  # fault -> the profile it plants into
+"""The negative controls, one per planting fault (`acklab.nemesis.faults.PLANTING`), each 2,000
+messages at 1,000/s of the run's first client with the fault's `control_profile`, whose writes to
+the leader of partition 0 the proxy tampers with from 0.5 s on: an idempotent producer's writes
+swallowed (`planted-loss`: the checker must count exactly the swallowed records lost), a producer
+without idempotence's writes sent to the broker twice (`planted-duplicate`: exactly the records
+appended again counted as duplicates), the answers' offsets shifted (`planted-offset`: exactly the
+records acked elsewhere counted as offset mismatches). Unless each is counted exactly, the run is
+invalid."""
 CONTROL_AT_S = 0.5
 CONTROL_LOAD = {"messages": 2000, "rate": 1000.0}
 
@@ -272,8 +273,8 @@ def _controls(topology: Topology, client: Client, load: LoadSpec) -> list[Scenar
     family = families.of(client)
     own = parse_model(LoadSpec, {**CONTROL_LOAD, "message_bytes": load.message_bytes, "keys": load.keys}, "params (negative control)")
     controls = []
-    for fault, profile_name in CONTROL_FAULTS.items():
-        profile = family.resolve(get_profile(profile_name), client)
+    for fault, plants in PLANTING.items():
+        profile = family.resolve(get_profile(plants.control_profile), client)
         family.validate(client, [profile], own)
         steps = [parse_model(FaultStep, {"fault": fault, "at_s": CONTROL_AT_S}, "negative control")]
         check_schedule(steps, topology, "negative control")

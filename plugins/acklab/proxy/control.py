@@ -54,9 +54,9 @@ class ProxyControl:
         """The log of the partitions the broker's current or last plant_loss rule answered in its name."""
         return self._call({"op": "swallowed", "broker": broker})["swallowed"]
 
-    def duplicated(self, broker: int) -> list[dict]:
-        """The log of the partitions the broker's current or last plant_duplicate rule sent twice."""
-        return self._call({"op": "duplicated", "broker": broker})["duplicated"]
+    def log(self, broker: int, log: str) -> list[dict]:
+        """The per-request log `log` (`acklab.proxy.behaviours.base.Behaviour.log`) of the broker's current or last rule."""
+        return self._call({"op": log, "broker": broker})[log]
 
     def stats(self) -> dict[int, dict[str, int]]:
         return {int(b): s for b, s in self._call({"op": "stats"})["stats"].items()}

@@ -11,7 +11,7 @@ from acklab.proxy.behaviours.base import Options
 
 Action = Literal[
     "drop_response", "drop_request", "delay_response", "blackhole", "inject_error", "replace_error", "hold_request", "lose_then_reject",
-    "plant_loss", "plant_duplicate",
+    "plant_loss", "plant_duplicate", "plant_offset",
 ]
 
 
@@ -69,6 +69,10 @@ class ProxyRule(BaseModel):
       (`duplicated`: topic, partition, record count, and the broker's answer to the copy: its error
       and the offset it appended the copy at). Idempotent and transactional producers' requests
       pass untouched (the broker would append nothing: `idempotent_passed`).
+    - plant_offset: a PRODUCE request (acks != 0) reaches the broker as sent; its answer reports
+      each appended partition at `acklab.proxy.behaviours.plant_offset.SHIFT` beyond the offset the
+      broker gave. Each partition is logged (`shifted`: topic, partition, record count, the broker's
+      error and the offset it really gave).
     """
 
     model_config = ConfigDict(extra="forbid")

@@ -98,17 +98,21 @@ class SwallowedPartition(BaseModel):
     answered: bool = Field(description="the proxy answered it (false with acks=0: no answer is expected)")
 
 
-class DuplicatedPartition(BaseModel):
-    """Records of one partition of a produce request that `planted-duplicate` sent to the broker a
-    second time (the client sent it once and was answered for the first copy only)."""
+class PlantedPartition(BaseModel):
+    """Records of one partition of a produce request that reached the broker and that a planting
+    fault tampered with: `planted-duplicate` sent it to the broker a second time (the client sent it
+    once and was answered for the first copy only), `planted-offset` shifted the offset its answer
+    reported to the client. The broker's answer says what was planted."""
 
     topic: str = Field(description="topic name (or topic id, hex, from produce v13)")
     partition: int
     records: int = Field(description="records in its record batches")
-    at: float = Field(description="epoch seconds the copy was sent")
-    answered: bool = Field(description="the broker answered the copy (false: what it did is unknown)")
-    error: str | None = Field(None, description="the broker's answer to the copy for this partition (NONE: appended a second time)")
-    base_offset: int | None = Field(None, description="the offset the broker appended the copy at")
+    at: float = Field(description="epoch seconds the proxy acted on it")
+    answered: bool = Field(description="the broker answered it (false: what was planted is unknown)")
+    error: str | None = Field(None, description="the broker's answer for this partition (NONE: appended, so planted)")
+    base_offset: int | None = Field(
+        None, description="the offset the broker appended it at (planted-duplicate: the copy's; planted-offset: the real one, before the shift)"
+    )
 
 
 class Intervention(BaseModel):
@@ -144,7 +148,8 @@ class FaultRecord(BaseModel):
     counts: dict[str, int] = Field(default_factory=dict, description="proxy counter deltas during the fault, or a link fault's dropped_packets")
     withheld: list[WithheldRequest] = Field(default_factory=list, description="hold faults: each request withheld")
     swallowed: list[SwallowedPartition] = Field(default_factory=list, description="planted-loss: each partition of a request swallowed")
-    duplicated: list[DuplicatedPartition] = Field(default_factory=list, description="planted-duplicate: each partition of a request sent twice")
+    duplicated: list[PlantedPartition] = Field(default_factory=list, description="planted-duplicate: each partition of a request sent twice")
+    shifted: list[PlantedPartition] = Field(default_factory=list, description="planted-offset: each partition of an answer shifted")
     interventions: list[Intervention] = Field(default_factory=list, description="processor faults: each processor instance hit")
 
 
@@ -225,7 +230,12 @@ class ScenarioEntry(BaseModel):
         "appended again (the duplicated entries of its timeline answered NONE, summed); null without that fault, or when a copy's "
         "answer never came (what it did is unknown)",
     )
-    control: bool = Field(False, description="the run's negative control: its planted loss must be caught exactly, or the run is invalid")
+    planted_offset_mismatch: int | None = Field(
+        None,
+        description="planted-offset: records of the scenario's topic whose acked offset the proxy shifted (the shifted entries of "
+        "its timeline answered NONE, summed); null without that fault, or when an answer never came",
+    )
+    control: bool = Field(False, description="a negative control of the run: its planted anomaly must be counted exactly, or the run is invalid")
     pipeline: PipelineEvidence | None = Field(None, description="a pipeline scenario: its processing (below); null for a producer scenario")
     producer_stats: dict[str, Any] = Field(default_factory=dict, description="path of the statistics, sample count, counter totals, gauge maxima")
     fault_timeline: list[FaultRecord] = Field(default_factory=list, description="every applied fault (below)")

@@ -179,7 +179,12 @@ MATRIX_DESCRIPTIVE = pa.schema(
             "planted-duplicate: records the proxy sent to the broker a second time and the broker appended again, from the fault "
             "timeline (the checker must count exactly these as duplicates); null without that fault",
         ),
-        column("control", pa.bool_(), "the run's negative control (a planted loss the checker must catch exactly)"),
+        column(
+            "planted_offset_mismatch", pa.int64(),
+            "planted-offset: records whose acked offset the proxy shifted, from the fault timeline (the checker must count exactly "
+            "these as offset mismatches); null without that fault",
+        ),
+        column("control", pa.bool_(), "a negative control of the run (a planted anomaly the checker must count exactly)"),
     ]
 )
 # A pipeline scenario's columns (null in a producer scenario's row).

@@ -15,11 +15,15 @@ from acklab.proxy.behaviours import (
     lose_then_reject,
     plant_duplicate,
     plant_loss,
+    plant_offset,
     replace_error,
 )
 from acklab.proxy.behaviours.base import Behaviour
 
 BEHAVIOURS: Mapping[str, Behaviour] = {
     module.BEHAVIOUR.name: module.BEHAVIOUR
-    for module in (drop_response, drop_request, delay_response, blackhole, inject_error, replace_error, hold_request, lose_then_reject, plant_loss, plant_duplicate)
+    for module in (
+        drop_response, drop_request, delay_response, blackhole, inject_error, replace_error, hold_request, lose_then_reject,
+        plant_loss, plant_duplicate, plant_offset,
+    )
 }
