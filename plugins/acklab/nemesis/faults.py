@@ -234,12 +234,12 @@ def _proxy(
     )
 
 
-def _planting(name: str, description: str, behaviour: str, plants: Plants, why_planted: str, to_load_end: bool = False) -> FaultSpec:
-    """A proxy fault that plants an anomaly (`Plants`): not in the standard matrix; its efficacy
-    expectation is that it planted at least one record in the scenario's topic (`why_planted`
-    says what passes untouched)."""
+def _planting(name: str, description: str, behaviour: str, plants: Plants, why_planted: str) -> FaultSpec:
+    """A proxy fault that plants an anomaly (`Plants`) from its start until the load ends: not in
+    the standard matrix; its efficacy expectation is that it planted at least one record in the
+    scenario's topic (`why_planted` says what passes untouched)."""
     effect = Effect(f"{name}-planted", name, lambda s: s.has(name), ((plants.column, 1, None),), why_planted)
-    return replace(_proxy(name, description, behaviour, standard=False, to_load_end=to_load_end, effects=(effect,)), plants=plants)
+    return replace(_proxy(name, description, behaviour, standard=False, to_load_end=True, effects=(effect,)), plants=plants)
 
 
 def _link(
@@ -416,9 +416,9 @@ FAULTS: Mapping[str, FaultSpec] = {
             "behind it reach the broker",
             "lose_then_reject", answers_error=True,
         ),
-        # The planted anomalies (the run's negative controls). A loss lasts until the load ends, as an
-        # idempotent producer's next batch after a swallowed one would be refused by the broker for
-        # its sequence gap.
+        # The planted anomalies (the run's negative controls), each until the load ends: an idempotent
+        # producer's next batch after a swallowed one would be refused by the broker for its sequence
+        # gap, and a run need not wait for a window beyond its load.
         _planting(
             PLANTED_LOSS,
             "answer the target broker's produce requests as appended, in its name, and never forward them, from the fault's "
@@ -435,11 +435,10 @@ FAULTS: Mapping[str, FaultSpec] = {
                 ),
             ),
             "The proxy must have swallowed records of the scenario's topic, or the planted loss never met the load.",
-            to_load_end=True,
         ),
         _planting(
             PLANTED_DUPLICATE,
-            "send a share (default 0.2) of the target broker's produce requests of producers without idempotence "
+            "until the load ends, send a share (default 0.2) of the target broker's produce requests of producers without idempotence "
             "(acks != 0) to it twice, answering the client for the first copy only: the client sent each record once, "
             "the broker stores those twice (each copy and the broker's answer to it is in the evidence); a checker that "
             "misses them is broken",
@@ -459,7 +458,7 @@ FAULTS: Mapping[str, FaultSpec] = {
         ),
         _planting(
             PLANTED_OFFSET,
-            "report a share (default 0.2) of the target broker's produce answers (acks != 0) with every appended partition "
+            "until the load ends, report a share (default 0.2) of the target broker's produce answers (acks != 0) with every appended partition "
             "at an offset 2^40 beyond the one the broker gave: the records are stored, the client believes them elsewhere "
             "(each shifted partition and its real offset is in the evidence); a checker that misses them is broken",
             "plant_offset",
