@@ -90,6 +90,18 @@ test: setup postgres-deps browser-deps docker-deps
 test-slow: setup
 	$(BIN)/python -m pytest tests -q -m slow
 
+# The other families outside `make test` (their cheapest slices run in it): every Kafka and client
+# version, ten SIGKILLed tasks, the field-notes DAG with every preset.
+.PHONY: test-versions test-killed-runs test-field-notes
+test-versions: setup
+	$(BIN)/python -m pytest tests -q -m versions
+
+test-killed-runs: setup
+	$(BIN)/python -m pytest tests -q -m killed_runs
+
+test-field-notes: setup
+	$(BIN)/python -m pytest tests -q -m field_notes
+
 test-unit: setup
 	$(BIN)/python -m pytest tests/unit -q
 

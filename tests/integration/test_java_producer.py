@@ -25,6 +25,7 @@ from acklab.base.paths import expectations_dir, runs_dir
 from acklab.checker.gx_validation import validate_matrix
 from acklab.cluster.cluster import Cluster
 from acklab.cluster.topology import load_topology
+from acklab.nemesis.faults import PLANTING
 from acklab.plan.planner import make_plan
 from acklab.store.runs import ScenarioDir
 from acklab.store.schemas import PRODUCER_STATS, SEND_LOG
@@ -136,7 +137,8 @@ def test_a_killed_java_worker_takes_its_jvm_with_it(cluster: Cluster, tmp_path: 
 def test_the_java_smoke_passes_side_by_side_with_librdkafka_under_a_leader_kill_and_names_its_client() -> None:
     plan = make_plan({"clients": ["librdkafka", f"java:{JAVA.version}"], "profiles": ["leader-ack", "idempotent"],
                       "faults": ["leader-kill"], "messages": 30000, "rate": 3000, "fault_at_s": 1.0})
-    assert [len(group) for group in plan.groups()] == [1, 4]  # the negative control, then both families in one fault group
+    # the negative controls, then both families in one fault group
+    assert [len(group) for group in plan.groups()] == [*(1 for _ in PLANTING), 4]
     run = run_audited([plan])
     verdict = validate_matrix(run, expectations_dir(), run.run_id)
     assert {s.status for s in verdict.checked} == {"pass"}, verdict.summary_lines()
@@ -178,7 +180,7 @@ def test_a_groups_java_producers_are_given_the_partition_count(cluster: Cluster)
 
     plan = make_plan({"profiles": ["idempotent"], "faults": ["none"], "client": "java", "messages": 2000, "rate": 2000})
     run = RunDir.create()
-    (entry,) = run_group(cluster, plan, 1, run)
+    (entry,) = run_group(cluster, plan, len(PLANTING), run)  # after the negative controls
     assert entry.evidence_complete and entry.planned == 2000 and entry.partitions == plan.topology.partitions, entry
     job = (run.scenario(entry.scenario).producers / "p0.java.job").read_text()
     assert f"partitions={plan.topology.partitions}\n" in job, job

@@ -24,6 +24,7 @@ import psutil
 import pytest
 
 from acklab.cluster.state import ClusterState
+from acklab.nemesis.faults import PLANTING
 from acklab.proxy.control import ProxyControl, ProxyControlError
 from acklab.services import airflow_stack as stack
 from acklab.services.processes import session_members
@@ -41,7 +42,7 @@ from acklab.orchestration import tasks
 run = tasks.plan_run(json.loads(sys.argv[1]))
 run = tasks.provision_cluster(run, lease_s=3600)
 print(run["run_dir"], flush=True)
-group = tasks.scenario_groups(run)[1]  # [0]: the negative control
+group = next(g for g in tasks.scenario_groups(run) if "negative control" not in g["fault"])  # after the negative controls
 tasks.run_group(run, group)
 print("group done", flush=True)
 """
@@ -145,12 +146,13 @@ def test_a_killed_scheduler_leaves_nothing_behind(acklab_env: dict[str, str], is
         assert response.status_code == 200, response.text
         run_id = response.json()["dag_run_id"]
         deadline = time.monotonic() + 300
-        while rest.task_states("kafka_delivery_smoke", run_id).get("run_group[1]") != "running":  # [0]: the negative control
+        group = f"run_group[{len(PLANTING)}]"  # after the negative controls
+        while rest.task_states("kafka_delivery_smoke", run_id).get(group) != "running":
             assert time.monotonic() < deadline, rest.failure_report("kafka_delivery_smoke", run_id)
             time.sleep(1.0)
         (run_dir,) = set(isolated_run_store.iterdir()) - before
         time.sleep(random.Random(0).uniform(5.0, 12.0))  # topics, then the fault from ~1 s to ~16 s of the load
-        assert rest.task_states("kafka_delivery_smoke", run_id)["run_group[1]"] == "running", "the group ended before the kill"
+        assert rest.task_states("kafka_delivery_smoke", run_id)[group] == "running", "the group ended before the kill"
         os.kill(scheduler.pid, signal.SIGKILL)
         orphans = session_members(scheduler)
         _reaped(run_dir / "cluster", env, 30 + HEARTBEAT_S + 60)  # the orphaned group's load ends within ~30 s

@@ -18,6 +18,7 @@ from confluent_kafka import Consumer, TopicPartition
 from acklab.base.paths import runs_dir
 from acklab.cluster.cluster import Cluster
 from acklab.cluster.topology import load_topology
+from acklab.nemesis.faults import PLANTING
 from acklab.orchestration.execution import run_group
 from acklab.plan.planner import make_plan
 from acklab.store.runs import RunDir, ScenarioDir
@@ -147,7 +148,7 @@ def test_a_leader_change_in_a_baseline_group_makes_its_evidence_incomplete_and_t
     not blamed on the baseline; the same group undisturbed is complete. Run again (the default), the
     undisturbed second run is the entry, the first kept beside it."""
     plan = make_plan({"profiles": ["leader-ack"], "faults": ["none"], "messages": 10_000, "rate": 2000})
-    calm = run_group(cluster, plan, 1, RunDir.create())  # group 0 is the negative control
+    calm = run_group(cluster, plan, len(PLANTING), RunDir.create())  # the negative controls come first
     assert calm[0].evidence_complete and calm[0].incomplete_reason is None
 
     run_dir = RunDir.create()
@@ -168,7 +169,7 @@ def test_a_leader_change_in_a_baseline_group_makes_its_evidence_incomplete_and_t
     outsider = threading.Thread(target=kill_a_leader_mid_load)
     outsider.start()
     try:
-        entry = run_group(cluster, plan, 1, run_dir)[0]
+        entry = run_group(cluster, plan, len(PLANTING), run_dir)[0]
     finally:
         outsider.join()
     assert entry.evidence_complete and entry.topic == f"{name}-attempt-2", entry

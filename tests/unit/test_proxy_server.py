@@ -454,6 +454,24 @@ def test_planted_duplicate_sends_a_request_twice_answers_the_client_once_and_log
     run(scenario)
 
 
+@pytest.mark.parametrize("action,log", [("plant_duplicate", "duplicated"), ("plant_offset", "shifted")])
+def test_a_planted_anomalys_truth_is_kept_when_its_client_leaves_before_the_answer(action: str, log: str) -> None:
+    """The broker's answer is the truth of what was planted: a client that closes its connection
+    before it came (its copy's answer comes after the client's own) does not take it along."""
+
+    async def scenario(proxy: ProxyServer, brokers: list[Broker], connect: Callable[[int], Awaitable[Client]]) -> None:
+        client = await connect(0)
+        set_rule(proxy, action=action, probability=1.0)
+        client.produce(1, records=(batch(-1, -1, records=3),))
+        await asyncio.sleep(0.05)
+        client.writer.close()
+        await asyncio.sleep(1.0)  # the broker answers 0.3 s after each request
+        entries = proxy.handle({"op": log, "broker": 0})[log]
+        assert [(e["records"], e["answered"], e["error"]) for e in entries] == [(3, True, "NONE")]
+
+    run(scenario, delay_s=0.3)
+
+
 def test_planted_offset_shifts_the_answers_offsets_and_logs_the_real_ones() -> None:
     async def scenario(proxy: ProxyServer, brokers: list[Broker], connect: Callable[[int], Awaitable[Client]]) -> None:
         client = await connect(0)

@@ -13,10 +13,10 @@ failed; incomplete if its fault took no effect (the manifest says so); fail if a
 expectation failed; incomplete ("fault ineffective") if an efficacy expectation failed; else pass.
 Every scenario of the manifest must have a matrix row (`pair_rows`).
 
-The run's negative control (the manifest entry marked `control`: a planted loss) is judged like any
-row and must fail with `lost` equal to `planted_lost` (`ControlCheck`); it does not count in the
-run's status, which is `invalid` if a control was not caught so, else the worst status of the other
-rows (`overall`).
+The run's negative controls (the manifest entries marked `control`: each a planted anomaly) are
+judged like any row and each must fail with the checker's count equal to what was planted (e.g.
+`lost` equal to `planted_lost`: `ControlCheck`); they do not count in the run's status, which is
+`invalid` if a control was not caught so, else the worst status of the other rows (`overall`).
 """
 
 from __future__ import annotations

@@ -19,7 +19,7 @@ from acklab.proxy.behaviours.hold_request import WithholdOptions
 from acklab.proxy.codes import ERRORS, PRODUCE
 
 NO_FAULT = "none"
-PLANTED_LOSS = "planted-loss"  # the negative control's fault
+PLANTED_LOSS = "planted-loss"  # the planting faults (`PLANTING`): the run's negative controls
 PLANTED_DUPLICATE = "planted-duplicate"
 PLANTED_OFFSET = "planted-offset"
 TO_LOAD_END_CEILING_S = 6 * 3600.0  # a fault that lasts until the load ends (`FaultSpec.to_load_end`) is undone after this at the latest

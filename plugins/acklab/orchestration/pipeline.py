@@ -59,7 +59,8 @@ def write_result(
     observed = presets.observe(run, manifest, rows, statuses)
     if result.data_docs_index is not None:
         write_beliefs_page(result.data_docs_index.parent / beliefs_page(run.run_id), run.run_id, checked)
-    html = build_report(run, statuses, result.status, result.data_docs_index, found, unknown_now, checked, observed, result.control_lines(), drawing)
+    html = build_report(run, statuses, result.status, result.data_docs_index, found, unknown_now, checked, observed, result.control_lines(), drawing,
+                        caught=[c.scenario for c in result.controls if c.caught])
     summary = {
         "status": result.status,
         "control": result.control_lines(),

@@ -55,10 +55,10 @@ CONTROL = "negative-control"
 """The negative controls, one per planting fault (`acklab.nemesis.faults.PLANTING`), each 2,000
 messages at 1,000/s of the run's first client with the fault's `control_profile`, whose writes to
 the leader of partition 0 the proxy tampers with from 0.5 s on: an idempotent producer's writes
-swallowed (`planted-loss`: the checker must count exactly the swallowed records lost), a producer
-without idempotence's writes sent to the broker twice (`planted-duplicate`: exactly the records
-appended again counted as duplicates), the answers' offsets shifted (`planted-offset`: exactly the
-records acked elsewhere counted as offset mismatches). Unless each is counted exactly, the run is
+swallowed (`planted-loss`: the checker must count exactly the swallowed records lost), a share
+(0.2) of a producer without idempotence's writes sent to the broker twice (`planted-duplicate`:
+exactly the records appended again counted as duplicates), a share of the answers' offsets shifted
+(`planted-offset`: exactly the records acked elsewhere counted as offset mismatches). Unless each is counted exactly, the run is
 invalid."""
 CONTROL_AT_S = 0.5
 CONTROL_LOAD = {"messages": 2000, "rate": 1000.0}

@@ -55,7 +55,8 @@ class Tap:
 class Connection:
     """One client connection and its connection to the broker.
 
-    `expected` holds, in send order, what the client will be answered: (correlation, api_key,
+    `expected` holds, in send order, the answers due on the connection (a request the proxy sent in
+    its own name, such as planted-duplicate's copy, is answered to a tap, never to the client): (correlation, api_key,
     api_version, None, 0) for a request the broker will answer, (correlation, PRODUCE, version,
     body, due) for an answer the proxy wrote itself, sent once the broker answered everything
     before it and not before `due` (monotonic time)."""

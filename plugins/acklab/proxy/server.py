@@ -5,8 +5,9 @@ request body starts with api_key (int16), api_version (int16), correlation_id (i
 body starts with the correlation_id. A broker answers the requests of a connection in order, so
 the requests forwarded on a connection are kept in order and each response is matched to its
 request (its API and version) by correlation id. Request and response bodies are parsed
-(`acklab.proxy.protocol`) only while a rule that needs it is active, and for the answers to held
-requests whose client has gone: the pass-through path reads the first 8 bytes of a request and the
+(`acklab.proxy.protocol`) only while a rule that needs it is active, by the taps a rule leaves on a
+connection (the answers to requests it selected, also after it is lifted), and for the answers to
+held requests whose client has gone: the pass-through path reads the first 8 bytes of a request and the
 first 4 of a response.
 
 What is done to the traffic is the active rule's behaviour's (`acklab.proxy.behaviours`): the
@@ -246,6 +247,7 @@ class BrokerProxy:
                     if (tapped := tap.on_response(correlation, tapped, version)) is None:
                         break
                 if tapped is None:
+                    conn.flush_answers()  # the proxy's answers due behind the one taken off
                     continue
                 if tapped is not body:
                     body, size = tapped, len(tapped).to_bytes(4, "big")

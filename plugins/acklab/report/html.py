@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import multiprocessing
 import os
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -71,9 +71,11 @@ class TimelineDrawing:
 def build_report(
     run: RunDir, statuses: dict[str, str], status: str, data_docs: Path | None, regressions: list[Regression], unverified: list[Regression],
     beliefs: list[dict[str, Any]], observations: list[dict[str, Any]], control: list[str], drawing: TimelineDrawing | None = None,
+    caught: Collection[str] = (),
 ) -> Path:
     """Write the run's HTML report with its PNGs; return the index path. `control`: what the
-    negative control showed (`acklab.checker.verdict.Verdict.control_lines`), said before the matrix;
+    negative controls showed (`acklab.checker.verdict.Verdict.control_lines`), said before the matrix,
+    and `caught` the controls counted exactly (each control row says whether it was);
     `drawing`: the run's timelines if already being drawn (else they are drawn now; closed either way)."""
     from acklab.model.tables import default_tables
 
@@ -94,6 +96,7 @@ def build_report(
             run_id=manifest.run_id,
             status=status,
             control=control,
+            caught=set(caught),
             disturbed=disturbed,
             topology=manifest.topology,
             rows=rows,

@@ -177,12 +177,12 @@ MATRIX_DESCRIPTIVE = pa.schema(
         column(
             "planted_duplicates", pa.int64(),
             "planted-duplicate: records the proxy sent to the broker a second time and the broker appended again, from the fault "
-            "timeline (the checker must count exactly these as duplicates); null without that fault",
+            "timeline (the checker must count exactly these as duplicates); null without that fault, or when an answer never came",
         ),
         column(
             "planted_offset_mismatch", pa.int64(),
             "planted-offset: records whose acked offset the proxy shifted, from the fault timeline (the checker must count exactly "
-            "these as offset mismatches); null without that fault",
+            "these as offset mismatches); null without that fault, or when an answer never came",
         ),
         column("control", pa.bool_(), "a negative control of the run (a planted anomaly the checker must count exactly)"),
     ]

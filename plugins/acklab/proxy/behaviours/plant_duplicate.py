@@ -5,7 +5,8 @@ logged (`duplicated`).
 The second copy follows the first on the same broker connection, under a correlation id of the
 proxy's own (negative: a client's are not), so the broker appends it right after the first and its
 answer is taken off the connection before any client sees it. Its answer is the truth of what was
-planted: each partition answered NONE holds the request's records twice. Requests of an idempotent
+planted: each partition answered NONE holds the request's records twice (an answer the codec
+cannot read, or without the partition, leaves its `error` null: unknown). Requests of an idempotent
 or transactional producer pass untouched (the broker would recognise the copy by its sequence and
 append nothing: `idempotent_passed`), as do acks=0 requests (no answer would say what the copy did:
 `unanswered_passed`) and requests the codec cannot count (`unparsed_produce`)."""
@@ -86,6 +87,7 @@ class PlantDuplicate(Activation):
             conn.response_taps.insert(0, tap)
         tap.pending[copy] = entries
         conn.forward(size + body[:4] + _CORRELATION.pack(copy) + body[8:], copy, api_key, version)
+        conn.awaiting[copy] = {}  # a client that leaves first does not take the copy's answer with it
         self.affected += 1
         self.stats["duplicated_requests"] += 1
         return Verdict.TAKEN
@@ -94,9 +96,10 @@ class PlantDuplicate(Activation):
         """The broker's answer to a copy: per partition, its error and the offset it appended the copy at."""
         try:
             _, response = decode_response(body, version)
-        except ProtocolError as exc:
+        except ProtocolError:  # what the broker did with the copy is unknown
+            self.stats["unparsed_answers"] += 1
             for entry in entries:
-                entry.update(answered=True, error=f"unparsed ({exc})")
+                entry.update(answered=True, error=None)
             return
         answers = {
             (topic.name or topic.topic_id.hex(), partition.index): partition for topic in response.topics for partition in topic.partitions
@@ -104,8 +107,7 @@ class PlantDuplicate(Activation):
         for entry in entries:
             answer = answers.get((entry["topic"], entry["partition"]))
             entry["answered"] = True
-            if answer is None:
-                entry["error"] = "no answer for the partition"
+            if answer is None:  # unknown
                 continue
             entry["error"] = error_name(answer.error_code)
             entry["base_offset"] = answer.base_offset

@@ -72,6 +72,7 @@ class PlantOffset(Activation):
             tap = self.taps[id(conn)] = Shifts(self)
             conn.response_taps.insert(0, tap)
         tap.pending[correlation] = entries
+        conn.awaiting.setdefault(correlation, {})  # a client that leaves first does not take the answer's truth with it
         self.affected += 1
         self.stats["shifted_requests"] += 1
         return Verdict.FORWARD
@@ -81,9 +82,10 @@ class PlantOffset(Activation):
         partition's entry gets the broker's error and the offset it really gave."""
         try:
             correlation, response = decode_response(body, version)
-        except ProtocolError as exc:
+        except ProtocolError:  # passed as the broker wrote it: nothing shifted
+            self.stats["unparsed_answers"] += 1
             for entry in entries:
-                entry.update(answered=True, error=f"unparsed ({exc})")
+                entry.update(answered=True, error="unparsed")
             return body
         wanted = {(entry["topic"], entry["partition"]): entry for entry in entries}
         topics = []
@@ -100,7 +102,7 @@ class PlantOffset(Activation):
                         entry["error"] = entry["error"] if partition.error_code else "no offset in the answer"
                 partitions.append(partition)
             topics.append(replace(topic, partitions=tuple(partitions)))
-        for entry in wanted.values():
+        for entry in wanted.values():  # not in the answer: nothing shifted
             entry.update(answered=True, error="no answer for the partition")
         return encode_response(correlation, replace(response, topics=tuple(topics)), version)
 
