@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import time
 
-from acklab.proxy.behaviours.base import Activation, Behaviour, Host, Options, Rule, Verdict, parse_produce
-from acklab.proxy.codes import PRODUCE
+from acklab.proxy.behaviours.base import Activation, Behaviour, Host, Options, Rule, Verdict
+from acklab.proxy.behaviours.planting import counted_produce, topic_key
 from acklab.proxy.connection import Connection
 from acklab.proxy.protocol import success_response
 
@@ -28,13 +28,9 @@ class PlantLoss(Activation):
         self.fabricated: dict[tuple[str | bytes, int], int] = {}  # (topic, partition) -> next made-up offset
 
     def on_request(self, conn: Connection, size: bytes, body: bytes, correlation: int, api_key: int, version: int) -> Verdict:
-        if api_key != PRODUCE or (parsed := parse_produce(self.stats, body, version)) is None:
+        if (counted := counted_produce(self, body, api_key, version)) is None:
             return Verdict.FORWARD
-        header, request = parsed
-        partitions = [(topic, partition, partition.record_count()) for topic in request.topics for partition in topic.partitions]
-        if any(count is None for _, _, count in partitions):
-            self.stats["unparsed_produce"] += 1
-            return Verdict.FORWARD
+        header, request, partitions = counted
         offsets = {}
         for topic, partition, count in partitions:
             key = (topic.name or topic.topic_id, partition.index)
@@ -43,7 +39,7 @@ class PlantLoss(Activation):
             producer_id, epoch, sequence = partition.producer_sequence() or (-1, -1, -1)
             self.swallowed.append(
                 {
-                    "topic": topic.name or topic.topic_id.hex(), "partition": partition.index, "records": count,
+                    "topic": topic_key(topic), "partition": partition.index, "records": count,
                     "base_offset": offsets[key], "producer_id": producer_id, "producer_epoch": epoch, "base_sequence": sequence,
                     "at": time.time(), "answered": request.acks != 0,
                 }

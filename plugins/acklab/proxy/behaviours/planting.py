@@ -1,0 +1,97 @@
+"""What the planting behaviours share: the PRODUCE requests whose records they can count, and (for
+those whose requests reach the broker: plant_duplicate, plant_offset) a log entry per partition
+that the broker's answer completes, read by a tap the activation leaves on the connection, so the
+truth of what was planted is known even after the rule is lifted or the client has gone."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+from acklab.proxy.behaviours.base import Activation, Host, Rule, parse_produce
+from acklab.proxy.codes import PRODUCE
+from acklab.proxy.connection import Connection, Tap
+from acklab.proxy.protocol import PartitionData, ProduceRequest, RequestHeader, TopicData
+
+Counted = list[tuple[TopicData, PartitionData, int]]
+"""Each partition of a produce request: its topic, its data and its record count."""
+
+
+def topic_key(topic: TopicData) -> str:
+    """How a log entry names a topic: by name, or by id (hex) from produce v13."""
+    return topic.name or topic.topic_id.hex()
+
+
+def counted_produce(activation: Activation, body: bytes, api_key: int, version: int) -> tuple[RequestHeader, ProduceRequest, Counted] | None:
+    """A PRODUCE request (header, request) and the records of each of its partitions, or None:
+    another request type, or one whose record batches the codec cannot read or count
+    (`unparsed_produce`)."""
+    if api_key != PRODUCE or (parsed := parse_produce(activation.stats, body, version)) is None:
+        return None
+    header, request = parsed
+    partitions = [(topic, partition, partition.record_count()) for topic in request.topics for partition in topic.partitions]
+    if any(count is None for _, _, count in partitions):
+        activation.stats["unparsed_produce"] += 1
+        return None
+    return header, request, partitions  # type: ignore[return-value]
+
+
+class Answers(Tap):
+    """Hands the broker's answers to the requests registered on one connection (by correlation id)
+    to `on_answer` with their log entries; what it returns is passed on (None: taken off)."""
+
+    def __init__(self, on_answer: Callable[[list[dict], bytes, int], bytes | None]) -> None:
+        self.on_answer = on_answer
+        self.pending: dict[int, list[dict]] = {}  # correlation -> its partitions' log entries
+
+    def on_response(self, correlation: int, body: bytes, version: int) -> bytes | None:
+        entries = self.pending.pop(correlation, None)
+        return body if entries is None else self.on_answer(entries, body, version)
+
+
+class AnsweredPlanting(Activation):
+    """A planting activation whose truth is the broker's answer to a request it let through: each
+    partition of such a request is logged (`logged`: topic, partition, records, when, and, once the
+    answer came, `answered`, `error` and `base_offset`; `error` stays null where the answer cannot
+    say what was planted), and `on_answer` completes the entries from the answer."""
+
+    def __init__(self, rule: Rule, host: Host) -> None:
+        super().__init__(rule, host)
+        self.logged: list[dict] = []
+        self.taps: dict[int, Answers] = {}  # id(connection) -> its tap (a reused id gets a new one)
+
+    def answerable(self, body: bytes, api_key: int, version: int) -> tuple[ProduceRequest, Counted] | None:
+        """A PRODUCE request the broker will answer, with its partitions' record counts (`counted_produce`),
+        or None: an acks=0 request passes (`unanswered_passed`: no answer would say what was planted)."""
+        if (counted := counted_produce(self, body, api_key, version)) is None:
+            return None
+        _, request, partitions = counted
+        if request.acks == 0:
+            self.stats["unanswered_passed"] += 1
+            return None
+        return request, partitions
+
+    def expect_answer(self, conn: Connection, correlation: int, partitions: Counted) -> None:
+        """Log `partitions` and have the answer to request `correlation` on `conn` handed to
+        `on_answer`; the connection outlives a client that leaves before it (`Connection.awaiting`)."""
+        entries = [
+            {
+                "topic": topic_key(topic), "partition": partition.index, "records": count,
+                "at": time.time(), "answered": False, "error": None, "base_offset": None,
+            }
+            for topic, partition, count in partitions
+        ]
+        self.logged.extend(entries)
+        tap = self.taps.get(id(conn))
+        if tap is None or tap not in conn.response_taps:
+            tap = self.taps[id(conn)] = Answers(self.on_answer)
+            conn.response_taps.insert(0, tap)
+        tap.pending[correlation] = entries
+        conn.awaiting.setdefault(correlation, {})
+
+    def on_answer(self, entries: list[dict], body: bytes, version: int) -> bytes | None:
+        """The body the client gets for an answer whose partitions `entries` log (None: none)."""
+        raise NotImplementedError
+
+    def evidence(self) -> list[dict]:
+        return self.logged
