@@ -12,7 +12,7 @@ import pytest
 from acklab.checker.gx_validation import validate_matrix
 from acklab.checker.verdict import Verdict
 from acklab.cluster import links
-from acklab.nemesis.faults import FAULTS
+from acklab.nemesis.faults import FAULTS, PLANTING
 from acklab.plan.planner import make_plan
 from acklab.store.contract import IDENTITIES
 
@@ -70,7 +70,7 @@ def test_the_catalog_is_covered() -> None:
         "leader-kill", "replicas-down", "ack-loss", "request-loss", "latency",  # test_faults, test_workload
         "error-inject", "error-after-append", "request-hold", "leader-isolate",  # test_proxy_faults, test_link_faults
         "withhold-replay",  # test_bug_library
-        "planted-loss",  # test_negative_control (and every run's negative control)
+        *PLANTING,  # test_negative_control (and every run's negative controls)
         "processor-kill", "zombie", "txn-coordinator-kill", "group-coordinator-kill",  # test_pipeline_run
     }
     assert set(FAULTS) - {"none"} == elsewhere | set(PROCESS_AND_PROXY) | set(LINKS)
