@@ -84,7 +84,9 @@ def test_invalid_param_fails_before_any_cluster_starts(acklab_env: dict[str, str
 
 @pytest.mark.versions  # 205 s: two Kafka versions through the version DAG
 def test_version_regression_dag_compares_two_versions(acklab_env: dict[str, str], isolated_run_store: Path) -> None:
-    conf = {"kafka_versions": ["4.3.1", "3.9.2"], "profiles": ["idempotent"], "faults": ["leader-kill"], "messages": 48000, "rate": 4000}
+    conf = {
+        "kafka_versions": ["4.3.1", "3.9.2"], "profiles": ["idempotent"], "faults": ["leader-kill"], "processing": [], "messages": 48000, "rate": 4000,
+    }
     result = dags_test(acklab_env, conf, "kafka_version_regression")
     output = result.stdout + result.stderr
     assert result.returncode == 0, output[-5000:]
