@@ -13,6 +13,7 @@ from acklab.nemesis.actions import java_hash
 from acklab.plan.planner import make_plan
 from acklab.workload import families
 from acklab.workload.processing import ProcessorConfig
+from acklab.workload.processors import balanced
 
 PIPELINE = {"processing": ["eos"], "profiles": [], "faults": ["processor-kill"], "negative_control": False, "messages": 4000, "rate": 1000.0}
 
@@ -94,3 +95,19 @@ def test_the_processors_tunable_properties_reach_every_pipeline_but_the_control(
         assert scenario.pipeline is not None
         assert scenario.pipeline.config.as_text("consumer") == {"session.timeout.ms": "8000", "max.poll.records": "50"}
         assert scenario.pipeline.config.as_text("producer") == {"request.timeout.ms": "3000", "enable.idempotence": "true"}
+
+
+@pytest.mark.parametrize(
+    ("held", "partitions", "ready"),
+    [
+        ([{0, 1, 2}, set()], 3, False),  # KIP-848: the first member took all, the second's share not yet handed over
+        ([{0, 1}, {2}], 3, True),
+        ([{0, 1}, {1, 2}], 3, False),  # a partition not yet revoked from its old holder
+        ([{0}, {1}], 3, False),  # partition 2 unheld
+        ([{0}, {1}, set()], 2, True),  # more instances than partitions: one stays idle
+    ],
+)
+def test_a_pipelines_group_is_ready_when_every_partition_has_one_holder_and_no_instance_that_could_hold_one_is_idle(
+    held: list[set[int]], partitions: int, ready: bool
+) -> None:
+    assert balanced(held, partitions) is ready

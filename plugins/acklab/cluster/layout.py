@@ -20,6 +20,11 @@ LOG_CONFIG = "log4j.properties"  # each node's logging config, in its folder
 SERVER_LOG = "server.log"  # each node's log, in its folder (kept at teardown)
 GC_LOG = "gc-%p.log"  # each node JVM's GC pauses and safepoints (%p: its pid), in the node's folder: a stalled broker misses its heartbeats
 SERVER_CONFIG = "server.properties"
+GROUP_SESSION_TIMEOUT_MS, GROUP_HEARTBEAT_INTERVAL_MS = 6000, 1000
+"""How long a consumer-group member lives without a heartbeat, and how often it beats: what
+acklab's processors ask of a classic group, and what the brokers give KIP-848 groups
+(`group.protocol=consumer`, where both are the broker's; Kafka's defaults, 45 s and 5 s, would keep
+a killed member's partitions unconsumed 45 s and hand a late member its share 5 s late)."""
 PORT_FLOOR = 10000  # ports acklab picks for its servers are at least this (above the common services')
 EPHEMERAL_RANGE = Path("/proc/sys/net/ipv4/ip_local_port_range")  # Linux: the local ports outgoing connections get
 
@@ -92,6 +97,9 @@ def uses_log4j1(kafka_version: str) -> bool:
     return kafka_version.startswith("3.")
 
 
+_GROUPS = {"session_ms": GROUP_SESSION_TIMEOUT_MS, "heartbeat_ms": GROUP_HEARTBEAT_INTERVAL_MS}
+
+
 def _templates() -> Environment:
     return Environment(loader=FileSystemLoader(clusters_dir() / "templates"), undefined=StrictUndefined)
 
@@ -105,7 +113,7 @@ def broker_settings(topology: Topology) -> dict[str, str]:
         node_id=first, roles=["broker", "controller"] if controller else ["broker"], client_port=0, proxy_port=0, direct_port=0,
         internal_port=0, controller_port=0 if controller else None, dir=Path("node"),
     )
-    rendered = _templates().get_template("server.properties.j2").render(node=node, topology=topology, voters="")
+    rendered = _templates().get_template("server.properties.j2").render(node=node, topology=topology, voters="", groups=_GROUPS)
     settings = {}
     for line in rendered.splitlines():
         if line.strip() and not line.lstrip().startswith("#") and "=" in line:
@@ -122,6 +130,6 @@ def write_configs(state: ClusterState) -> None:
     log_template = "log4j.properties.j2" if uses_log4j1(topology.kafka_version) else "log4j2.properties.j2"
     for node in state.nodes:
         node.data_dir.mkdir(parents=True, exist_ok=True)
-        rendered = templates.get_template("server.properties.j2").render(node=node, topology=topology, voters=voters)
+        rendered = templates.get_template("server.properties.j2").render(node=node, topology=topology, voters=voters, groups=_GROUPS)
         (node.dir / SERVER_CONFIG).write_text(rendered + "\n")
         (node.dir / LOG_CONFIG).write_text(templates.get_template(log_template).render(log_file=node.dir / SERVER_LOG) + "\n")

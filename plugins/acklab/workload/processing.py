@@ -68,6 +68,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
 from acklab.base.property_policy import CLIENT_FAMILIES, check_client_properties
+from acklab.cluster.layout import GROUP_SESSION_TIMEOUT_MS
 
 Style = Literal["eos", "at-least-once", "at-most-once", "eos-naive"]
 STYLES: tuple[str, ...] = ("eos", "at-least-once", "at-most-once", "eos-naive")
@@ -131,7 +132,7 @@ class ProcessorJob(BaseModel):
     group_protocol: GroupProtocol = "classic"
     max_batch: int = Field(1000, ge=1, description="records per poll, so per transaction (at most)")
     poll_timeout_ms: int = Field(100, ge=1)
-    session_timeout_ms: int = Field(6000, ge=1000)
+    session_timeout_ms: int = Field(GROUP_SESSION_TIMEOUT_MS, ge=1000, description="classic groups; KIP-848 groups have the brokers' (the same)")
     max_poll_interval_ms: int = Field(10000, ge=1000)
     transaction_timeout_ms: int = Field(10000, ge=1000)
     consumer_config: dict[str, str] = Field(default_factory=dict, description="the user's consumer properties (the family's names), over the defaults")

@@ -99,17 +99,20 @@ class ProcessorGroup:
         return self._spawn(number, last.incarnation + 1)
 
     def wait_assigned(self, partitions: int, timeout_s: float) -> None:
-        """Until the instances' latest assignments cover every input partition (the group is consuming)."""
+        """Until the group is consuming and balanced (`balanced`): every input partition held by one
+        instance, and every instance that can hold one (the first `partitions`) holds at least one.
+        A fault aimed at an instance needs it to hold partitions: under KIP-848 the broker hands a
+        late member its share only over its next heartbeats, after the first member took them all."""
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
-            covered: set[int] = set()
-            for instance in self.current.values():
-                covered |= holdings(instance.events())
-            if covered >= set(range(partitions)):
+            if balanced([holdings(instance.events()) for instance in self.current.values()], partitions):
                 return
             self._check_alive()
             time.sleep(0.2)
-        raise ProcessorError(f"the processors were not assigned every input partition within {timeout_s:.0f}s ({self._stderr_tail()})")
+        held = {number: sorted(holdings(instance.events())) for number, instance in self.current.items()}
+        raise ProcessorError(
+            f"the processors did not share the {partitions} input partitions within {timeout_s:.0f}s (held: {held}; {self._stderr_tail()})"
+        )
 
     def _check_alive(self) -> None:
         for instance in self.current.values():
@@ -233,6 +236,14 @@ def holdings(events: list[dict[str, Any]]) -> set[int]:
         elif event["ev"] == "revoked":
             held -= set(event["partitions"])
     return held
+
+
+def balanced(held: list[set[int]], partitions: int) -> bool:
+    """Whether the instances' holdings (one set per instance) give each of the `partitions` input
+    partitions to exactly one instance and leave no instance idle that could hold one."""
+    every = [p for one in held for p in one]
+    busy = sum(1 for one in held if one)
+    return sorted(every) == list(range(partitions)) and busy >= min(len(held), partitions)
 
 
 def _stopped(pid: int) -> bool:
