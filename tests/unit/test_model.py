@@ -304,3 +304,26 @@ def test_every_class_comes_with_the_rule_and_settings_that_decided_it() -> None:
     assert expected("leader-ack").reason == "rule 2 (acks=1) matched; decided by acks=1"
     assert expected("at-least-once").reason.startswith("rule 8 (otherwise (acks=all, min.insync >= 2, clean election)) matched; decided by acks=all")
     assert "max.in.flight=5" in expected("at-least-once").reason
+
+
+@pytest.mark.parametrize(
+    ("family", "version", "kafka", "transaction_version"),
+    [
+        ("librdkafka", "2.16.1", "4.3.1", 1),  # no KIP-890 part 2 (librdkafka #5423)
+        ("java", "3.9.1", "4.3.1", 1),
+        ("java", "4.3.1", "3.9.2", 1),
+        ("java", "4.3.1", "4.3.1", 2),
+        ("java", "4.0.0", "4.0.0", 2),
+    ],
+)
+def test_the_model_knows_the_transaction_protocol_each_client_and_kafka_version_run(family: str, version: str, kafka: str, transaction_version: int) -> None:
+    from acklab.workload.client import Client
+
+    client = Client(version, "2.16.0" if family == "librdkafka" else "", "", family=family)
+    topology = THREE.model_copy(update={"kafka_version": kafka})
+    eos = Setting.of(get_profile("idempotent"), topology, [], client, "eos")
+    assert eos.transaction_version == transaction_version
+    assert f"transaction version {transaction_version}" in expect(get_profile("idempotent"), topology, [], client, "eos").reason
+    assert Setting.of(get_profile("transactional"), topology, [], client).transaction_version == transaction_version
+    assert Setting.of(get_profile("idempotent"), topology, [], client).transaction_version == 0  # no transactions
+    assert Setting.of(get_profile("idempotent"), topology, [], client, "at-least-once").transaction_version == 0

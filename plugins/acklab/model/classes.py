@@ -60,13 +60,26 @@ def _first_match(setting: Setting) -> int:
     return next(number for number, rule in enumerate(CLASS_RULES) if rule.test(setting))
 
 
+TRANSACTION_VERSIONS: Mapping[int, str] = {
+    1: "transaction version 1: a transaction's producer epoch is the producer's, so a late EndTxn of an earlier "
+    "transaction is taken as the end of the open one (KAFKA-17754; fenced only by version 2)",
+    2: "transaction version 2 (KIP-890 part 2): every transaction bumps the producer epoch, so a late EndTxn or "
+    "write of an earlier transaction is fenced",
+}
+"""The transaction protocols (`Setting.transaction_version`): the guarantee is the same on both
+(exactly-once, documented), so a row of either that loses or duplicates is red; version 1 leaves a
+late EndTxn unfenced, a bug of its protocol that only version 2 closes."""
+
+
 def reason(setting: Setting) -> str:
     """Why `setting` gets its class: the rule that matched, and the settings every rule up to it read
-    (the earlier rules did not match on them, this one did)."""
+    (the earlier rules did not match on them, this one did); for a setting with transactions, the
+    protocol they run (`TRANSACTION_VERSIONS`)."""
     number = _first_match(setting)
     read = dict.fromkeys(field for rule in CLASS_RULES[: number + 1] for field in rule.reads)
     values = ", ".join(f"{SETTING_NAMES[field]}={_show(getattr(setting, field))}" for field in read)
-    return f"rule {number + 1} ({CLASS_RULES[number].when}) matched" + (f"; decided by {values}" if values else "")
+    protocol = f"; {TRANSACTION_VERSIONS[setting.transaction_version]}" if setting.transaction_version else ""
+    return f"rule {number + 1} ({CLASS_RULES[number].when}) matched" + (f"; decided by {values}" if values else "") + protocol
 
 
 def _show(value: object) -> str:

@@ -29,6 +29,7 @@ class Expected:
     guarantee: Guarantee
     expectations: tuple[Expectation, ...]
     reason: str = ""  # which class rule matched and the settings that decided it
+    transaction_version: int = 0  # the transaction protocol the model assumed (`Setting.transaction_version`); 0: no transactions
 
     @property
     def suites(self) -> tuple[str, ...]:
@@ -51,7 +52,7 @@ def expect_setting(setting: Setting) -> Expected:
         for e in c.expectations()
         if not e.no_fault_only or not setting.faults
     ]
-    return Expected(classify(setting), tuple(expectations), reason(setting))
+    return Expected(classify(setting), tuple(expectations), reason(setting), setting.transaction_version)
 
 
 def expect(

@@ -12,6 +12,7 @@ from acklab.cluster.topology import Topology
 from acklab.nemesis.faults import FAULTS, answers_writes, permanent_error
 from acklab.workload import families
 from acklab.workload.client import Client
+from acklab.workload.processing import TRANSACTIONAL_STYLES
 from acklab.workload.profiles import ProducerProfile
 
 if TYPE_CHECKING:
@@ -49,6 +50,7 @@ class Setting:
     family: str = families.DEFAULT  # the client family that runs the scenario
     client_version: str = ""  # its version ("": unknown)
     processing: str | None = None  # a pipeline scenario's processing style (`acklab.workload.processing`); None: a producer scenario
+    transaction_version: int = 0  # the transaction protocol its transactions run (`ClientFamily.transaction_version`); 0: none, or unknown (no client)
 
     @classmethod
     def of(
@@ -88,6 +90,11 @@ class Setting:
             family=family.name,
             client_version=client.version if client is not None else "",
             processing=processing,
+            transaction_version=(
+                family.transaction_version(client, topology.kafka_version)
+                if client is not None and (profile.transaction is not None or processing in TRANSACTIONAL_STYLES)
+                else 0
+            ),
         )
 
     def has(self, fault: str) -> bool:

@@ -458,6 +458,7 @@ def _entry(
         guarantee_reason=scenario.expected.reason,
         expectations=[e.as_dict() for e in scenario.expected.expectations],
         beliefs=list(scenario.beliefs),
+        transaction_version=scenario.expected.transaction_version or None,
         client_version=result.client_version,
         librdkafka_version=result.librdkafka_version,
         topic=topic,

@@ -202,6 +202,9 @@ class ScenarioEntry(BaseModel):
     guarantee_reason: str | None = Field(None, description="why: the class rule that matched and the settings that decided it")
     expectations: list[dict[str, Any]] | None = Field(None, description="the exact expectations of the row, recorded at plan time")
     beliefs: list[str] = Field(default_factory=list, description="the beliefs (`acklab.model.beliefs`) the scenario tests: findings, not verdicts")
+    transaction_version: int | None = Field(
+        None, description="the transaction protocol its transactions run (1, or 2: KIP-890 part 2, a late EndTxn fenced); null: no transactions"
+    )
     topic: str | None = Field(None, description="the scenario's own topic")
     partitions: int | None = Field(None, description="its partition count")
     send_log: str | None = Field(None, description="path of the send log, relative to the run folder")

@@ -117,6 +117,12 @@ class ClientFamily(Protocol):
         (`acklab.workload.processing.ProcessorJob`), in `client.env`."""
         ...
 
+    def transaction_version(self, client: Client, kafka_version: str) -> int:
+        """The transaction protocol `client`'s transactions run against Kafka `kafka_version`:
+        2 (KIP-890 part 2: every transaction bumps the producer epoch, so a late EndTxn or write of
+        an earlier transaction is fenced) where client and broker both have it, else 1."""
+        ...
+
 
 class FamilyFacts(Protocol):
     """What the rest of acklab asks of a client family beyond running it: the facts on which the

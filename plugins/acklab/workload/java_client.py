@@ -377,6 +377,13 @@ def processor_problem(client: Client, group_protocol: str, kafka_version: str) -
     return None
 
 
+def transaction_version(client: Client, kafka_version: str) -> int:
+    """2 from kafka-clients 4.0 on Kafka 4.0 or later (a cluster formatted at 4.0+ enables the
+    `transaction.version` 2 feature, which the 4.x producer uses: KIP-890 part 2), else 1."""
+    broker = tuple(int(part) for part in re.findall(r"\d+", kafka_version)[:2])
+    return 2 if _version(client.version) >= (4, 0) and broker >= (4, 0) else 1
+
+
 CLIENT_ENV = "ACKLAB_JAVA_CLIENT"  # the kafka-clients version a Java producer process runs
 
 
@@ -430,3 +437,6 @@ class Java:
 
     def processor_command(self, client: Client, job: Path) -> list[str]:
         return processor_command(client, job)
+
+    def transaction_version(self, client: Client, kafka_version: str) -> int:
+        return transaction_version(client, kafka_version)
