@@ -104,6 +104,45 @@ def mailbox() -> Iterator[Mailbox]:
         server.stop()
 
 
+class Webhook:
+    """What a local HTTP server on 127.0.0.1 received as a Slack incoming webhook would (one JSON body
+    per POST, answered `ok`); `connection` is the Airflow `slackwebhook` connection (JSON) that posts to it."""
+
+    def __init__(self) -> None:
+        self.bodies: list[dict] = []
+        self.paths: list[str] = []
+        self.connection = ""
+
+
+@pytest.fixture
+def webhook() -> Iterator[Webhook]:
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+    from threading import Thread
+
+    received = Webhook()
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            received.paths.append(self.path)
+            received.bodies.append(json.loads(self.rfile.read(int(self.headers["Content-Length"]))))
+            self.send_response(200)
+            self.send_header("Content-Type", "text/plain")
+            self.end_headers()
+            self.wfile.write(b"ok")
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", free_ports(1)[0]), Handler)
+    Thread(target=server.serve_forever, daemon=True).start()
+    received.connection = json.dumps({"conn_type": "slackwebhook", "password": f"http://127.0.0.1:{server.server_port}/services/T0/B0/acklab"})
+    try:
+        yield received
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
 def pytest_configure(config: pytest.Config) -> None:
     global _record
     if hasattr(config, "workerinput"):

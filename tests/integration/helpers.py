@@ -25,6 +25,16 @@ from acklab.store.runs import RunDir
 BIN = Path(sys.executable).parent
 
 
+def json_rows(stdout: str) -> list[dict]:
+    """The matrix rows of `acklab run --json`'s one run (its negative controls left out)."""
+    return [scenario["row"] for scenario in json.loads(stdout)["scenarios"]]
+
+
+def json_pair_rows(stdout: str) -> dict[str, list[dict]]:
+    """Pair label -> its matrix rows (negative controls left out), of a comparison's `acklab run --json`."""
+    return {pair["label"]: [s["row"] for s in pair["results"]["scenarios"]] for pair in json.loads(stdout)["pairs"]}
+
+
 def dags_test(env: dict[str, str], conf: dict, dag_id: str = "kafka_delivery_smoke", timeout_s: float = 900) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [str(BIN / "airflow"), "dags", "test", dag_id, "-c", json.dumps(conf)],

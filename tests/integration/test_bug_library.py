@@ -15,6 +15,8 @@ import pytest
 
 from acklab.workload import java_client, librdkafka
 
+from .helpers import json_pair_rows, json_rows
+
 pytestmark = pytest.mark.integration
 
 
@@ -32,7 +34,7 @@ def test_kafka_14402_leaves_a_hanging_transaction_on_3_5_2_not_on_3_6_2_and_beco
     runs = tmp_path / "runs"
     done = acklab(runs, "run", "--preset", "kafka-14402", "--kafka-version", "3.5.2", "--kafka-version", "3.6.2", "--json")
     assert done.returncode == 1, done.stderr[-3000:]
-    rows = {label.split(" /")[0]: _checked(rows)[0] for label, rows in json.loads(done.stdout).items()}
+    rows = {label.split(" /")[0]: rows[0] for label, rows in json_pair_rows(done.stdout).items()}
     before, after = rows["Kafka 3.5.2"], rows["Kafka 3.6.2"]
     assert (before["hanging_partitions"], after["hanging_partitions"]) == (1, 0), rows
     assert "producer id" in before["hanging_detail"] and "open since offset" in before["hanging_detail"], before["hanging_detail"]
@@ -66,7 +68,7 @@ def test_an_injected_init_producer_id_error_reaches_the_java_client_which_retrie
     gets) is read by the newest kafka-clients, which retries it: KAFKA-14417's fixed side."""
     done = acklab(tmp_path / "runs", "run", "--preset", "kafka-14417", "--json")
     assert done.returncode == 0, done.stderr[-3000:]
-    (row,) = [row for row in json.loads(done.stdout) if not row["control"]]  # one run: its matrix rows (and its negative control)
+    (row,) = json_rows(done.stdout)  # one run: its matrix rows (its negative controls apart)
     assert row["acked"] == row["planned"] and row["fault_effective"] and row["evidence_complete"], row
     (run,) = (tmp_path / "runs").glob("2*/manifest.json")
     (record,) = _checked(json.loads(run.read_text())["scenarios"])[0]["fault_timeline"]
@@ -79,7 +81,7 @@ def test_kafka_14417_is_red_on_kafka_clients_3_3_1_and_green_on_3_3_2(tmp_path: 
         java_client.fetch_client(version)
     done = acklab(tmp_path / "runs", "run", "--preset", "kafka-14417", "--client", "java:3.3.1", "--client", "java:3.3.2", "--json")
     assert done.returncode == 1, done.stderr[-3000:]
-    by_version = {row["client_version"]: row for rows in json.loads(done.stdout).values() for row in _checked(rows)}
+    by_version = {row["client_version"]: row for rows in json_pair_rows(done.stdout).values() for row in rows}
     assert by_version["3.3.1"]["acked"] == 0 and by_version["3.3.1"]["fatal_error"], by_version["3.3.1"]
     assert "Unexpected error in InitProducerIdResponse; The request timed out." in done.stderr  # the claim quotes the producer log
     assert by_version["3.3.2"]["failed"] == 0 and by_version["3.3.2"]["acked"] == by_version["3.3.2"]["planned"]
@@ -104,6 +106,6 @@ def test_librdkafka_4736_is_red_on_2_4_0_and_green_on_2_5_0(tmp_path: Path) -> N
         librdkafka.fetch_client(version)
     done = acklab(tmp_path / "runs", "run", "--preset", "librdkafka-4736", "--client-version", "2.4.0", "--client-version", "2.5.0", "--json")
     assert done.returncode == 1, done.stderr[-3000:]
-    by_version = {row["client_version"]: row for rows in json.loads(done.stdout).values() for row in _checked(rows)}
+    by_version = {row["client_version"]: row for rows in json_pair_rows(done.stdout).values() for row in rows}
     assert "Unable to reconstruct MessageSet" in (by_version["2.4.0"]["fatal_error"] or ""), by_version["2.4.0"]
     assert by_version["2.5.0"]["fatal"] == 0 and by_version["2.5.0"]["failed"] == 0

@@ -7,8 +7,11 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from junitparser import Error, JUnitXml
 
-from .helpers import BIN
+from acklab.orchestration.cli.common import ExitCode
+
+from .helpers import BIN, json_rows
 
 pytestmark = pytest.mark.integration
 
@@ -23,7 +26,7 @@ def test_cli_run_prints_matrix_json(acklab_env: dict[str, str]) -> None:
         "--messages", "3000", "--rate", "0", "--json",
     )
     assert result.returncode == 0, result.stderr[-3000:]
-    (row,) = [row for row in json.loads(result.stdout) if not row["control"]]
+    (row,) = json_rows(result.stdout)
     assert row["scenario"] == "at-least-once__none"
     assert row["guarantee"] == "leader-durable"  # RF=1, min.insync=1: no replication to rely on
     assert (row["sent"], row["acked"], row["delivered"], row["lost"], row["duplicates"]) == (3000, 3000, 3000, 0, 0)
@@ -46,9 +49,29 @@ def test_cli_run_is_quiet_and_prints_the_table_the_control_and_the_status(acklab
     assert "caught" in row and "leader-ack__none" in result.stdout, row
 
 
+def test_an_incomplete_run_has_its_own_exit_code_and_reads_as_an_error_in_junit(acklab_env: dict[str, str], tmp_path: Path) -> None:
+    """A duplicate planted into an idempotent producer's writes: the broker would recognise the copy,
+    so the proxy plants none and the row says nothing (incomplete, never a pass): exit 3, status
+    incomplete in the results, an `<error>` in the JUnit file (a skip would read green)."""
+    junit = tmp_path / "out.xml"
+    result = acklab(
+        acklab_env, "run", "--profile", "idempotent", "--fault", "planted-duplicate", "--messages", "2000", "--rate", "1000",
+        "--json", "--junit", str(junit),
+    )
+    assert result.returncode == ExitCode.INCOMPLETE == 3, result.stderr[-3000:]
+    document = json.loads(result.stdout)
+    (scenario,) = document["scenarios"]
+    assert document["status"] == scenario["verdict"] == "incomplete" and document["failing"] == ["idempotent__planted-duplicate"]
+    (suite,) = JUnitXml.fromfile(str(junit))
+    (error,) = next(case for case in suite if case.name == "idempotent__planted-duplicate").result
+    assert isinstance(error, Error) and suite.errors == 1 and suite.failures == 0
+
+
 def test_cli_rejects_bad_input_before_starting(acklab_env: dict[str, str], tmp_path: Path) -> None:
     result = acklab(acklab_env, "run", "--fault", "meteor")
     assert result.returncode == 2
+    result = acklab(acklab_env, "run", "--fault", "none", "--junit", str(tmp_path / "no-such-folder" / "junit.xml"))
+    assert result.returncode == 2 and "--junit" in result.stderr and "does not exist" in result.stderr, result.stderr
     assert "unknown fault 'meteor'; valid: none, leader-kill, leader-restart" in result.stderr
     bad = tmp_path / "bad.yaml"
     bad.write_text("name: bad\nbrokers: 1\nreplication_factor: 1\nmin_insync_replicas: 2\n")

@@ -19,9 +19,11 @@ pytestmark = pytest.mark.integration
 COUNTS = ("sent", "acked", "failed", "unknown", "lost", "duplicates", "reordered", "records_read", "delivered")
 
 
-def test_dag_run_matrix_and_verdicts_under_leader_kill(acklab_env: dict[str, str], isolated_run_store: Path, mailbox, tmp_path: Path) -> None:
+def test_dag_run_matrix_and_verdicts_under_leader_kill(acklab_env: dict[str, str], isolated_run_store: Path, mailbox, webhook, tmp_path: Path) -> None:
     """Also: the history is where the connection `acklab_history` says, and a verdict changed from the
-    last run of the same settings (planted there: idempotent failed) is mailed to a real SMTP server."""
+    last run of the same settings (planted there: idempotent failed) is mailed to a real SMTP server
+    and posted to a Slack incoming webhook (a local receiver), and the run folder holds its results
+    for CI (results.json, junit.xml)."""
     before = set(isolated_run_store.iterdir())
     conf = {"profiles": ["leader-ack", "idempotent"], "faults": ["leader-kill"], "messages": 60000, "rate": 5000}  # 12 s: the load outlasts the fault window
     history = tmp_path / "history.sqlite"
@@ -31,7 +33,7 @@ def test_dag_run_matrix_and_verdicts_under_leader_kill(acklab_env: dict[str, str
         RunRecord("earlier-run", time.time(), "fail", plan.topology.name, plan.topology.kafka_version, plan.scenarios[-1].client.version),
         [{"scenario": s, "profile": s.split("__")[0], "fault": "leader-kill", "guarantee": ""} for s in earlier], earlier, history,
     )
-    env = {**acklab_env, "AIRFLOW_CONN_ACKLAB_SMTP": mailbox.connection,
+    env = {**acklab_env, "AIRFLOW_CONN_ACKLAB_SMTP": mailbox.connection, "AIRFLOW_CONN_ACKLAB_SLACK": webhook.connection,
            "AIRFLOW_CONN_ACKLAB_HISTORY": json.dumps({"conn_type": "sqlite", "host": str(history)})}
     result = dags_test(env, conf)
     output = result.stdout + result.stderr
@@ -67,6 +69,12 @@ def test_dag_run_matrix_and_verdicts_under_leader_kill(acklab_env: dict[str, str
                  f"/dags/kafka_delivery_smoke/runs/{quote(recorded.dag_run_id)}"):
         assert said in html, said
     assert "leader-ack__leader-kill" not in html  # it passed before and now
+    (posted,) = webhook.bodies
+    assert posted["text"].startswith(f"*{message['Subject']}*") and "`idempotent__leader-kill`: fail → *pass* (was in run earlier-run)" in posted["text"]
+    assert "leader-ack__leader-kill" not in posted["text"]
+    results = json.loads((run_dir / "results.json").read_text())
+    assert results["status"] == "pass" and results["failing"] == [] and {s["scenario"] for s in results["scenarios"]} == set(rows)
+    assert (run_dir / "junit.xml").is_file()
 
 
 def _dag_runs(history: Path) -> list[RunRecord]:

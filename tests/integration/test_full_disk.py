@@ -14,6 +14,8 @@ from pathlib import Path
 import psutil
 import pytest
 
+from acklab.orchestration.cli.common import ExitCode
+
 pytestmark = pytest.mark.integration
 SIZE = "40m"
 
@@ -41,7 +43,7 @@ def test_a_full_disk_gives_a_clear_error_and_no_pass(small_disk: Path) -> None:
         env={**os.environ, "ACKLAB_RUNS": str(runs)}, capture_output=True, text=True, timeout=900,
     )
     output = result.stdout + result.stderr
-    assert result.returncode == 1, output[-3000:]  # a run that failed; 2 is the user's mistake
+    assert result.returncode == ExitCode.ERROR, output[-3000:]  # a run that failed, no verdict: neither fail (1) nor the user's mistake (2)
     assert "Traceback" not in output, output[-3000:]
     assert "status:" not in result.stdout, result.stdout[-3000:]  # no verdict at all: neither pass nor fail nor incomplete
     errors = [line for line in result.stderr.splitlines() if line.startswith("error: ")]  # the progress display may follow it

@@ -7,7 +7,6 @@ the Spark audit and the GX verdict with every row naming its client. KAFKA-13598
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import subprocess
@@ -34,7 +33,7 @@ from acklab.workload.producer import run_load
 from acklab.workload.profiles import ProducerProfile, get_profile
 from acklab.workload.spec import LoadSpec
 
-from .helpers import assert_nothing_left, run_audited
+from .helpers import assert_nothing_left, json_pair_rows, run_audited
 from .test_workload import read_topic, topic
 
 pytestmark = pytest.mark.integration
@@ -166,8 +165,8 @@ def test_kafka_13598_is_red_on_3_1_0_and_green_on_3_2_3(tmp_path: Path) -> None:
         capture_output=True, text=True, timeout=900, env={**os.environ, "ACKLAB_RUNS": str(tmp_path / "runs")},
     )
     assert done.returncode == 1, done.stderr[-3000:]
-    rows = json.loads(done.stdout)  # stdout is one JSON document and nothing else
-    by_version = {row["client_version"]: row for runs in rows.values() for row in runs if not row["control"]}
+    rows = json_pair_rows(done.stdout)  # stdout is one JSON document and nothing else
+    by_version = {row["client_version"]: row for runs in rows.values() for row in runs}
     assert by_version["3.1.0"]["duplicates"] > 0 and by_version["3.2.3"]["duplicates"] == 0, by_version
     assert "DIFFERS java-defaults__ack-loss: 4.3.1-java-3.1.0 fail, 4.3.1-java-3.2.3 pass" in done.stderr
 

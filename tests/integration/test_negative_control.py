@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
+import xmlschema
+from junitparser import JUnitXml
 
 from acklab.nemesis.faults import PLANTING
 from acklab.proxy.behaviours.plant_loss import FABRICATED_OFFSET
@@ -21,19 +23,43 @@ from acklab.store.runs import RunDir
 pytestmark = pytest.mark.integration
 
 PROFILES = ("idempotent", "transactional", "at-least-once", "at-most-once")
+SCHEMA = xmlschema.XMLSchema(Path(__file__).parents[1] / "data" / "junit.xsd")
 
 
 def test_a_planted_loss_is_red_with_exactly_the_swallowed_records_lost(tmp_path: Path) -> None:
+    """Also what a CI step reads of it: exit code 1, the results object on stdout (a script lists the
+    red scenarios and why from it alone) and the JUnit file, valid, naming each red scenario with its
+    failed expectation and the observed value."""
     runs = tmp_path / "runs"
     profiles = [arg for profile in PROFILES for arg in ("--profile", profile)]
+    junit = tmp_path / "acklab-junit.xml"
     done = subprocess.run(
-        [str(Path(sys.executable).parent / "acklab"), "run", *profiles, "--fault", "planted-loss", "--messages", "6000", "--rate", "2000", "--json"],
+        [
+            str(Path(sys.executable).parent / "acklab"), "run", *profiles, "--fault", "planted-loss", "--messages", "6000", "--rate", "2000",
+            "--json", "--junit", str(junit),
+        ],
         capture_output=True, text=True, timeout=900, env={**os.environ, "ACKLAB_RUNS": str(runs)},
     )
     assert done.returncode == 1, done.stderr[-3000:]
-    rows = {row["scenario"]: row for row in json.loads(done.stdout)}  # stdout is one JSON document
+    document = json.loads(done.stdout)  # stdout is one JSON document
     (run,) = [RunDir(path) for path in runs.iterdir() if (path / "manifest.json").exists()]
-    assert run.read_result()["status"] == "fail"
+    rows = {row["scenario"]: row for row in run.read_matrix()}
+    assert run.read_result()["status"] == document["status"] == "fail"
+    # What a script decides from the JSON alone: the red scenarios, each with what it broke and by how much.
+    red = {s["scenario"]: {f["expects"]: f["observed"] for f in s["failed"]} for s in document["scenarios"] if s["verdict"] == "fail"}
+    assert sorted(red) == sorted(document["failing"]) == sorted(f"{profile}__planted-loss" for profile in PROFILES)
+    for scenario, failed in red.items():
+        assert failed.get("lost == 0") == rows[scenario]["lost"] > 0, (scenario, failed)
+    assert len(document["controls"]) == len(PLANTING) and all(c["caught"] and c["planted"] == c["counted"] > 0 for c in document["controls"])
+    assert json.loads(run.results_json.read_text()) == document
+    SCHEMA.validate(junit)
+    assert junit.read_bytes() == run.junit_xml.read_bytes()
+    (suite,) = JUnitXml.fromfile(str(junit))
+    cases = {case.name: case for case in suite}
+    assert suite.failures == len(PROFILES) and suite.errors == 0 and len(cases) == len(PROFILES) + len(PLANTING)
+    for scenario in red:
+        (failure,) = cases[scenario].result
+        assert f"lost == 0, observed {rows[scenario]['lost']}" in failure.message, failure.message
     outcomes = pq.read_table(run.audit.outcomes).to_pylist()
     for entry in run.read_manifest().scenarios:
         if entry.fault != "planted-loss":  # the other negative controls
@@ -79,7 +105,7 @@ def test_a_planted_anomaly_is_red_with_exactly_the_planted_records_counted(tmp_p
         capture_output=True, text=True, timeout=900, env={**os.environ, "ACKLAB_RUNS": str(runs)},
     )
     assert done.returncode == 1, done.stderr[-3000:]
-    rows = {row["scenario"]: row for row in json.loads(done.stdout)}
+    rows = {s["scenario"]: s["row"] for s in json.loads(done.stdout)["scenarios"]}
     (run,) = [RunDir(path) for path in runs.iterdir() if (path / "manifest.json").exists()]
     result = run.read_result()
     assert result["status"] == "fail"

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from .helpers import dags_test
+from .helpers import dags_test, json_rows
 from .test_cli import acklab
 
 pytestmark = pytest.mark.integration
@@ -29,7 +29,7 @@ def test_a_profiles_file_runs_through_the_cli(acklab_env: dict[str, str], tmp_pa
         "--fault", "none", "--messages", "3000", "--rate", "1000", "--json",
     )
     assert result.returncode == 0, result.stderr[-3000:]
-    (row,) = [row for row in json.loads(result.stdout) if not row["control"]]
+    (row,) = json_rows(result.stdout)
     assert (row["scenario"], row["guarantee"], row["acked"], row["lost"]) == ("ours__none", "leader-durable", 3000, 0)
     manifests = (p / "manifest.json" for p in Path(acklab_env["ACKLAB_RUNS"]).iterdir())
     (run_dir,) = (m.parent for m in manifests if m.exists() and "ours__none" in m.read_text())

@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from acklab.report.ci_results import ComparisonResults, RunResults, ScenarioResult, write_run_results
 from acklab.report.compare import build_comparison
-from acklab.store.runs import RunDir
+from acklab.store.runs import ComparisonDir, RunDir
 
 
 def _run(root: Path, name: str, version: str, statuses: dict[str, str], client: str = "2.16.1") -> Path:
@@ -22,6 +23,14 @@ def _run(root: Path, name: str, version: str, statuses: dict[str, str], client: 
     run.manifest.write_text(json.dumps({"run_id": name, "topology": {"kafka_version": version}, "scenarios": scenarios}))
     status = "fail" if "fail" in statuses.values() else "pass"
     run.write_result({"status": status, "scenarios": statuses, "matrix": str(run.matrix_json)})
+    scenario_results = [
+        ScenarioResult(scenario=s, verdict=v, guarantee="exactly-once", fault=s.split("__")[1], client=f"librdkafka {client}", reason=None, failed=[], row=row)
+        for (s, v), row in zip(statuses.items(), rows, strict=True)
+    ]
+    write_run_results(run, RunResults(
+        run_id=name, status=status, kafka_version=version, client=f"librdkafka {client}", controls=[], scenarios=scenario_results,
+        failing=[s for s, v in statuses.items() if v != "pass"], matrix=str(run.matrix_json),
+    ))
     return run.root
 
 
@@ -34,6 +43,11 @@ def test_differing_verdicts_are_called_out(isolated_run_store: Path) -> None:
     assert "DIFFERS idempotent__leader-kill: 3.9.2-librdkafka-2.16.1 pass, 4.3.1-librdkafka-2.16.1 fail" in comparison.summary_lines()
     html = comparison.html.read_text()
     assert "heatmap-3.9.2-librdkafka-2.16.1.png" in html and "heatmap-4.3.1-librdkafka-2.16.1.png" in html and "idempotent__leader-kill" in html
+    folder = ComparisonDir(comparison.html.parent)
+    results = ComparisonResults.model_validate_json(folder.results_json.read_text())  # one entry per pair, as each run's own
+    assert (results.status, results.differing) == ("fail", ["idempotent__leader-kill"])
+    assert [(p.results.kafka_version, p.results.failing) for p in results.pairs] == [("3.9.2", []), ("4.3.1", ["idempotent__leader-kill"])]
+    assert folder.junit_xml.read_text().count("<testsuite ") == 2
 
 
 def test_pairs_of_kafka_and_client_versions_are_compared(isolated_run_store: Path) -> None:

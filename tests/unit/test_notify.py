@@ -64,4 +64,35 @@ def test_without_the_smtp_connection_nobody_is_told_and_the_task_goes_on(tmp_pat
     monkeypatch.delenv("AIRFLOW_CONN_ACKLAB_SMTP", raising=False)
     seed(tmp_path / "h.sqlite")
     VerdictChangeNotifier().notify(context())
-    assert "nobody told: no connection acklab_smtp" in caplog.text
+    assert "not told by smtp: no connection acklab_smtp" in caplog.text
+
+
+def test_a_changed_verdict_reaches_a_slack_webhook_and_the_mail_alike(tmp_path: Path, mailbox, webhook, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Both default channels, each through its provider's notifier and its connection; one composition."""
+    monkeypatch.setenv("AIRFLOW_CONN_ACKLAB_HISTORY", f'{{"conn_type": "sqlite", "host": "{tmp_path / "h.sqlite"}"}}')
+    monkeypatch.setenv("AIRFLOW_CONN_ACKLAB_SMTP", mailbox.connection)
+    monkeypatch.setenv("AIRFLOW_CONN_ACKLAB_SLACK", webhook.connection)
+    seed(tmp_path / "h.sqlite")
+    VerdictChangeNotifier().notify(context())
+    (body,) = webhook.bodies
+    assert webhook.paths == ["/services/T0/B0/acklab"]
+    assert body["text"].startswith(f"*acklab {DAG}: 1 verdict changed (Kafka 4.3.1, client 2.16.1)*")
+    assert "`idempotent__leader-kill`: pass → *fail* (was in run r1)" in body["text"]
+    assert len(mailbox.messages) == 1
+
+
+def test_a_channel_that_fails_leaves_the_others_told(tmp_path: Path, mailbox, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("AIRFLOW_CONN_ACKLAB_HISTORY", f'{{"conn_type": "sqlite", "host": "{tmp_path / "h.sqlite"}"}}')
+    monkeypatch.setenv("AIRFLOW_CONN_ACKLAB_SMTP", mailbox.connection)
+    monkeypatch.setenv("AIRFLOW_CONN_DOWN", '{"conn_type": "slackwebhook", "password": "http://127.0.0.1:9/services/none"}')  # nothing listens
+    seed(tmp_path / "h.sqlite")
+    VerdictChangeNotifier(notify_channels="slack:down,smtp:acklab_smtp").notify(context())
+    assert "telling by slack through down failed" in caplog.text and len(mailbox.messages) == 1
+
+
+def test_a_malformed_channel_setting_is_named() -> None:
+    from acklab.orchestration.notify import channels
+
+    assert channels(" smtp:acklab_smtp , slack:ops ") == [("smtp", "acklab_smtp"), ("slack", "ops")]
+    with pytest.raises(ValueError, match=r"'pager:x' is not KIND:CONNECTION_ID with KIND one of smtp, slack"):
+        channels("smtp:acklab_smtp,pager:x")

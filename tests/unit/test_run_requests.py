@@ -30,7 +30,7 @@ def test_no_option_gives_the_default_params_on_their_own_versions() -> None:
 def test_params_file_fixes_the_run(tmp_path: Path) -> None:
     path = tmp_path / "params.json"
     path.write_text(json.dumps({"messages": 10, "kafka_version": "4.0.0", "client": "java:3.9.1"}))
-    with pytest.raises(SpecError, match=r"^--params fixes the run: --messages cannot be combined with it \(only --json\)$"):
+    with pytest.raises(SpecError, match=r"^--params fixes the run: --messages cannot be combined with it \(only --json and --junit\)$"):
         RunRequest(params_file=path, messages=5, given=("params_file", "messages")).grid()
     grid = RunRequest(params_file=path, given=("params_file", "as_json", "verbose")).grid()
     assert grid.params == {"messages": 10} and grid.kafka_versions == ["4.0.0"] and grid.clients == ["java:3.9.1"]
@@ -48,7 +48,7 @@ def test_a_preset_fixes_the_experiment() -> None:
         RunRequest(preset=PRESET, messages=5, given=("preset", "messages")).grid()
     assert str(refused.value) == (
         f"--preset {PRESET} fixes the experiment: --messages cannot be combined with it "
-        "(only --kafka-version, --client, --client-version, --backend and --json)"
+        "(only --kafka-version, --client, --client-version, --backend, --json and --junit)"
     )
 
 

@@ -16,6 +16,7 @@ from acklab.model import beliefs
 from acklab.orchestration.execution import run_scenarios
 from acklab.plan import presets
 from acklab.plan.planner import RunPlan, make_plan
+from acklab.report.ci_results import run_results, write_run_results
 from acklab.report.html import TimelineDrawing, beliefs_page, build_report, write_beliefs_page
 from acklab.report.known_bugs import write_known_bugs
 from acklab.store.history import RunRecord, record_run, regressions, unverified
@@ -74,6 +75,7 @@ def write_result(
         "report": str(result.data_docs_index),
     }
     run.write_result(summary)
+    write_run_results(run, run_results(run, result, str(html)))
     if presets.is_catalog_bug(manifest):
         write_known_bugs()
     return summary

@@ -37,9 +37,9 @@ from acklab.workload import families
 from acklab.workload.profiles import RAW, load_profiles_file
 
 DEFAULTS = RunParams()
-OUTPUT_OPTIONS = ("as_json", "verbose")  # how a run is shown: they combine with everything
+OUTPUT_OPTIONS = ("as_json", "junit", "verbose")  # how a run is shown: they combine with everything
 PROPERTIES_FILE = "producer.properties"  # the configuration file --producer-config is one of
-PRESET_COMPANIONS = "only --kafka-version, --client, --client-version, --backend and --json"
+PRESET_COMPANIONS = "only --kafka-version, --client, --client-version, --backend, --json and --junit"
 
 
 class RunGrid(BaseModel):
@@ -125,7 +125,7 @@ class RunRequest(BaseModel):
 
     def _params_file_grid(self) -> RunGrid:
         assert self.params_file is not None
-        refuse_beside(self.given, ("params_file", *OUTPUT_OPTIONS), "--params fixes the run", "only --json")
+        refuse_beside(self.given, ("params_file", *OUTPUT_OPTIONS), "--params fixes the run", "only --json and --junit")
         loaded = load_yaml(self.params_file, "params")
         if not isinstance(loaded, dict):
             raise SpecError(f"{self.params_file}: expected a mapping of run params")

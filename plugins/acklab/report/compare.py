@@ -11,6 +11,7 @@ from pathlib import Path
 from jinja2 import Environment, PackageLoader, select_autoescape
 
 from acklab.checker.verdict import overall
+from acklab.report.ci_results import comparison_results, junit_xml, read_run_results
 from acklab.store.runs import ComparisonDir, RunDir, write_json
 
 COUNTS = ("lost", "duplicates", "failed", "reordered")
@@ -95,4 +96,7 @@ def build_comparison(run_dirs: list[Path]) -> Comparison:
         template.render(status=comparison.status, runs=runs, heatmaps=heatmaps, table=table, counts=COUNTS, differing=differing)
     )
     write_json(out.summary, {"status": comparison.status, "runs": [str(r.run_dir) for r in runs], "differing": differing})
+    pairs = [(run.label, read_run_results(RunDir(run.run_dir))) for run in runs]
+    write_json(out.results_json, comparison_results(pairs, differing).model_dump(mode="json"))
+    junit_xml(pairs).write(str(out.junit_xml), pretty=True)
     return comparison

@@ -10,6 +10,7 @@ import pyarrow as pa
 from pydantic import BaseModel
 
 from acklab.base.paths import PROJECT_ROOT
+from acklab.report.ci_results import ComparisonResults, ControlResult, FailedCheck, PairResults, RunResults, ScenarioResult
 from acklab.store.contract import IDENTITIES, OUTCOME_DOCS, PIPELINE_IDENTITIES, UNEXPECTED
 from acklab.store.runs import (
     LAYOUT,
@@ -67,6 +68,17 @@ The audit refuses to write a matrix that does not balance (`ConservationError`):
 send-log rows must be the manifest's `planned`, and each identity below must hold. States are
 counted from the send log, classes from the outcome table and records from the archive, so a send
 log listing an id twice or a state outside the contract breaks a balance."""
+
+
+RESULTS_RULES = """\
+Every run folder holds its results twice, for scripts (`results.json`) and for CI systems' test
+reports (`junit.xml`); a version comparison's folder holds them for all its pairs. `acklab run --json`
+prints the object (a comparison's with several versions) as the only thing on stdout, `--junit PATH`
+copies the XML there. In the XML each (Kafka version, client) pair is a testsuite, each scenario a
+testcase (classname: its guarantee class) that fails with its failed expectations and their observed
+values, an incomplete scenario an `<error>`, and each negative control a testcase that fails unless it
+was caught. `acklab run` exits 0 pass, 1 fail, 2 bad input, 3 incomplete, 4 invalid, 5 no verdict
+(the run itself failed)."""
 
 
 def _fields(model: type[BaseModel]) -> list[tuple[str, str, str]]:
@@ -127,4 +139,11 @@ def to_markdown() -> str:
     identities = (*IDENTITIES, *PIPELINE_IDENTITIES)
     lines += [AUDIT_RULES, "", *_table(("identity",), ((f"`{total} = {' + '.join(parts)}`",) for total, parts in identities))]
     lines += [PIPELINE_RULES, ""]
+    lines += ["## Results for CI systems (`results.json`, `junit.xml`, `acklab run --json`)", "", RESULTS_RULES, ""]
+    lines += ["### `results.json`", "", *_table(("field", "type", "meaning"), _fields(RunResults))]
+    lines += ["### A scenario (`scenarios`)", "", *_table(("field", "type", "meaning"), _fields(ScenarioResult))]
+    lines += ["### A failed expectation (`failed`)", "", *_table(("field", "type", "meaning"), _fields(FailedCheck))]
+    lines += ["### A negative control (`controls`)", "", *_table(("field", "type", "meaning"), _fields(ControlResult))]
+    lines += ["### A version comparison's `results.json`", "", *_table(("field", "type", "meaning"), _fields(ComparisonResults))]
+    lines += ["### A pair (`pairs`)", "", *_table(("field", "type", "meaning"), _fields(PairResults))]
     return "\n".join(lines).rstrip() + "\n"

@@ -40,6 +40,9 @@ LAYOUT: tuple[tuple[str, str], ...] = (
     ("audit/outcomes.parquet", "one row per message (all scenarios'): its outcome class and flags"),
     ("audit/matrix.parquet, audit/matrix.json", "the delivery matrix: one row per scenario"),
     ("result.json", "the verdict: status per scenario, regressions, paths of the matrix and reports"),
+    ("results.json", "the run's results for CI systems and scripts: its status, negative controls and each row with its verdict and failed "
+     "expectations (`acklab.report.ci_results.RunResults`, below)"),
+    ("junit.xml", "the same as JUnit XML: a testsuite for the run's (Kafka, client) pair, a testcase per scenario and per negative control"),
     ("report/index.html", "the HTML report (matrix, model, verdicts) with `heatmap.png` and `timeline-<scenario>.png`"),
     ("dags-test.log", "`make bench-matrix` only: the output of `airflow dags test`"),
     ("run.log", "`acklab run` only: everything logged during the run, the libraries' logging included (the console shows acklab's)"),
@@ -400,6 +403,14 @@ class RunDir:
         return self.root / "result.json"
 
     @property
+    def results_json(self) -> Path:
+        return self.root / "results.json"
+
+    @property
+    def junit_xml(self) -> Path:
+        return self.root / "junit.xml"
+
+    @property
     def cluster(self) -> Path:
         return self.root / "cluster"
 
@@ -508,6 +519,16 @@ class ComparisonDir(PageDir):
 
     def heatmap(self, label: str) -> Path:
         return self.root / f"heatmap-{label}.png"
+
+    @property
+    def results_json(self) -> Path:
+        """Its results for CI systems: one entry per (Kafka version, client) pair (`acklab.report.ci_results.ComparisonResults`)."""
+        return self.root / "results.json"
+
+    @property
+    def junit_xml(self) -> Path:
+        """The same as JUnit XML: a testsuite per pair."""
+        return self.root / "junit.xml"
 
 
 class FieldNotesDir(PageDir):

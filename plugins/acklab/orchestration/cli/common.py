@@ -8,6 +8,7 @@ import os
 import tempfile
 import traceback
 from collections.abc import Callable
+from enum import IntEnum
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -29,6 +30,22 @@ MATRIX_COLUMNS = ("scenario", "guarantee", "planned", "sent", "acked", "failed",
 T = TypeVar("T")
 
 
+class ExitCode(IntEnum):
+    """What `acklab run` exits with, one code per outcome, for a CI step to branch on (docs/reference.md)."""
+
+    PASS = 0  # every row passed and every negative control was caught
+    FAIL = 1  # a documented guarantee broken (a red row)
+    BAD_INPUT = 2  # the user's mistake, refused in one line before any broker starts
+    INCOMPLETE = 3  # no red row, but some row's evidence is short or its fault took no effect
+    INVALID = 4  # a negative control was not caught exactly: no verdict of the run can be trusted
+    ERROR = 5  # no verdict at all: the run itself failed (a cluster that would not start, a full disk, a crash)
+
+    @classmethod
+    def of(cls, status: str) -> ExitCode:
+        """The code of a run's or a comparison's status (`acklab.checker.verdict.Status`)."""
+        return {"pass": cls.PASS, "fail": cls.FAIL, "incomplete": cls.INCOMPLETE, "invalid": cls.INVALID}[status]
+
+
 class UserError(Exception):
     """A mistake in what the user asked for: one line, exit code 2."""
 
@@ -39,22 +56,27 @@ def user_errors(action: Callable[[], T]) -> T:
         return action()
     except (SpecError, maven.SetupError, UserError) as exc:
         console.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False)  # the message's brackets are text, not markup
-        raise typer.Exit(2) from None
+        raise typer.Exit(ExitCode.BAD_INPUT) from None
 
 
 def run_failures(action: Callable[[], T]) -> T:
     """Run `action`; a run that fails (a full disk, a cluster that would not start, a producer that
-    died...) is one line on stderr with where its traceback went, and exit code 1: no verdict."""
+    died...) is one line on stderr with where its traceback went, and `ExitCode.ERROR`: no verdict."""
     try:
         return action()
     except (typer.Exit, KeyboardInterrupt):
         raise
     except Exception as exc:  # every failure of a run ends it the same way
-        trace = Path(tempfile.mkstemp(prefix="acklab-run-failure-", suffix=".log")[1])
-        trace.write_text(traceback.format_exc())
-        first = (str(exc).strip().splitlines() or [""])[0][:300]
-        console.print(f"[red]error:[/red] the run failed, no verdict ({type(exc).__name__}: {first}); traceback: {trace}", highlight=False)
-        raise typer.Exit(1) from None
+        raise typer.Exit(report_crash(exc, "the run failed, no verdict")) from None
+
+
+def report_crash(exc: BaseException, what: str) -> ExitCode:
+    """One line on stderr naming `exc` and the file its traceback went to; `ExitCode.ERROR`."""
+    trace = Path(tempfile.mkstemp(prefix="acklab-run-failure-", suffix=".log")[1])
+    trace.write_text("".join(traceback.format_exception(exc)))
+    first = (str(exc).strip().splitlines() or [""])[0][:300]
+    console.print(f"[red]error:[/red] {what} ({type(exc).__name__}: {escape(first)}); traceback: {trace}", highlight=False)
+    return ExitCode.ERROR
 
 
 def writable_runs() -> None:
@@ -66,6 +88,15 @@ def writable_runs() -> None:
         raise UserError(f"ACKLAB_RUNS={root}: cannot create the run store ({exc.strerror})") from None
     if not os.access(root, os.W_OK | os.X_OK):
         raise UserError(f"ACKLAB_RUNS={root}: the run store is not writable")
+
+
+def writable_file(path: Path, option: str) -> None:
+    """UserError unless `path` can be written: its folder exists and is writable, and it is not a folder."""
+    folder = path.parent if str(path.parent) else Path(".")
+    if path.is_dir():
+        raise UserError(f"{option} {path}: is a folder; give a file path")
+    if not folder.is_dir() or not os.access(folder, os.W_OK | os.X_OK):
+        raise UserError(f"{option} {path}: its folder {folder} does not exist or is not writable")
 
 
 def print_result(run: RunDir, result: dict[str, Any], err: bool = False, control: bool = True) -> None:

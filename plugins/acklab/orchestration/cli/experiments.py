@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-import json
 import logging
+import shutil
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -13,25 +13,26 @@ from acklab.base.paths import runs_dir
 from acklab.nemesis.faults import FAULT_NAMES
 from acklab.orchestration.cli.common import (
     DEFAULTS,
+    ExitCode,
     UserError,
     console,
     log_to_console,
     print_result,
     run_failures,
     user_errors,
+    writable_file,
     writable_runs,
 )
-from acklab.plan.presets import describe as describe_claim
 from acklab.plan.presets import with_preset
 from acklab.plan.requests import RunRequest
-from acklab.store.runs import RunDir, latest_result
+from acklab.store.runs import ComparisonDir, RunDir, latest_result
 
 
 def run(
     ctx: typer.Context,
-    preset: Annotated[str | None, typer.Option(help="run a named preset (see `acklab presets`); only --presets-file, --kafka-version, --client, --client-version, --backend and --json combine with it")] = None,
+    preset: Annotated[str | None, typer.Option(help="run a named preset (see `acklab presets`); only --presets-file, --kafka-version, --client, --client-version, --backend, --json and --junit combine with it")] = None,
     presets_file: Annotated[str | None, typer.Option("--presets-file", help="the presets file naming --preset: your own (YAML, as the catalog's; docs/checks.md), a path or a NAME in $ACKLAB_PRESETS_DIR; default: the catalog's")] = None,
-    params_file: Annotated[Path | None, typer.Option("--params", help="a JSON/YAML file of run params, as a DAG's conf (e.g. an `acklab repro` folder's params.json); only --json combines with it")] = None,
+    params_file: Annotated[Path | None, typer.Option("--params", help="a JSON/YAML file of run params, as a DAG's conf (e.g. an `acklab repro` folder's params.json); only --json and --junit combine with it")] = None,
     topology: Annotated[str, typer.Option(help="topology name in clusters/ or a YAML path")] = DEFAULTS.topology,
     profile: Annotated[list[str] | None, typer.Option(help=f"producer profile (repeatable; default: {', '.join(DEFAULTS.profiles)})")] = None,
     fault: Annotated[list[str] | None, typer.Option(help=f"fault name (repeatable; default: {', '.join(DEFAULTS.faults)}): {', '.join(FAULT_NAMES)}")] = None,
@@ -60,10 +61,12 @@ def run(
     consumer_property: Annotated[list[str] | None, typer.Option(help="NAME=VALUE of the processors' consumers, in their client's names (repeatable; timings, sizes, counts only)")] = None,
     processor_producer_property: Annotated[list[str] | None, typer.Option(help="NAME=VALUE of the processors' producers (repeatable; timings, sizes, counts, retries, acks, compression only)")] = None,
     one_at_a_time: Annotated[bool, typer.Option(help="one scenario at a time instead of a fault's profiles side by side")] = False,
-    as_json: Annotated[bool, typer.Option("--json", help="print the matrix rows as JSON")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="print the results as one JSON object on stdout: status, controls, each row with its verdict and failed expectations (docs/evidence.md)")] = False,
+    junit: Annotated[Path | None, typer.Option("--junit", help="also write the results as JUnit XML to this file (every run folder has its junit.xml)")] = None,
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="also show the libraries' logging (always in the run's run.log)")] = False,
 ) -> None:
-    """Run scenarios (profiles x faults) end to end and print the delivery matrix; exit 1 unless all pass.
+    """Run scenarios (profiles x faults) end to end and print the delivery matrix; exit 0 if all pass,
+    1 fail, 2 bad input, 3 incomplete, 4 invalid (a negative control not caught), 5 no verdict (the run failed).
 
     Without --profile and --fault: leader-ack and idempotent under leader-kill. Several
     --kafka-version and/or --client (--client-version) values run the same scenarios on every (Kafka,
@@ -84,26 +87,39 @@ def run(
     def plan() -> Any:
         grid = request.grid()
         writable_runs()
+        if junit is not None:
+            writable_file(junit, "--junit")
         return version_grid(grid.params, grid.kafka_versions, grid.clients, minimum=1)
 
     plans = user_errors(plan)
-    results = [_run_one(plan, as_json and len(plans) == 1, err=as_json) for plan in plans]
+    results = [_run_one(plan, err=as_json) for plan in plans]
     if len(plans) == 1:
-        raise typer.Exit(0 if results[0].verdict.status == "pass" else 1)
+        run = results[0].run
+        _publish(run.results_json, run.junit_xml, as_json, junit)
+        raise typer.Exit(ExitCode.of(results[0].verdict.status))
     from acklab.report.compare import build_comparison
 
     comparison = build_comparison([result.run.root for result in results])
     for line in comparison.summary_lines():
         typer.echo(line, err=as_json)
     typer.echo(f"comparison: {comparison.html}", err=as_json)
+    folder = ComparisonDir(comparison.html.parent)
+    _publish(folder.results_json, folder.junit_xml, as_json, junit)
+    raise typer.Exit(ExitCode.of(comparison.status))
+
+
+def _publish(results_json: Path, junit_xml: Path, as_json: bool, junit: Path | None) -> None:
+    """The results object on stdout (`as_json`: stdout then holds that one JSON document), the JUnit XML copied to `junit`."""
     if as_json:
-        typer.echo(json.dumps({run.label: list(run.rows.values()) for run in comparison.runs}, indent=2))
-    raise typer.Exit(0 if comparison.status == "pass" else 1)
+        typer.echo(results_json.read_text().rstrip())
+    if junit is not None:
+        shutil.copyfile(junit_xml, junit)
+        console.print(f"junit: {junit}", highlight=False)
 
 
-def _run_one(plan: Any, as_json: bool, err: bool = False) -> Any:
-    """Run one plan end to end with progress bars; print its verdicts and matrix (its JSON on stdout
-    if `as_json`; everything on stderr if `err`)."""
+def _run_one(plan: Any, err: bool = False) -> Any:
+    """Run one plan end to end with progress bars; print its verdicts and matrix (on stderr if `err`:
+    stdout is then kept for the results' JSON)."""
     from acklab.orchestration.pipeline import run_pipeline, write_result
     from acklab.orchestration.progress_bars import LoadBars
     from acklab.workload import families
@@ -123,13 +139,7 @@ def _run_one(plan: Any, as_json: bool, err: bool = False) -> Any:
     summary = write_result(result.run, result.verdict, drawing=result.drawing)
     for line in result.verdict.summary_lines():
         console.print(line, highlight=False)
-    if as_json:  # the matrix on stdout; the verdicts and the preset's claims stay on the console
-        for seen in summary.get("observations", []):
-            console.print(describe_claim(seen), highlight=False)
-        typer.echo(json.dumps(result.run.read_matrix(), indent=2))
-        console.print(f"matrix: {summary['matrix']}\nreport: {summary['report']}")
-    else:
-        print_result(result.run, summary, err=err, control=False)  # its line opened the verdicts above
+    print_result(result.run, summary, err=err, control=False)  # its line opened the verdicts above
     return result
 
 
