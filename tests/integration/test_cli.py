@@ -56,7 +56,7 @@ def test_an_incomplete_run_has_its_own_exit_code_and_reads_as_an_error_in_junit(
     junit = tmp_path / "out.xml"
     result = acklab(
         acklab_env, "run", "--profile", "idempotent", "--fault", "planted-duplicate", "--messages", "2000", "--rate", "1000",
-        "--json", "--junit", str(junit),
+        "--fault-at-s", "0.5", "--json", "--junit", str(junit),
     )
     assert result.returncode == ExitCode.INCOMPLETE == 3, result.stderr[-3000:]
     document = json.loads(result.stdout)
@@ -70,9 +70,9 @@ def test_an_incomplete_run_has_its_own_exit_code_and_reads_as_an_error_in_junit(
 def test_cli_rejects_bad_input_before_starting(acklab_env: dict[str, str], tmp_path: Path) -> None:
     result = acklab(acklab_env, "run", "--fault", "meteor")
     assert result.returncode == 2
+    assert "unknown fault 'meteor'; valid: none, leader-kill, leader-restart" in result.stderr
     result = acklab(acklab_env, "run", "--fault", "none", "--junit", str(tmp_path / "no-such-folder" / "junit.xml"))
     assert result.returncode == 2 and "--junit" in result.stderr and "does not exist" in result.stderr, result.stderr
-    assert "unknown fault 'meteor'; valid: none, leader-kill, leader-restart" in result.stderr
     bad = tmp_path / "bad.yaml"
     bad.write_text("name: bad\nbrokers: 1\nreplication_factor: 1\nmin_insync_replicas: 2\n")
     result = acklab(acklab_env, "check-topology", str(bad))
