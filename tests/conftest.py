@@ -133,7 +133,7 @@ def webhook() -> Iterator[Webhook]:
         def log_message(self, *args: Any) -> None:
             pass
 
-    server = ThreadingHTTPServer(("127.0.0.1", free_ports(1)[0]), Handler)
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     Thread(target=server.serve_forever, daemon=True).start()
     received.connection = json.dumps({"conn_type": "slackwebhook", "password": f"http://127.0.0.1:{server.server_port}/services/T0/B0/acklab"})
     try:

@@ -28,9 +28,11 @@ def _results(status: str = "fail", caught: bool = True, kafka: str = "4.3.1") ->
     lost = FailedCheck(suite="exactly-once", kind="guarantee", expects="lost == 0", column="lost", observed=812)
     scenarios = [
         ScenarioResult(scenario="idempotent__planted-loss", verdict="fail", guarantee="exactly-once", fault="planted-loss",
-                       client="confluent-kafka 2.16.1 (librdkafka 2.16.0)", reason=None, failed=[lost], row={"lost": 812}),
+                       client="confluent-kafka 2.16.1 (librdkafka 2.16.0)", reason=None, failed=[lost], row={"lost": 812},
+                       why=["exactly-once: lost == 0, observed 812", "fatal producer error (\x1b[31mboom)"]),
         ScenarioResult(scenario="leader-ack__leader-pause", verdict="incomplete", guarantee="leader-durable", fault="leader-pause",
-                       client="confluent-kafka 2.16.1 (librdkafka 2.16.0)", reason="fault ineffective (no leader change within 10 s)", failed=[], row={}),
+                       client="confluent-kafka 2.16.1 (librdkafka 2.16.0)", reason="fault ineffective (no leader change within 10 s)", failed=[], row={},
+                       why=["fault ineffective (no leader change within 10 s)"]),
         ScenarioResult(scenario="idempotent__none", verdict="pass", guarantee="exactly-once", fault="none",
                        client="confluent-kafka 2.16.1 (librdkafka 2.16.0)", reason=None, failed=[], row={}),
     ]
@@ -57,17 +59,19 @@ def test_the_junit_file_validates_and_names_each_red_row_with_its_expectation_an
     assert (suite.tests, suite.failures, suite.errors, suite.skipped) == (4, 1, 1, 0)
     cases = {case.name: case for case in suite}
     (failure,) = cases["idempotent__planted-loss"].result
-    assert isinstance(failure, Failure) and failure.message == "exactly-once: lost == 0, observed 812"
+    assert isinstance(failure, Failure) and failure.message.startswith("exactly-once: lost == 0, observed 812; fatal producer error (")
+    assert "\x1b" not in path.read_text()  # a client's control characters would make the file unreadable XML
     (error,) = cases["leader-ack__leader-pause"].result
     assert isinstance(error, Error) and "fault ineffective" in error.message  # incomplete is an error: a skip would read green
     assert cases["idempotent__none"].is_passed and cases["negative-control__planted-loss"].is_passed
-    assert cases["negative-control__planted-loss"].classname == CONTROL_SUITE
+    assert cases["negative-control__planted-loss"].classname == f"kafka-4_3_1-confluent-kafka-2_16_1-librdkafka-2_16_0.{CONTROL_SUITE}"
+    assert cases["idempotent__none"].classname == "kafka-4_3_1-confluent-kafka-2_16_1-librdkafka-2_16_0.exactly-once"
 
 
 def test_a_control_not_caught_is_a_failing_testcase(tmp_path: Path) -> None:
     results = _results("invalid", caught=False)
     (suite,) = JUnitXml.fromfile(str(_written(junit_xml([(pair_label(results), results)]), tmp_path)))
-    control = next(case for case in suite if case.classname == CONTROL_SUITE)
+    control = next(case for case in suite if case.classname.endswith(CONTROL_SUITE))
     assert not control.is_passed and "INVALID" in control.result[0].message
 
 
@@ -77,6 +81,8 @@ def test_a_comparison_has_a_testsuite_per_pair_and_the_worst_status(tmp_path: Pa
     pairs = [(pair_label(red), red), (pair_label(green), green)]
     suites = list(JUnitXml.fromfile(str(_written(junit_xml(pairs), tmp_path))))
     assert [(s.name, s.failures) for s in suites] == [(pair_label(red), 1), (pair_label(green), 0)]
+    keys = [(case.classname, case.name) for suite in suites for case in suite]
+    assert len(keys) == len(set(keys)) == 8  # the same scenario of two pairs is two tests to a CI system
     document = comparison_results(pairs, ["idempotent__planted-loss"])
     assert document.status == "fail" and [p.label for p in document.pairs] == [pair_label(red), pair_label(green)]
 

@@ -49,6 +49,7 @@ def context(run_id: str = "manual__1") -> dict:
 def test_a_changed_verdict_reaches_a_real_smtp_server(tmp_path: Path, mailbox, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("AIRFLOW_CONN_ACKLAB_HISTORY", f'{{"conn_type": "sqlite", "host": "{tmp_path / "h.sqlite"}"}}')
     monkeypatch.setenv("AIRFLOW_CONN_ACKLAB_SMTP", mailbox.connection)
+    monkeypatch.delenv("AIRFLOW_CONN_ACKLAB_SLACK", raising=False)  # a developer's own webhook is not told
     seed(tmp_path / "h.sqlite")
     VerdictChangeNotifier().notify(context("manual__2"))  # another DAG run: nothing of it in the history
     assert mailbox.messages == []
@@ -62,6 +63,7 @@ def test_a_changed_verdict_reaches_a_real_smtp_server(tmp_path: Path, mailbox, m
 def test_without_the_smtp_connection_nobody_is_told_and_the_task_goes_on(tmp_path: Path, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("AIRFLOW_CONN_ACKLAB_HISTORY", f'{{"conn_type": "sqlite", "host": "{tmp_path / "h.sqlite"}"}}')
     monkeypatch.delenv("AIRFLOW_CONN_ACKLAB_SMTP", raising=False)
+    monkeypatch.delenv("AIRFLOW_CONN_ACKLAB_SLACK", raising=False)
     seed(tmp_path / "h.sqlite")
     VerdictChangeNotifier().notify(context())
     assert "not told by smtp: no connection acklab_smtp" in caplog.text
@@ -96,3 +98,13 @@ def test_a_malformed_channel_setting_is_named() -> None:
     assert channels(" smtp:acklab_smtp , slack:ops ") == [("smtp", "acklab_smtp"), ("slack", "ops")]
     with pytest.raises(ValueError, match=r"'pager:x' is not KIND:CONNECTION_ID with KIND one of smtp, slack"):
         channels("smtp:acklab_smtp,pager:x")
+
+
+def test_the_chat_text_shows_names_literally_and_an_empty_channel_setting_is_said(tmp_path: Path, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A profile name from a user's file may hold what Slack's mrkdwn reads as a link, an entity or a code span."""
+    message = compose(DAG, "http://x", [(run("r2"), [Change("my<&>`prof*__leader-kill", "pass", "fail", "r1")])])
+    assert message is not None and "`my&lt;&amp;&gt;'prof∗__leader-kill`" in message.text
+    monkeypatch.setenv("AIRFLOW_CONN_ACKLAB_HISTORY", f'{{"conn_type": "sqlite", "host": "{tmp_path / "h.sqlite"}"}}')
+    seed(tmp_path / "h.sqlite")
+    VerdictChangeNotifier(notify_channels=" ").notify(context())
+    assert "nobody told: [acklab] notify names no channel" in caplog.text

@@ -32,7 +32,8 @@ from acklab.nemesis.faults import PLANTED_LOSS, PLANTING
 from acklab.store.contract import COUNT_COLUMNS, PIPELINE_COUNT_COLUMNS
 from acklab.store.runs import Manifest
 
-Status = Literal["pass", "fail", "incomplete", "invalid"]
+RowStatus = Literal["pass", "fail", "incomplete"]  # a row's verdict
+Status = RowStatus | Literal["invalid"]  # a run's: invalid when a negative control was not caught
 STATUS_ORDER: tuple[Status, ...] = ("invalid", "fail", "incomplete", "pass")  # worst first
 
 
@@ -71,7 +72,7 @@ class ScenarioVerdict:
 
     scenario: str
     guarantee: str
-    status: Status
+    status: RowStatus
     failed: tuple[FailedExpectation, ...]
     counts: Mapping[str, Any]
     reason: str | None = None
@@ -80,16 +81,20 @@ class ScenarioVerdict:
     control: bool = False  # the run's negative control (`ControlCheck`)
     fault: str | None = None  # the row's fault (its schedule's label)
 
-    def summary_line(self) -> str:
-        """One line: status, scenario, class, why it is not a pass, and the key counts."""
-        parts = [f"{self.status.upper()} {self.scenario} [{self.guarantee}]"]
+    def why(self) -> list[str]:
+        """Why the row is not a pass: its reason, each failed expectation, a fatal error, hanging transactions."""
         why = [self.reason] if self.reason else []
         why += [failure.describe() for failure in self.failed]
         if self.fatal_error:
             why.append(f"fatal producer error ({self.fatal_error})")
         if self.hanging_detail:
             why.append(f"hanging transaction ({self.hanging_detail})")
-        if why:
+        return why
+
+    def summary_line(self) -> str:
+        """One line: status, scenario, class, why it is not a pass, and the key counts."""
+        parts = [f"{self.status.upper()} {self.scenario} [{self.guarantee}]"]
+        if why := self.why():
             parts.append("; ".join(why))
         counts = ", ".join(f"{name}={show(self.counts.get(name))}" for name in SUMMARY_COUNTS)
         parts.append(f"({counts})")
@@ -110,7 +115,7 @@ class ControlCheck:
     (`processing_duplicates`). `sentence` compares the two."""
 
     scenario: str
-    status: Status
+    status: RowStatus
     planted: int | None
     counted: int | None
     sentence: str
@@ -252,7 +257,7 @@ def judge(row: Row, failed: list[FailedExpectation]) -> ScenarioVerdict:
 
 
 def _scenario_verdict(
-    record: Mapping[str, Any], status: Status, failed: Sequence[FailedExpectation], reason: str | None, control: bool = False
+    record: Mapping[str, Any], status: RowStatus, failed: Sequence[FailedExpectation], reason: str | None, control: bool = False
 ) -> ScenarioVerdict:
     return ScenarioVerdict(
         scenario=record["scenario"],

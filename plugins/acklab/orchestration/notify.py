@@ -60,8 +60,15 @@ def compose(dag_id: str, dag_run_url: str, runs: list[tuple[RunRecord, list[Chan
         "runs": [(run, changed, Path(run.report).as_uri() if run.report else None) for run, changed in told],
     }
     html = Environment(loader=PackageLoader("acklab"), autoescape=select_autoescape(default=True)).get_template("verdict_changes.html.j2")
-    text = Environment(loader=PackageLoader("acklab"), autoescape=False, keep_trailing_newline=True).get_template("verdict_changes.txt.j2")
-    return Message(subject, html.render(**data), text.render(**data).strip() + "\n")
+    chat = Environment(loader=PackageLoader("acklab"), autoescape=False, keep_trailing_newline=True, finalize=mrkdwn)
+    return Message(subject, html.render(**data), chat.get_template("verdict_changes.txt.j2").render(**data).strip() + "\n")
+
+
+def mrkdwn(value: object) -> str:
+    """A value as Slack's mrkdwn text shows it literally: `&`, `<` and `>` escaped (they would start
+    an entity, a link or a mention), backticks and asterisks made harmless (code spans, bold)."""
+    text = "" if value is None else str(value)
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace("`", "'").replace("*", "∗")
 
 
 def _smtp(message: Message, conn_id: str, to: str | list[str] | None, context: Any) -> str | None:
@@ -131,6 +138,9 @@ class VerdictChangeNotifier(BaseNotifier):
         except ValueError as exc:
             log.error("%s; nobody told: %s", message.subject, exc)
             return
+        if not configured:
+            log.warning("%s; nobody told: [acklab] notify names no channel", message.subject)
+            return
         for kind, conn_id in configured:
             try:
                 told = CHANNELS[kind](message, conn_id, self.to, context)
@@ -138,7 +148,7 @@ class VerdictChangeNotifier(BaseNotifier):
                 log.warning("%s; not told by %s: no connection %s", message.subject, kind, conn_id)
                 continue
             except Exception as exc:  # one channel down must not keep the others quiet, nor fail the task
-                log.error("%s; telling by %s through %s failed: %s", message.subject, kind, conn_id, exc)
+                log.error("%s; telling by %s through %s failed: %s", message.subject, kind, conn_id, exc, exc_info=True)
                 continue
             if told is None:
                 log.warning("%s; nobody told by %s: connection %s names no recipients (extra 'to')", message.subject, kind, conn_id)

@@ -14,18 +14,19 @@ negative control a testcase of its own that fails unless it was caught.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
-from typing import Any, Literal
+from typing import Any
 
 from junitparser import Error, Failure, JUnitXml, TestCase, TestSuite
 from pydantic import BaseModel, Field
 
-from acklab.checker.verdict import ScenarioVerdict, Status, Verdict, overall, show
+from acklab.checker.verdict import RowStatus, ScenarioVerdict, Status, Verdict, overall, show
 from acklab.store.runs import RunDir, write_json
 from acklab.workload import families
 
 SCHEMA_VERSION = 1
-CONTROL_SUITE = "negative controls"  # the classname of the controls' testcases
+CONTROL_SUITE = "negative-controls"  # the controls' testcases' classname, after their pair
 
 
 class FailedCheck(BaseModel):
@@ -42,21 +43,19 @@ class ScenarioResult(BaseModel):
     """One matrix row with its verdict."""
 
     scenario: str = Field(description="`<profile or pipeline>__<fault>`")
-    verdict: Literal["pass", "fail", "incomplete"] = Field(description="the row's verdict")
+    verdict: RowStatus = Field(description="the row's verdict: pass, fail or incomplete")
     guarantee: str = Field(description="the guarantee class the model expects of it")
     fault: str | None = Field(description="its fault schedule's label")
     client: str = Field(description="the client that ran it, e.g. `kafka-clients 4.3.1 (Java)`")
     reason: str | None = Field(description="why it is not a pass beyond its failed expectations (a fault without effect, evidence short...)")
     failed: list[FailedCheck] = Field(description="the expectations it failed, with the observed values")
     fatal_error: str | None = Field(None, description="the producer's fatal error, if it raised one")
+    why: list[str] = Field(default_factory=list, description="why it is not a pass, each part as the console says it")
     row: dict[str, Any] = Field(description="its delivery-matrix row (`audit/matrix.json`)")
 
     def message(self) -> str:
         """One line: why the row is not a pass."""
-        why = [f"{f.suite}: {f.expects}, observed {show(f.observed)}" for f in self.failed]
-        why += [self.reason] if self.reason else []
-        why += [f"fatal producer error ({self.fatal_error})"] if self.fatal_error else []
-        return "; ".join(why) or self.verdict
+        return "; ".join(self.why) or self.verdict
 
 
 class ControlResult(BaseModel):
@@ -80,8 +79,8 @@ class RunResults(BaseModel):
     controls: list[ControlResult] = Field(description="the negative controls (none: nothing showed the run could go red)")
     scenarios: list[ScenarioResult] = Field(description="every row but the controls, in matrix order")
     failing: list[str] = Field(description="the scenarios whose verdict is not pass")
-    matrix: str = Field(description="path of the delivery matrix (`audit/matrix.json`)")
-    html: str | None = Field(None, description="path of the HTML report")
+    matrix: str = Field(description="absolute path of the run's delivery matrix (its `audit/matrix.json`)")
+    html: str | None = Field(None, description="absolute path of the run's HTML report")
 
 
 class PairResults(BaseModel):
@@ -121,10 +120,9 @@ def run_results(run: RunDir, verdict: Verdict, html: str | None = None) -> RunRe
 
 
 def _scenario(verdict: ScenarioVerdict, row: Mapping[str, Any]) -> ScenarioResult:
-    assert verdict.status != "invalid", verdict.scenario  # a row is never invalid; a run is
     return ScenarioResult(
         scenario=verdict.scenario, verdict=verdict.status, guarantee=verdict.guarantee, fault=verdict.fault, client=families.row_label(row),
-        reason=verdict.reason, fatal_error=verdict.fatal_error, row=dict(row),
+        reason=verdict.reason, fatal_error=verdict.fatal_error, why=verdict.why(), row=dict(row),
         failed=[FailedCheck(suite=f.suite, kind=f.kind, expects=f.expects, column=f.column, observed=f.observed) for f in verdict.failed],
     )
 
@@ -137,30 +135,46 @@ def comparison_results(pairs: Sequence[tuple[str, RunResults]], differing: Seque
 
 
 def junit_xml(pairs: Sequence[tuple[str, RunResults]]) -> JUnitXml:
-    """One testsuite per pair (named by its label), one testcase per scenario and per negative control."""
+    """One testsuite per pair (named by its label), one testcase per scenario and per negative
+    control, each classname led by the pair (`<pair>.<guarantee class>`, `<pair>.negative-controls`):
+    CI systems key a testcase by classname and name, and the same scenario of two pairs is two tests."""
     document = JUnitXml("acklab")
     for label, results in pairs:
-        suite = TestSuite(label)
+        suite = TestSuite(_xml_text(label))
         suite.add_property("run_id", results.run_id)
         suite.add_property("status", results.status)
+        pair = _slug(label)
         for control in results.controls:
-            case = TestCase(control.scenario, classname=CONTROL_SUITE)
+            case = TestCase(control.scenario, classname=f"{pair}.{CONTROL_SUITE}")
             if not control.caught:
-                case.result = [Failure(control.line, "ControlNotCaught")]
+                case.result = [Failure(_xml_text(control.line), "ControlNotCaught")]
             suite.add_testcase(case)
         for scenario in results.scenarios:
-            case = TestCase(scenario.scenario, classname=f"{scenario.guarantee}")
+            case = TestCase(scenario.scenario, classname=f"{pair}.{scenario.guarantee}")
             if scenario.verdict == "fail":
-                failure = Failure(scenario.message(), "GuaranteeViolated")
-                failure.text = "\n".join(f"{f.suite} ({f.kind}): {f.expects}, observed {show(f.observed)}" for f in scenario.failed) or None
+                failure = Failure(_xml_text(scenario.message()), "GuaranteeViolated")
+                failure.text = _xml_text("\n".join(f"{f.suite} ({f.kind}): {f.expects}, observed {show(f.observed)}" for f in scenario.failed)) or None
                 case.result = [failure]
             elif scenario.verdict == "incomplete":
-                case.result = [Error(scenario.message(), "Incomplete")]
+                case.result = [Error(_xml_text(scenario.message()), "Incomplete")]
             suite.add_testcase(case)
         suite.update_statistics()
         document.add_testsuite(suite)
     document.update_statistics()
     return document
+
+
+def _slug(label: str) -> str:
+    """A pair label as one classname segment: `Kafka 4.3.1 / kafka-clients 4.3.1 (Java)` -> `kafka-4_3_1-kafka-clients-4_3_1-java`."""
+    return re.sub(r"[^a-z0-9_]+", "-", label.lower().replace(".", "_")).strip("-")
+
+
+_NOT_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+
+
+def _xml_text(text: str) -> str:
+    """`text` without the characters XML 1.0 cannot hold (a client's error text may carry control characters)."""
+    return _NOT_XML.sub("\ufffd", text)
 
 
 def write_run_results(run: RunDir, results: RunResults) -> None:

@@ -11,7 +11,7 @@ from pathlib import Path
 from jinja2 import Environment, PackageLoader, select_autoescape
 
 from acklab.checker.verdict import overall
-from acklab.report.ci_results import comparison_results, junit_xml, read_run_results
+from acklab.report.ci_results import RunResults, comparison_results, junit_xml, pair_label, read_run_results
 from acklab.store.runs import ComparisonDir, RunDir, write_json
 
 COUNTS = ("lost", "duplicates", "failed", "reordered")
@@ -74,6 +74,7 @@ def build_comparison(run_dirs: list[Path]) -> Comparison:
     runs = sorted((load_run(d) for d in run_dirs), key=lambda r: (_version_key(r.kafka_version), r.client_family, _version_key(r.client_version)))
     scenarios = sorted({s for run in runs for s in run.statuses})
     differing = [s for s in scenarios if len({run.statuses.get(s) for run in runs}) > 1]
+    pairs = [(pair_label(results), results) for results in (_results(run.run_dir) for run in runs)]  # before anything is written
     out = ComparisonDir.named(min(d.name for d in run_dirs))
     out.root.mkdir(parents=True, exist_ok=True)
     heatmaps = []
@@ -96,7 +97,15 @@ def build_comparison(run_dirs: list[Path]) -> Comparison:
         template.render(status=comparison.status, runs=runs, heatmaps=heatmaps, table=table, counts=COUNTS, differing=differing)
     )
     write_json(out.summary, {"status": comparison.status, "runs": [str(r.run_dir) for r in runs], "differing": differing})
-    pairs = [(run.label, read_run_results(RunDir(run.run_dir))) for run in runs]
     write_json(out.results_json, comparison_results(pairs, differing).model_dump(mode="json"))
     junit_xml(pairs).write(str(out.junit_xml), pretty=True)
     return comparison
+
+
+def _results(run_dir: Path) -> RunResults:
+    """A compared run's results (`results.json`); ValueError naming the run if it has none (validated
+    by an acklab from before results were kept: validate it again)."""
+    run = RunDir(run_dir)
+    if not run.results_json.is_file():
+        raise ValueError(f"run {run_dir.name} has no {run.results_json.name}: validate it again before comparing it")
+    return read_run_results(run)

@@ -100,7 +100,7 @@ class ProcessorGroup:
 
     def wait_assigned(self, partitions: int, timeout_s: float) -> None:
         """Until the group is consuming and balanced (`balanced`): every input partition held by one
-        instance, and every instance that can hold one (the first `partitions`) holds at least one.
+        instance, and as many instances holding some as can (all of them, or `partitions`).
         A fault aimed at an instance needs it to hold partitions: under KIP-848 the broker hands a
         late member its share only over its next heartbeats, after the first member took them all."""
         deadline = time.monotonic() + timeout_s
@@ -240,7 +240,8 @@ def holdings(events: list[dict[str, Any]]) -> set[int]:
 
 def balanced(held: list[set[int]], partitions: int) -> bool:
     """Whether the instances' holdings (one set per instance) give each of the `partitions` input
-    partitions to exactly one instance and leave no instance idle that could hold one."""
+    partitions to exactly one instance, with at least min(instances, partitions) instances holding
+    some: none idle that could hold one."""
     every = [p for one in held for p in one]
     busy = sum(1 for one in held if one)
     return sorted(every) == list(range(partitions)) and busy >= min(len(held), partitions)

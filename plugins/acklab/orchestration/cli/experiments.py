@@ -74,6 +74,8 @@ def run(
     from acklab.plan.planner import version_grid
 
     log_to_console(verbose)
+    if junit is not None and junit.is_file():
+        junit.unlink()  # an earlier run's file must not be read as this run's results if this one ends without any
     request = RunRequest(  # typer ships its own click: compare a parameter's source by name
         given=tuple(name for name in ctx.params if ctx.get_parameter_source(name).name != "DEFAULT"),
         preset=preset, presets_file=presets_file, params_file=params_file, topology=topology, profile=profile, fault=fault, schedule=schedule, messages=messages,
@@ -220,7 +222,7 @@ def audit(
         raise typer.Exit(1) from None
 
 
-def report(require_pass: Annotated[bool, typer.Option(help="exit 1 unless the run passed")] = False) -> None:
+def report(require_pass: Annotated[bool, typer.Option(help="exit with the run's code (`acklab run`'s: 1 fail, 3 incomplete, 4 invalid) unless it passed")] = False) -> None:
     """Print the status, matrix and Data Docs report of the most recent validated run."""
     run = latest_result()
     if run is None:
@@ -229,4 +231,4 @@ def report(require_pass: Annotated[bool, typer.Option(help="exit 1 unless the ru
     result = run.read_result()
     print_result(run, result)
     if require_pass and result["status"] != "pass":
-        raise typer.Exit(1)
+        raise typer.Exit(ExitCode.of(result["status"]))
