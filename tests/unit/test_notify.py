@@ -3,6 +3,7 @@ an Airflow connection to a real SMTP server (aiosmtpd) only when a verdict chang
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -108,3 +109,20 @@ def test_the_chat_text_shows_names_literally_and_an_empty_channel_setting_is_sai
     seed(tmp_path / "h.sqlite")
     VerdictChangeNotifier(notify_channels=" ").notify(context())
     assert "nobody told: [acklab] notify names no channel" in caplog.text
+
+
+def test_any_apprise_service_is_told_and_a_refused_delivery_is_not_called_told(tmp_path: Path, webhook, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Through the Apprise provider's connection to Apprise's JSON webhook service (a local receiver
+    standing for Teams, PagerDuty...): the subject as title, the changed rows in the body."""
+    monkeypatch.setenv("AIRFLOW_CONN_ACKLAB_HISTORY", f'{{"conn_type": "sqlite", "host": "{tmp_path / "h.sqlite"}"}}')
+    port = json.loads(webhook.connection)["password"].split(":")[2].split("/")[0]
+    monkeypatch.setenv("AIRFLOW_CONN_OPS", json.dumps({"conn_type": "apprise", "extra": {"config": {"path": f"json://127.0.0.1:{port}/ops"}}}))
+    monkeypatch.setenv("AIRFLOW_CONN_NOWHERE", json.dumps({"conn_type": "apprise", "extra": {"config": {"path": "json://127.0.0.1:9/none"}}}))
+    seed(tmp_path / "h.sqlite")
+    with caplog.at_level("INFO"):
+        VerdictChangeNotifier(notify_channels="apprise:ops,apprise:nowhere").notify(context())
+    (body,) = webhook.bodies
+    assert body["title"] == f"acklab {DAG}: 1 verdict changed (Kafka 4.3.1, client 2.16.1)"
+    assert "`idempotent__leader-kill`: pass → *fail* (was in run r1)" in body["message"]
+    assert "told the 1 Apprise service(s) of ops" in caplog.text
+    assert "telling by apprise through nowhere failed: Apprise did not deliver" in caplog.text

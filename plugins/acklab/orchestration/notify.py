@@ -4,13 +4,15 @@ same settings, and every invalid run, through each configured channel (`CHANNELS
 Airflow's providers and the connection it sends through. Nothing changed, nothing sent.
 
 The channels are Airflow configuration, `[acklab] notify` (`AIRFLOW__ACKLAB__NOTIFY`): comma-separated
-`KIND:CONNECTION_ID`, default `smtp:acklab_smtp,slack:acklab_slack`. A channel whose connection does not
+`KIND:CONNECTION_ID`, default `smtp:acklab_smtp,slack:acklab_slack,apprise:acklab_apprise`. A channel whose connection does not
 exist is skipped with a log line; one that fails is logged and the others are still told.
 
 - `smtp`: the SMTP provider's notifier, the HTML body, to the connection extra's `to` (unless the
   notifier names recipients);
 - `slack`: the Slack provider's incoming-webhook notifier (connection type `slackwebhook`), the
-  text body in Slack's mrkdwn.
+  text body in Slack's mrkdwn;
+- `apprise`: the Apprise provider's connection, which names any of Apprise's services (Teams,
+  PagerDuty, Opsgenie, Discord, a JSON webhook...): the subject as title, the text body.
 
 Both bodies come from one composition (`compose`) of the same changes; another provider's notifier
 is one more entry in `CHANNELS`."""
@@ -31,7 +33,8 @@ if TYPE_CHECKING:
 
 SMTP_CONN_ID = "acklab_smtp"
 SLACK_CONN_ID = "acklab_slack"
-DEFAULT_CHANNELS = f"smtp:{SMTP_CONN_ID},slack:{SLACK_CONN_ID}"
+APPRISE_CONN_ID = "acklab_apprise"
+DEFAULT_CHANNELS = f"smtp:{SMTP_CONN_ID},slack:{SLACK_CONN_ID},apprise:{APPRISE_CONN_ID}"
 log = logging.getLogger(__name__)
 
 
@@ -89,8 +92,24 @@ def _slack(message: Message, conn_id: str, to: str | list[str] | None, context: 
     return f"the Slack webhook of {conn_id}"
 
 
+def _apprise(message: Message, conn_id: str, to: str | list[str] | None, context: Any) -> str | None:
+    """Through the Apprise provider's connection (`apprise`, its extra's `config`: one or more
+    `{"path": URL, "tag": ...}`): Teams, PagerDuty, Opsgenie, Discord, Matrix, a JSON webhook... The
+    provider's hook ignores whether Apprise delivered; this asks Apprise itself and raises unless
+    every service took the message."""
+    import apprise
+    from airflow.providers.apprise.hooks.apprise import AppriseHook
+
+    hook = AppriseHook(apprise_conn_id=conn_id)
+    services = apprise.Apprise()
+    hook.set_config_from_conn(conn=hook.get_connection(conn_id), apprise_obj=services)
+    if not services.notify(title=message.subject, body=message.text, body_format=apprise.NotifyFormat.TEXT):
+        raise RuntimeError(f"Apprise did not deliver to every service of {conn_id}")
+    return f"the {len(services)} Apprise service(s) of {conn_id}"
+
+
 Send = Callable[[Message, str, "str | list[str] | None", Any], "str | None"]
-CHANNELS: dict[str, Send] = {"smtp": _smtp, "slack": _slack}
+CHANNELS: dict[str, Send] = {"smtp": _smtp, "slack": _slack, "apprise": _apprise}
 """Notifier kind -> how a message goes out through a connection of that kind: who was told, or None
 when the connection names nobody."""
 
