@@ -73,6 +73,10 @@ def test_cli_rejects_bad_input_before_starting(acklab_env: dict[str, str], tmp_p
     assert "unknown fault 'meteor'; valid: none, leader-kill, leader-restart" in result.stderr
     result = acklab(acklab_env, "run", "--fault", "none", "--junit", str(tmp_path / "no-such-folder" / "junit.xml"))
     assert result.returncode == 2 and "--junit" in result.stderr and "does not exist" in result.stderr, result.stderr
+    kept = tmp_path / "earlier.xml"
+    kept.write_text("<testsuites/>")
+    result = acklab(acklab_env, "run", "--fault", "meteor", "--junit", str(kept))
+    assert result.returncode == 2 and kept.read_text() == "<testsuites/>"  # bad input loses nothing
     bad = tmp_path / "bad.yaml"
     bad.write_text("name: bad\nbrokers: 1\nreplication_factor: 1\nmin_insync_replicas: 2\n")
     result = acklab(acklab_env, "check-topology", str(bad))

@@ -74,8 +74,6 @@ def run(
     from acklab.plan.planner import version_grid
 
     log_to_console(verbose)
-    if junit is not None and junit.is_file():
-        junit.unlink()  # an earlier run's file must not be read as this run's results if this one ends without any
     request = RunRequest(  # typer ships its own click: compare a parameter's source by name
         given=tuple(name for name in ctx.params if ctx.get_parameter_source(name).name != "DEFAULT"),
         preset=preset, presets_file=presets_file, params_file=params_file, topology=topology, profile=profile, fault=fault, schedule=schedule, messages=messages,
@@ -91,7 +89,10 @@ def run(
         writable_runs()
         if junit is not None:
             writable_file(junit, "--junit")
-        return version_grid(grid.params, grid.kafka_versions, grid.clients, minimum=1)
+        plans = version_grid(grid.params, grid.kafka_versions, grid.clients, minimum=1)
+        if junit is not None:  # the input is good: an earlier file there must not pass for this run's results if it ends without any
+            junit.unlink(missing_ok=True)
+        return plans
 
     plans = user_errors(plan)
     results = [_run_one(plan, err=as_json) for plan in plans]
