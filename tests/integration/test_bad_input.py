@@ -105,6 +105,8 @@ CLI_CASES: list[tuple[list[str], str]] = [
     (["run", "--processing", "eos", "--input-profile", "transactional"], "a pipeline's input is written by a non-transactional profile"),
     (["run", "--processing", "eos", "--input-profile", "fastest"], "unknown profile 'fastest'"),
     (["run", "--processing", "eos", "--group-protocol", "gossip"], "group_protocol: Input should be 'classic' or 'consumer'"),
+    (["run", "--junit", "{tmp}/absent/results.xml"], "absent/results.xml: its folder {tmp}/absent does not exist or is not writable"),
+    (["run", "--junit", "{tmp}"], "is a folder; give a file path"),
     (["run", "--fault", "processor-kill"], "processor-kill acts on a pipeline's processors or coordinators: give processing"),
     (["run", "--processing", "eos", "--consumer-property", "interceptor.classes=com.example.Spy"], "consumer property 'interceptor.classes' is not one a processor may take"),
     (["run", "--processing", "eos", "--processor-producer-property", "bootstrap.servers=10.1.1.1:9092"], "producer property 'bootstrap.servers' is not one a processor may take"),
