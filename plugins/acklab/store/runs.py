@@ -368,8 +368,23 @@ class ReportDir:
         return self.root / f"timeline-{scenario}.png"
 
 
+class CiResults:
+    """The results a folder keeps for CI systems (`acklab.report.ci_results`): a run's, or a
+    comparison's with one entry per (Kafka version, client) pair."""
+
+    root: Path
+
+    @property
+    def results_json(self) -> Path:
+        return self.root / "results.json"
+
+    @property
+    def junit_xml(self) -> Path:
+        return self.root / "junit.xml"
+
+
 @dataclass(frozen=True)
-class RunDir:
+class RunDir(CiResults):
     """One run's folder."""
 
     root: Path
@@ -401,14 +416,6 @@ class RunDir:
     @property
     def result(self) -> Path:
         return self.root / "result.json"
-
-    @property
-    def results_json(self) -> Path:
-        return self.root / "results.json"
-
-    @property
-    def junit_xml(self) -> Path:
-        return self.root / "junit.xml"
 
     @property
     def cluster(self) -> Path:
@@ -511,7 +518,7 @@ class PageDir:
         return self.root / self.SUMMARY
 
 
-class ComparisonDir(PageDir):
+class ComparisonDir(PageDir, CiResults):
     """A version comparison: its page, the versions' heatmaps and `comparison.json`."""
 
     FOLDER = COMPARISONS_DIR
@@ -520,15 +527,6 @@ class ComparisonDir(PageDir):
     def heatmap(self, label: str) -> Path:
         return self.root / f"heatmap-{label}.png"
 
-    @property
-    def results_json(self) -> Path:
-        """Its results for CI systems: one entry per (Kafka version, client) pair (`acklab.report.ci_results.ComparisonResults`)."""
-        return self.root / "results.json"
-
-    @property
-    def junit_xml(self) -> Path:
-        """The same as JUnit XML: a testsuite per pair."""
-        return self.root / "junit.xml"
 
 
 class FieldNotesDir(PageDir):

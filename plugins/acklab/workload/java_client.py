@@ -196,8 +196,9 @@ def config(profile: ProducerProfile) -> dict[str, str]:
     return {name: str(value).lower() if isinstance(value, bool) else str(value) for name, value in properties.items()}  # as the file holds them
 
 
-def _version(client_version: str) -> tuple[int, int]:
-    major, minor, _ = client_version.split(".", 2)
+def _version(version: str) -> tuple[int, int]:
+    """(major, minor) of a kafka-clients or Kafka version (`X.Y.Z`)."""
+    major, minor, _ = version.split(".", 2)
     return int(major), int(minor)
 
 
@@ -372,7 +373,7 @@ def processor_problem(client: Client, group_protocol: str, kafka_version: str) -
     if group_protocol == "consumer":
         if _version(client.version) < (4, 0):
             return f"kafka-clients {client.version} has no generally available group.protocol=consumer (KIP-848: kafka-clients 4.0 or later)"
-        if tuple(int(part) for part in re.findall(r"\d+", kafka_version)[:2]) < (4, 0):
+        if _version(kafka_version) < (4, 0):
             return f"Kafka {kafka_version} brokers do not serve group.protocol=consumer by default (KIP-848: Kafka 4.0 or later)"
     return None
 
@@ -380,8 +381,7 @@ def processor_problem(client: Client, group_protocol: str, kafka_version: str) -
 def transaction_version(client: Client, kafka_version: str) -> int:
     """2 from kafka-clients 4.0 on Kafka 4.0 or later (a cluster formatted at 4.0+ enables the
     `transaction.version` 2 feature, which the 4.x producer uses: KIP-890 part 2), else 1."""
-    broker = tuple(int(part) for part in re.findall(r"\d+", kafka_version)[:2])
-    return 2 if _version(client.version) >= (4, 0) and broker >= (4, 0) else 1
+    return 2 if _version(client.version) >= (4, 0) and _version(kafka_version) >= (4, 0) else 1
 
 
 CLIENT_ENV = "ACKLAB_JAVA_CLIENT"  # the kafka-clients version a Java producer process runs
