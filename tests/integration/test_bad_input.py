@@ -111,6 +111,14 @@ CLI_CASES: list[tuple[list[str], str]] = [
     (["run", "--processing", "eos", "--consumer-property", "interceptor.classes=com.example.Spy"], "consumer property 'interceptor.classes' is not one a processor may take"),
     (["run", "--processing", "eos", "--processor-producer-property", "bootstrap.servers=10.1.1.1:9092"], "producer property 'bootstrap.servers' is not one a processor may take"),
     (["run", "--processing", "eos", "--consumer-property", "session.timeout.ms"], "--consumer-property 'session.timeout.ms': expected PROPERTY=VALUE"),
+    (["run", "--processing", "eos", "--consumer-property", "sesion.timeout.ms=9000"],
+     'params.processor_config.consumer: librdkafka 2.16.0 rejects it: No such configuration property: "sesion.timeout.ms"'),
+    (["run", "--processing", "eos", "--client", "java", "--consumer-property", "fetch.maxx.wait.ms=100"],
+     "params.processor_config.consumer: kafka-clients 4.3.1 rejects fetch.maxx.wait.ms: unknown consumer property fetch.maxx.wait.ms"),
+    (["run", "--processing", "eos", "--client", "java", "--consumer-property", "session.timeout.ms=soon"],
+     "params.processor_config.consumer: kafka-clients 4.3.1 rejects session.timeout.ms: Invalid value soon for configuration session.timeout.ms"),
+    (["run", "--processing", "eos", "--client", "java", "--processor-producer-property", "lingr.ms=5"],
+     "params.processor_config.producer: kafka-clients 4.3.1 rejects lingr.ms: unknown producer property lingr.ms"),
 ]
 
 # (DAG, params JSON, text the one line must contain): checked as the trigger form and `plan` would.

@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 
 import pytest
+from pydantic import ValidationError
 
 from acklab.base.spec import SpecError
 from acklab.model.claims import Kind
@@ -93,8 +94,17 @@ def test_the_processors_tunable_properties_reach_every_pipeline_but_the_control(
     assert control.control and control.pipeline is not None and control.pipeline.config == ProcessorConfig()
     for scenario in pipelines:
         assert scenario.pipeline is not None
-        assert scenario.pipeline.config.as_text("consumer") == {"session.timeout.ms": "8000", "max.poll.records": "50"}
-        assert scenario.pipeline.config.as_text("producer") == {"request.timeout.ms": "3000", "enable.idempotence": "true"}
+        for family in ("librdkafka", "java"):
+            assert scenario.pipeline.config.as_text("consumer", family) == {"session.timeout.ms": "8000", "max.poll.records": "50"}
+            assert scenario.pipeline.config.as_text("producer", family) == {"request.timeout.ms": "3000", "enable.idempotence": "true"}
+
+
+def test_a_familys_own_processor_properties_reach_that_family_only() -> None:
+    config = ProcessorConfig.model_validate({"producer": {"request.timeout.ms": 3000}, "librdkafka": {"producer": {"socket.timeout.ms": 2000}}})
+    assert config.as_text("producer", "librdkafka") == {"request.timeout.ms": "3000", "socket.timeout.ms": "2000"}
+    assert config.as_text("producer", "java") == {"request.timeout.ms": "3000"}
+    with pytest.raises(ValidationError, match="consumer property 'interceptor.classes' is not one a processor may take"):
+        ProcessorConfig.model_validate({"java": {"consumer": {"interceptor.classes": "com.example.Spy"}}})
 
 
 @pytest.mark.parametrize(

@@ -14,7 +14,7 @@ from acklab.nemesis.events import FaultEvent, FaultOutcome
 from acklab.nemesis.faults import PLANTING
 from acklab.orchestration.execution import Hanging, _entry, _owners, open_transactions
 from acklab.plan.params import STANDARD_PIPELINE_FAULTS, STANDARD_PROCESSING, standard_matrix
-from acklab.plan.planner import make_plan, version_grid
+from acklab.plan.planner import CONTROL_LOAD, CONTROL_SHARE, make_plan, version_grid
 from acklab.store.runs import RunDir
 from acklab.workload.producer import LoadResult
 
@@ -39,7 +39,9 @@ def test_side_by_side_groups_one_fault_with_every_profile() -> None:
     plan = make_plan({"profiles": ["leader-ack", "idempotent", "at-least-once"], "faults": ["leader-kill", "ack-loss"]})
     controls, groups = plan.groups()[: len(CONTROLS)], plan.groups()[len(CONTROLS):]
     assert [[s.name for s in g] for g in controls] == [[name] for name in CONTROLS]  # each alone, first, with its own small load
-    assert {plan.load_of(g).messages for g in controls} == {2000} and plan.load_of(groups[0]).messages == plan.params.messages
+    assert {plan.load_of(g).messages for g in controls} == {CONTROL_LOAD["messages"]} and plan.load_of(groups[0]).messages == plan.params.messages
+    shares = {g[0].fault: g[0].schedule[0].options.get("probability") for g in controls}
+    assert shares == {"planted-loss": None, "planted-duplicate": CONTROL_SHARE, "planted-offset": CONTROL_SHARE}  # loss takes every request
     assert [[s.name for s in g] for g in groups] == [
         ["leader-ack__leader-kill", "idempotent__leader-kill", "at-least-once__leader-kill"],
         ["leader-ack__ack-loss", "idempotent__ack-loss", "at-least-once__ack-loss"],

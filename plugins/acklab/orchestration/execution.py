@@ -262,7 +262,8 @@ def _start_processors(cluster: Cluster, topic: str, scenario: ScenarioPlan, run:
     template = ProcessorJob(
         bootstrap_servers=cluster.bootstrap_servers, input_topic=topic, output_topic=output_topic(topic), group_id=f"{topic}-processors",
         instance=0, style=pipeline.style, group_protocol=pipeline.group_protocol, log="-",
-        consumer_config=pipeline.config.as_text("consumer"), producer_config=pipeline.config.as_text("producer"),
+        consumer_config=pipeline.config.as_text("consumer", scenario.client.family),
+        producer_config=pipeline.config.as_text("producer", scenario.client.family),
     )
     group = ProcessorGroup(families.of(scenario.client), scenario.client, run.scenario(scenario.name).root / "processors", template, pipeline.processors)
     group.start()

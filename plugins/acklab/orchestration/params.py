@@ -78,8 +78,10 @@ def run_params_schema() -> dict[str, dict[str, Any]]:
         fields[name] = {**field, **enums.get(name, {})}
     # A step's other fields are checked by `plan`; a compact schema keeps parsing fast (Airflow
     # deep-copies every param into every task).
-    for side in ("consumer", "producer"):  # the processors take tunable names only (`ProcessorConfig`)
-        fields["processor_config"]["properties"][side]["propertyNames"] = {"pattern": TUNABLE_PROPERTY.pattern}
+    processor_config = fields["processor_config"]["properties"]
+    for sides in (processor_config, *(processor_config[family]["properties"] for family in CLIENT_FAMILIES)):
+        for side in ("consumer", "producer"):  # the processors take tunable names only (`ProcessorConfig`)
+            sides[side]["propertyNames"] = {"pattern": TUNABLE_PROPERTY.pattern}
     fields["schedule"]["items"] = {
         "type": "object", "required": ["fault"], "properties": {"fault": {"enum": [f for f in FAULT_NAMES if f != NO_FAULT]}},
     }

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, Protocol, TextIO
 
 from acklab.base.paths import PROJECT_ROOT
+from acklab.workload.processing import ProcessorConfig
 from acklab.workload.profiles import ProducerProfile
 from acklab.workload.spec import LoadSpec
 
@@ -97,6 +98,11 @@ class ClientFamily(Protocol):
     def validate(self, client: Client, profiles: Sequence[ProducerProfile], load: LoadSpec) -> None:
         """SpecError (one line) unless `client` itself accepts each profile's configuration and the
         load's largest message."""
+        ...
+
+    def validate_processor(self, client: Client, processor_config: ProcessorConfig) -> None:
+        """SpecError (one line, naming the property) unless `client` itself accepts the pipeline
+        processors' own consumer and producer properties (`processor_config`)."""
         ...
 
     def label(self, client: Client) -> str:

@@ -38,6 +38,7 @@ from acklab.base.maven import DEFAULT_KAFKA_VERSION, SetupError, fetch_java_clie
 from acklab.base.paths import cache_dir
 from acklab.base.spec import SpecError, first_error
 from acklab.workload.client import Client, Launcher, ProducerProcess
+from acklab.workload.processing import ProcessorConfig
 from acklab.workload.profiles import IDEMPOTENT_MAX_IN_FLIGHT, ProducerProfile
 from acklab.workload.spec import LoadSpec
 
@@ -289,25 +290,33 @@ def resolve(profile: ProducerProfile, target: Client) -> ProducerProfile:
     return profile.model_copy(update={"partitioner": "murmur2_random", "socket_timeout_ms": None})
 
 
-def validate(target: Client, profiles: Sequence[ProducerProfile], load: LoadSpec) -> None:
-    """kafka-clients itself (its ProducerConfig and KafkaProducer constructor, in the driver's validate
-    mode) must accept each profile's properties, and the load's largest record must fit max.request.size."""
-    configs = [config(profile) for profile in profiles]
+def _verdicts(target: Client, mode: str, configs: Sequence[Mapping[str, object]]) -> list[dict[str, Any]]:
+    """The driver's answer (`validate` or `validate-consumer` mode) on each of `configs`, one JSON object each."""
     with tempfile.TemporaryDirectory(prefix="acklab-java-validate-") as work:
         files = []
         for n, properties in enumerate(configs):
             path = Path(work) / f"{n}.properties"
             write_properties(path, properties)
             files.append(str(path))
-        done = subprocess.run(java_command(target.version, "validate", *files), capture_output=True, text=True, timeout=120)
+        done = subprocess.run(java_command(target.version, mode, *files), capture_output=True, text=True, timeout=120)
     if done.returncode != 0:
-        raise SetupError(f"java client {target.version} could not check the profiles: {done.stderr.strip().splitlines()[-1:]}")
-    answers = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
-    for profile, properties, answer in zip(profiles, configs, answers, strict=True):
+        raise SetupError(f"java client {target.version} could not check the properties: {done.stderr.strip().splitlines()[-1:]}")
+    return [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
+
+
+def _named(answer: Mapping[str, Any], properties: Mapping[str, object]) -> str:
+    """` NAME` of the property a refusal names (by the driver, or found in its message), or ''."""
+    named = answer["property"] or next((k for k in properties if re.search(rf"(?<![\w.]){re.escape(k)}(?![\w.])", answer["error"])), None)
+    return f" {named}" if named else ""
+
+
+def validate(target: Client, profiles: Sequence[ProducerProfile], load: LoadSpec) -> None:
+    """kafka-clients itself (its ProducerConfig and KafkaProducer constructor, in the driver's validate
+    mode) must accept each profile's properties, and the load's largest record must fit max.request.size."""
+    configs = [config(profile) for profile in profiles]
+    for profile, properties, answer in zip(profiles, configs, _verdicts(target, "validate", configs), strict=True):
         if answer["error"]:
-            named = answer["property"] or next((k for k in properties if re.search(rf"(?<![\w.]){re.escape(k)}(?![\w.])", answer["error"])), None)
-            where = f" {named}" if named else ""
-            raise SpecError(f"profile {profile.name}: kafka-clients {target.version} rejects{where}: {answer['error']}")
+            raise SpecError(f"profile {profile.name}: kafka-clients {target.version} rejects{_named(answer, properties)}: {answer['error']}")
         if answer["idempotence"] is not None and answer["idempotence"] != profile.enable_idempotence:
             log.warning(
                 "profile %s: kafka-clients %s itself enables idempotence: %s; its documentation: %s (the model expects the documented)",
@@ -319,6 +328,19 @@ def validate(target: Client, profiles: Sequence[ProducerProfile], load: LoadSpec
                 f"params.message_bytes: {load.message_bytes}-byte messages are refused by the producer of profile {profile.name} "
                 f"(kafka-clients {target.version}: RecordTooLargeException, a record of about {size} bytes is above max.request.size {limit})"
             )
+
+
+def validate_processor(target: Client, processor_config: ProcessorConfig) -> None:
+    """kafka-clients itself must accept the processors' own properties: the consumer's by its
+    ConsumerConfig (`validate-consumer` mode), the producer's as a profile's. No JVM starts when
+    there are none."""
+    for side, mode in (("consumer", "validate-consumer"), ("producer", "validate")):
+        if properties := processor_config.as_text(side, target.family):  # type: ignore[arg-type]
+            (answer,) = _verdicts(target, mode, [properties])
+            if answer["error"]:
+                raise SpecError(
+                    f"params.processor_config.{side}: kafka-clients {target.version} rejects{_named(answer, properties)}: {answer['error']}"
+                )
 
 
 def write_properties(path: Path, properties: Mapping[str, object]) -> None:
@@ -425,6 +447,9 @@ class Java:
 
     def validate(self, client: Client, profiles: Sequence[ProducerProfile], load: LoadSpec) -> None:
         validate(client, profiles, load)
+
+    def validate_processor(self, client: Client, processor_config: ProcessorConfig) -> None:
+        validate_processor(client, processor_config)
 
     def label(self, client: Client) -> str:
         return f"kafka-clients {client.version} (Java)"

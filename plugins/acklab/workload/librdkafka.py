@@ -25,6 +25,7 @@ from acklab.base.maven import SetupError
 from acklab.base.paths import cache_dir
 from acklab.base.spec import SpecError
 from acklab.workload.client import Client, Launcher
+from acklab.workload.processing import ProcessorConfig
 from acklab.workload.profiles import ProducerProfile
 from acklab.workload.spec import LoadSpec
 
@@ -152,6 +153,17 @@ def validate(client: Client, profiles: Sequence[ProducerProfile], load: LoadSpec
             )
 
 
+def validate_processor(client: Client, processor_config: ProcessorConfig) -> None:
+    """The client's own librdkafka must accept the processors' own properties: the consumer's as a
+    consumer's configuration, the producer's as a producer's."""
+    configs = {side: processor_config.as_text(side, client.family) for side in ("consumer", "producer")}  # type: ignore[arg-type]
+    sides = [side for side, properties in configs.items() if properties]
+    items = [{"config": configs[side], "kind": side, "key": "", "value_bytes": 1} for side in sides]
+    for side, answer in zip(sides, probe(client, items) if items else [], strict=True):
+        if answer["error"]:
+            raise SpecError(f"params.processor_config.{side}: librdkafka {client.librdkafka} rejects it: {answer['error']}")
+
+
 class Librdkafka:
     """The family object (`acklab.workload.client.ClientFamily`) over this module's functions."""
 
@@ -179,6 +191,9 @@ class Librdkafka:
 
     def validate(self, client: Client, profiles: Sequence[ProducerProfile], load: LoadSpec) -> None:
         validate(client, profiles, load)
+
+    def validate_processor(self, client: Client, processor_config: ProcessorConfig) -> None:
+        validate_processor(client, processor_config)
 
     def label(self, client: Client) -> str:
         return f"confluent-kafka {client.version} (librdkafka {client.librdkafka})"

@@ -3,7 +3,8 @@
 `check(items)`: for each `{config, key, value_bytes}`, whether librdkafka accepts the configuration
 (its error message, naming the property, if not) and, if it refuses a `value_bytes` value under
 `key` at `produce()` (e.g. MSG_SIZE_TOO_LARGE above message.max.bytes), the largest value it
-accepts. Nothing is sent: no broker is configured. `python -m acklab.workload.probe` reads the
+accepts. An item `{config, "kind": "consumer"}` is a consumer's configuration: only whether
+librdkafka accepts it. Nothing is sent: no broker is configured. `python -m acklab.workload.probe` reads the
 items as JSON on stdin and writes the answers as JSON: `acklab.workload.librdkafka.probe` runs it with
 another client's interpreter. Imports only the standard library and confluent_kafka."""
 
@@ -35,10 +36,17 @@ def _largest(producer: Any, key: bytes, value_bytes: int) -> int | None:
 
 def check(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """`{"error": str | None, "largest": int | None}` per item (see the module docstring)."""
-    from confluent_kafka import KafkaException, Producer
+    from confluent_kafka import Consumer, KafkaException, Producer
 
     answers = []
     for item in items:
+        if item.get("kind") == "consumer":
+            try:
+                Consumer({"group.id": "acklab-probe", **item["config"], "log_level": 0}).close()
+                answers.append({"error": None, "largest": None})
+            except KafkaException as exc:
+                answers.append({"error": exc.args[0].str(), "largest": None})
+            continue
         try:
             producer = Producer({**item["config"], "log_level": 0})
         except KafkaException as exc:

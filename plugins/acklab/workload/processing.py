@@ -51,7 +51,11 @@ line. Events (fields beside `t` and `ev`):
   commit overran the outcome is unknown and only `error` is logged)
 - `overran`: txn, call, timeout_s, waited_s — a transaction call of the client still blocked
   `waited_s` after it was given `timeout_s` (the client did not keep its timeout); the processor
-  abandons it (`error` fatal, then `aborted` unless the call was commit_transaction)
+  abandons it (`error` fatal, then `aborted` unless the call was commit_transaction). The call
+  `commit` is the consumer's own offset commit (the styles without offsets in the transaction), which
+  the processor bounds by the same step budget: the instance then cannot use its consumer again,
+  logs `error` fatal and `stop` reason `stuck`, and exits 1 without leaving the group (it moves on
+  after the session timeout)
 - `error`: txn, error, fatal (bool) — a step failed; for eos, `aborted` or a new producer follows
 - `rewound`: offsets ({partition: offset}) — the consumer was set back to them
 - `stop`: reason
@@ -68,7 +72,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
 from acklab.base.property_policy import CLIENT_FAMILIES, check_client_properties
-from acklab.cluster.layout import GROUP_SESSION_TIMEOUT_MS
+from acklab.cluster.layout import GROUP_HEARTBEAT_INTERVAL_MS, GROUP_SESSION_TIMEOUT_MS
 
 Style = Literal["eos", "at-least-once", "at-most-once", "eos-naive"]
 STYLES: tuple[str, ...] = ("eos", "at-least-once", "at-most-once", "eos-naive")
@@ -87,10 +91,9 @@ name, a plugin library), read a file (a key store, a JAAS file), reach another h
 or undo what the style relies on (the group, the transactional id, the isolation level, auto-commit)."""
 
 
-class ProcessorConfig(BaseModel):
-    """The user's properties of a pipeline's processors, in their client's own names, applied over
-    the processor's defaults: `consumer` to its consumer, `producer` to its producer. Only names
-    `TUNABLE_PROPERTY` matches are taken."""
+class ProcessorProperties(BaseModel):
+    """Consumer and producer properties of a pipeline's processors, in their client's own names. Only
+    names `TUNABLE_PROPERTY` matches are taken, and none either family refuses (`check_client_properties`)."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -111,9 +114,23 @@ class ProcessorConfig(BaseModel):
             check_client_properties(family, properties)
         return properties
 
-    def as_text(self, side: Literal["consumer", "producer"]) -> dict[str, str]:
-        """One side's properties as the processors take them (text; booleans lower-case)."""
-        return {name: str(value).lower() if isinstance(value, bool) else str(value) for name, value in getattr(self, side).items()}
+
+class ProcessorConfig(ProcessorProperties):
+    """The user's properties of a pipeline's processors, applied over the processor's defaults:
+    `consumer` to its consumer, `producer` to its producer, on every client family; `librdkafka` and
+    `java` add (or replace) properties of that family only, for a name the other family does not
+    have (librdkafka's `socket.timeout.ms`). Each family's client must accept every property it is
+    given (`acklab.workload.client.ClientFamily.validate_processor`): a misspelled name is refused
+    before anything starts."""
+
+    librdkafka: ProcessorProperties = Field(default_factory=ProcessorProperties, description="the librdkafka processors' own, over the above")
+    java: ProcessorProperties = Field(default_factory=ProcessorProperties, description="the Java processors' own, over the above")
+
+    def as_text(self, side: Literal["consumer", "producer"], family: str) -> dict[str, str]:
+        """One side's properties as `family`'s processors take them (text; booleans lower-case)."""
+        own: ProcessorProperties = getattr(self, family)
+        properties = {**getattr(self, side), **getattr(own, side)}
+        return {name: str(value).lower() if isinstance(value, bool) else str(value) for name, value in properties.items()}
 
 
 class ProcessorJob(BaseModel):
@@ -133,6 +150,9 @@ class ProcessorJob(BaseModel):
     max_batch: int = Field(1000, ge=1, description="records per poll, so per transaction (at most)")
     poll_timeout_ms: int = Field(100, ge=1)
     session_timeout_ms: int = Field(GROUP_SESSION_TIMEOUT_MS, ge=1000, description="classic groups; KIP-848 groups have the brokers' (the same)")
+    heartbeat_interval_ms: int = Field(
+        GROUP_HEARTBEAT_INTERVAL_MS, ge=100, description="classic groups; KIP-848 groups have the brokers' (the same)"
+    )
     max_poll_interval_ms: int = Field(10000, ge=1000)
     transaction_timeout_ms: int = Field(10000, ge=1000)
     consumer_config: dict[str, str] = Field(default_factory=dict, description="the user's consumer properties (the family's names), over the defaults")

@@ -14,7 +14,10 @@ waited for its timeout and `OVERRUN_GRACE_S` more: librdkafka does not keep the 
 `send_offsets_to_transaction` when the group coordinator goes away (librdkafka #5456, #5511: seen
 blocked for minutes after a group-coordinator-kill). A call that overruns is logged (`overran`) and
 abandoned as an application must: a new producer with the same `transactional.id` fences it (its
-open transaction is aborted), then rewind. SIGQUIT dumps every thread's stack to stderr (the
+open transaction is aborted), then rewind. The consumer's own offset commit (the other styles) takes
+no timeout in confluent-kafka: it is `_bounded` by `STEP_S` too, and an instance whose commit overran
+cannot go on with that consumer: it logs the error and exits 1 without closing it (`_stuck`; its group
+moves on after the session timeout). SIGQUIT dumps every thread's stack to stderr (the
 processor group sends it before killing an instance that outlasted its stop).
 
 The group generation is read from the consumer's group metadata (librdkafka's serialized
@@ -45,6 +48,8 @@ STEP_S = 30.0
 their retries of a retriable error (0.5 s apart). A step that outlasts it fails the transaction as the
 client's own timeout would (eos: a flush is aborted, a call's last error recovered), so a processor
 never waits on a step without end."""
+STUCK = "stuck"
+"""The `stop` reason of an instance whose consumer commit overran (`Processor._stuck`)."""
 OVERRUN_GRACE_S = 10.0
 """How long past its own timeout a transaction call may block before the processor abandons it."""
 
@@ -86,7 +91,7 @@ class Processor:
         self.stopping: str | None = None
         self.txn = 0
         self.generation = -1
-        self.abandoned: list[Producer] = []  # producers left blocked in an overrun call: kept alive while they block
+        self.abandoned: list[Producer | Consumer] = []  # clients left blocked in an overrun call: kept alive while they block
         self.install_signals()  # before the clients: a SIGTERM during init_transactions stops cleanly
         self.consumer = Consumer(self._consumer_config())
         self.producer = self._producer()
@@ -108,7 +113,7 @@ class Processor:
         else:
             config["session.timeout.ms"] = job.session_timeout_ms
             config["max.poll.interval.ms"] = job.max_poll_interval_ms
-            config["heartbeat.interval.ms"] = max(500, job.session_timeout_ms // 6)
+            config["heartbeat.interval.ms"] = job.heartbeat_interval_ms
         config.update(job.consumer_config)
         return config
 
@@ -168,7 +173,7 @@ class Processor:
                     self.txn += 1
         finally:
             self._close()
-        return 0
+        return 1 if self.stopping == STUCK else 0
 
     def _assigned(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
         self.log("assigned", generation=self._generation(), member=consumer.memberid(), partitions=sorted(p.partition for p in partitions))
@@ -231,7 +236,7 @@ class Processor:
             self._retrying("commit_transaction", self.producer.commit_transaction)
             self.log("txn_committed", txn=self.txn)
             self.point()
-            self.consumer.commit(offsets=self._offsets(offsets), asynchronous=False)
+            self._commit(offsets)
             self.log("committed", txn=self.txn, offsets=offsets)
         except KafkaException as exc:
             self._recover(exc)
@@ -244,20 +249,25 @@ class Processor:
         self._flush()
         self.point()
         try:
-            self.consumer.commit(offsets=self._offsets(offsets), asynchronous=False)
+            self._commit(offsets)
             self.log("committed", txn=self.txn, offsets=offsets)
         except KafkaException as exc:
             self.log("error", txn=self.txn, error=_name(exc), fatal=False)
             self._rewind()
+        except Overran as exc:
+            self._stuck(exc)
 
     def _at_most_once(self, records: list[Any]) -> None:
         next_offsets = self._batch(records)
         try:
-            self.consumer.commit(offsets=self._offsets(next_offsets), asynchronous=False)
+            self._commit(next_offsets)
             self.log("committed", txn=self.txn, offsets=next_offsets)
         except KafkaException as exc:
             self.log("error", txn=self.txn, error=_name(exc), fatal=False)
             self._rewind()
+            return
+        except Overran as exc:
+            self._stuck(exc)
             return
         self.point()
         self._produce(records)
@@ -333,11 +343,27 @@ class Processor:
         if outcome and outcome[0] is not None:
             raise outcome[0]
 
+    def _commit(self, offsets: dict[str, int]) -> None:
+        """The consumer's synchronous commit of `offsets` (next offset per input partition), `_bounded`
+        by `STEP_S` (confluent-kafka's commit takes no timeout: it is given none)."""
+        self._bounded("commit", lambda _timeout_s: self.consumer.commit(offsets=self._offsets(offsets), asynchronous=False), STEP_S)
+
+    def _stuck(self, exc: Overran) -> None:
+        """The consumer's commit overran: this instance cannot use its consumer again. Logged as a
+        fatal error; the loop stops (`stop` reason `stuck`, exit 1) without closing the consumer."""
+        self.log("error", txn=self.txn, error=f"Overran: {exc}", fatal=True)
+        self.abandoned.append(self.consumer)
+        self.stopping = STUCK
+
     def _abandon(self, exc: Overran) -> None:
         """After a transaction call overran: a new producer with the same `transactional.id` fences the
         blocked one, then rewind. Its `init_transactions` returns once the open transaction has ended:
         aborted, unless the call that overran was `commit_transaction`, whose EndTxn the coordinator may
-        have taken (then the outcome is unknown: only the fatal `error` is logged)."""
+        have taken (then the outcome is unknown: only the fatal `error` is logged). A consumer commit
+        that overran (eos-naive) is `_stuck` instead."""
+        if exc.call == "commit":
+            self._stuck(exc)
+            return
         self.log("error", txn=self.txn, error=f"Overran: {exc}", fatal=True)
         self.abandoned.append(self.producer)
         self.producer = self._producer()
@@ -363,7 +389,8 @@ class Processor:
 
     def _close(self) -> None:
         try:
-            self.consumer.close()
+            if self.consumer not in self.abandoned:  # a consumer blocked in a call would block its close too
+                self.consumer.close()
         finally:
             self.producer.flush(10)
             self.log("stop", reason=self.stopping or "error")
@@ -384,7 +411,7 @@ def main(argv: list[str]) -> int:
             raise
         traceback.print_exc()
         code = 1
-    if processor.abandoned:  # a producer still blocked in librdkafka: destroying it at exit could block too
+    if processor.abandoned:  # a client still blocked in librdkafka: destroying it at exit could block too
         sys.stderr.flush()
         os._exit(code)
     return code

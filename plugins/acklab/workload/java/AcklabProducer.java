@@ -14,8 +14,10 @@ import java.util.TreeSet;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
+import org.apache.kafka.clients.consumer.ConsumerConfig;
 import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.ProducerConfig;
+import org.apache.kafka.common.serialization.ByteArrayDeserializer;
 import org.apache.kafka.common.serialization.ByteArraySerializer;
 import org.apache.kafka.common.utils.AppInfoParser;
 
@@ -30,6 +32,10 @@ import org.apache.kafka.common.utils.AppInfoParser;
  * {@code {"property": P|null, "error": MESSAGE|null, "idempotence": true|false|null}}, the client's own
  * verdict (an unknown property, an invalid value, a conflict its ProducerConfig or KafkaProducer
  * constructor rejects) and, where the client says, whether it enables idempotence.
+ *
+ * <p>{@code validate-consumer FILE...}: for each consumer properties file (a pipeline processor's), one
+ * JSON line {@code {"property": P|null, "error": MESSAGE|null}}: an unknown property, or a value its
+ * ConsumerConfig rejects. No consumer is built.
  *
  * <p>{@code read FILE}: the properties of a file as java.util.Properties reads it, one JSON object.
  *
@@ -53,6 +59,10 @@ public final class AcklabProducer {
             for (int i = 1; i < args.length; i++) {
                 System.out.println(validate(load(Paths.get(args[i]))));
             }
+        } else if (args.length >= 1 && args[0].equals("validate-consumer")) {
+            for (int i = 1; i < args.length; i++) {
+                System.out.println(validateConsumer(load(Paths.get(args[i]))));
+            }
         } else if (args.length == 2 && args[0].equals("run")) {
             new ProducerRun(new Job(load(Paths.get(args[1])))).run();
         } else if (args.length == 2 && args[0].equals("process")) {
@@ -67,7 +77,7 @@ public final class AcklabProducer {
         } else if (args.length == 1 && args[0].equals("version")) {
             System.out.println(AppInfoParser.getVersion());
         } else {
-            System.err.println("usage: AcklabProducer validate FILE... | read FILE | run JOB | process JOB | version");
+            System.err.println("usage: AcklabProducer validate FILE... | validate-consumer FILE... | read FILE | run JOB | process JOB | version");
             System.exit(2);
         }
     }
@@ -116,6 +126,27 @@ public final class AcklabProducer {
             return "{\"property\": " + Json.quote(property) + ", \"error\": " + Json.quote(message) + ", \"idempotence\": null}";
         }
         return "{\"property\": null, \"error\": null, \"idempotence\": " + idempotence + "}";
+    }
+
+    static String validateConsumer(Properties properties) {
+        Map<String, Object> config = new HashMap<>();
+        for (String name : properties.stringPropertyNames()) {
+            if (!ConsumerConfig.configNames().contains(name)) {
+                return "{\"property\": " + Json.quote(name) + ", \"error\": " + Json.quote("unknown consumer property " + name) + "}";
+            }
+            config.put(name, properties.getProperty(name));
+        }
+        config.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, "127.0.0.1:9");
+        config.put(ConsumerConfig.KEY_DESERIALIZER_CLASS_CONFIG, ByteArrayDeserializer.class.getName());
+        config.put(ConsumerConfig.VALUE_DESERIALIZER_CLASS_CONFIG, ByteArrayDeserializer.class.getName());
+        try {
+            new ConsumerConfig(config);
+        } catch (Exception e) {
+            String message = e.getMessage() == null ? e.getClass().getSimpleName() : e.getMessage();
+            Matcher matcher = CONFIG_NAME.matcher(message);
+            return "{\"property\": " + Json.quote(matcher.find() ? matcher.group(1) : null) + ", \"error\": " + Json.quote(message) + "}";
+        }
+        return "{\"property\": null, \"error\": null}";
     }
 
     /** The client's own answer to "is idempotence enabled": ProducerConfig.idempotenceEnabled where it exists, else the parsed value. */

@@ -56,6 +56,8 @@ import sun.misc.SignalHandler;
 final class Processor {
     static final int RETRIES = 3; // a timed-out commit step (each up to max.block.ms) is retried this often
     static final Duration CLOSE_TIMEOUT = Duration.ofSeconds(10);
+    /** The consumer's own offset commit's budget, as acklab.workload.processor.STEP_S (a TimeoutException past it: error, rewind). */
+    static final Duration COMMIT_TIMEOUT = Duration.ofSeconds(30);
     static final long PARENT_CHECK_NS = 500_000_000L;
 
     private final ProcessorJob job;
@@ -111,7 +113,7 @@ final class Processor {
             config.put("group.protocol", "consumer"); // KIP-848 (clients 3.7+): the session and heartbeat are the broker's settings
         } else {
             config.put(ConsumerConfig.SESSION_TIMEOUT_MS_CONFIG, Long.toString(job.sessionTimeoutMs));
-            config.put(ConsumerConfig.HEARTBEAT_INTERVAL_MS_CONFIG, Long.toString(Math.max(500, job.sessionTimeoutMs / 6)));
+            config.put(ConsumerConfig.HEARTBEAT_INTERVAL_MS_CONFIG, Long.toString(job.heartbeatIntervalMs));
         }
         config.putAll(job.consumerConfig);
         return config;
@@ -246,7 +248,7 @@ final class Processor {
     /** The consumer's synchronous commit of {@code next} ({@code committed}); on an error, {@code error} and a rewind. */
     private boolean commitOffsets(Map<TopicPartition, OffsetAndMetadata> next) {
         try {
-            consumer.commitSync(next);
+            consumer.commitSync(next, COMMIT_TIMEOUT);
         } catch (KafkaException e) {
             log.event("error", "txn", txn, "error", name(e), "fatal", false);
             rewind();

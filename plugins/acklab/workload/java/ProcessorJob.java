@@ -19,7 +19,7 @@ final class ProcessorJob {
 
     final String bootstrapServers, inputTopic, outputTopic, groupId, style, transactionalId, groupProtocol, log;
     final int instance, incarnation, maxBatch;
-    final long pollTimeoutMs, sessionTimeoutMs, maxPollIntervalMs, transactionTimeoutMs;
+    final long pollTimeoutMs, sessionTimeoutMs, heartbeatIntervalMs, maxPollIntervalMs, transactionTimeoutMs;
     final Map<String, String> consumerConfig, producerConfig;
     final Long parentPid; // null: none
 
@@ -42,6 +42,7 @@ final class ProcessorJob {
         maxBatch = (int) number(job, "max_batch", 1000L);
         pollTimeoutMs = number(job, "poll_timeout_ms", 100L);
         sessionTimeoutMs = number(job, "session_timeout_ms", 6000L);
+        heartbeatIntervalMs = number(job, "heartbeat_interval_ms", 1000L);
         maxPollIntervalMs = number(job, "max_poll_interval_ms", 10000L);
         transactionTimeoutMs = number(job, "transaction_timeout_ms", 10000L);
         consumerConfig = properties(job, "consumer_config");
