@@ -19,6 +19,7 @@ from acklab.workload.processor import STUCK, Overran, Processor
 def test_a_blocked_consumer_commit_is_bounded_and_the_instance_stops_stuck(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(module, "STEP_S", 1.0)
     monkeypatch.setattr(module, "OVERRUN_GRACE_S", 1.0)
+    monkeypatch.setattr(Processor, "install_signals", lambda self: None)  # the test process keeps its own signals
     log = tmp_path / "0.0.jsonl"
     job = ProcessorJob(
         bootstrap_servers="127.0.0.1:9", input_topic="in", output_topic="in-out", group_id="g", instance=0, style="at-least-once", log=str(log),

@@ -13,14 +13,18 @@ import time
 from collections.abc import Collection, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass
+from pathlib import Path
 
+import numpy as np
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
 from confluent_kafka import Consumer, TopicPartition
 
 from acklab.base.spec import SpecError
 from acklab.cluster.cluster import Cluster
 from acklab.nemesis.actions import FaultContext
 from acklab.nemesis.events import FaultEvent, FaultOutcome
-from acklab.nemesis.faults import FAULTS, PLANTING
+from acklab.nemesis.faults import FAULTS, PLANTED_LOSS, PLANTING
 from acklab.nemesis.runner import Nemesis
 from acklab.nemesis.watch import LeaderWatch
 from acklab.plan.planner import RunPlan, ScenarioPlan
@@ -232,7 +236,8 @@ def _run_group(
     load_ended = max((f.result().ended for f in futures), default=time.time())
     drained = {topic: _drain(cluster, topic, processors[topic], pipelines[topic], topology.partitions, load_ended, run) for topic in pipelines}
     hanging = open_transactions(cluster, {t: s for t, s in zip(topics, group, strict=True) if s.profile.transaction}, topology.partitions)
-    planted = planted_counts(cluster, outcome, topics, {step.fault for step in group[0].schedule})
+    transactional = {t: run.scenario(s.name).send_log for t, s in zip(topics, group, strict=True) if s.profile.transaction is not None}
+    planted = planted_counts(cluster, outcome, topics, {step.fault for step in group[0].schedule}, transactional)
     entries = [
         _entry(plan, scenario, topic, future.result(), outcome, unplanned, run, hanging.get(topic), planted[topic], drained.get(topic))
         for scenario, topic, future in zip(group, topics, futures, strict=True)
@@ -313,12 +318,19 @@ def replica_assignment(
     return next((a for a in rotations if all(a[p][0] != controller for p in targeted)), rotations[0])
 
 
-def planted_counts(cluster: Cluster, outcome: FaultOutcome, topics: list[str], faults: set[str]) -> dict[str, dict[str, int | None]]:
+def planted_counts(
+    cluster: Cluster, outcome: FaultOutcome, topics: list[str], faults: set[str], transactional: Mapping[str, Path] | None = None,
+) -> dict[str, dict[str, int | None]]:
     """Per topic, what the planting faults of the schedule (`faults`, `acklab.nemesis.faults.PLANTING`)
     planted in it, by the manifest field each names (`Plants.column`): the records of its log's
     entries whose broker answer was NONE (planted-loss: every swallowed entry, none is answered by a
     broker), or None if the broker's answer to any entry of the topic never came. Entries name a
-    topic by name, or by id from produce v13."""
+    topic by name, or by id from produce v13.
+
+    A transactional producer's swallowed records are a loss only if their transaction committed (an
+    aborted one's are invisible to read_committed readers, whether stored or not): for the topics of
+    `transactional` (topic -> its scenario's send log) planted-loss counts the swallowed records of
+    committed transactions only (`committed_swallowed`)."""
     planting = {fault: PLANTING[fault] for fault in faults if fault in PLANTING}
     logs = {fault: [entry for event in outcome.timeline for entry in getattr(event, plants.log)] for fault, plants in planting.items()}
     ids = {}
@@ -331,7 +343,31 @@ def planted_counts(cluster: Cluster, outcome: FaultOutcome, topics: list[str], f
             mine = [entry for entry in logs[fault] if entry["topic"] in (topic, ids.get(topic))]
             known = all(entry.get("error", "NONE") is not None for entry in mine)
             counts[topic][plants.column] = sum(e["records"] for e in mine if e.get("error", "NONE") == "NONE") if known else None
+            if fault == PLANTED_LOSS and topic in (transactional or {}) and mine:
+                counts[topic][plants.column] = committed_swallowed((transactional or {})[topic], mine)
     return counts
+
+
+def committed_swallowed(send_log: Path, swallowed: list[dict]) -> int | None:
+    """Of the `swallowed` entries of one topic (partition, made-up base offset, records), the records
+    whose transaction committed: per entry, the send log's messages acked at the entry's made-up
+    offsets, all acked in a committed transaction (none aborted, none of unknown outcome: those are
+    not acked in the log) or all not. An entry none of whose offsets the log holds counts 0 (the
+    client never took those records as acked: e.g. purged by an abort). None when the log holds some
+    of an entry's offsets only, or its transaction committed for some of them only: what was planted
+    is then unknown."""
+    table = pq.read_table(send_log, columns=["partition", "offset", "state", "aborted"])
+    partition, offset = table["partition"].to_numpy(zero_copy_only=False), table["offset"].to_numpy(zero_copy_only=False)
+    committed = np.asarray(pc.and_(pc.equal(table["state"], "acked"), pc.invert(table["aborted"])).to_numpy(zero_copy_only=False))
+    total = 0
+    for entry in swallowed:
+        mine = (partition == entry["partition"]) & (offset >= entry["base_offset"]) & (offset < entry["base_offset"] + entry["records"])
+        if not mine.any():
+            continue
+        if int(mine.sum()) != entry["records"] or len(set(committed[mine].tolist())) != 1:
+            return None
+        total += entry["records"] if committed[mine][0] else 0
+    return total
 
 
 @dataclass(frozen=True)

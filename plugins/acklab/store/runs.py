@@ -228,7 +228,9 @@ class ScenarioEntry(BaseModel):
         None, description="each such partition with its last stable offset, high watermark and the open transaction's producer id, epoch and start offset"
     )
     planted_lost: int | None = Field(
-        None, description="planted-loss: records of the scenario's topic the proxy answered as appended and never forwarded (the swallowed entries of its timeline, summed); null without that fault"
+        None,
+        description="planted-loss: records of the scenario's topic the proxy answered as appended and never forwarded (the swallowed entries of its timeline, summed; "
+        "a transactional producer's only where the send log shows their transaction committed); null without that fault, or when the log does not match an entry",
     )
     planted_duplicates: int | None = Field(
         None,

@@ -171,8 +171,9 @@ MATRIX_DESCRIPTIVE = pa.schema(
         column("hanging_detail", pa.string(), "each such partition: its last stable offset, high watermark and the open transaction's producer id and epoch"),
         column(
             "planted_lost", pa.int64(),
-            "planted-loss: records the proxy acked in the broker's name and never forwarded, from the fault timeline (the checker must "
-            "count exactly these lost); null without that fault",
+            "planted-loss: records the proxy acked in the broker's name and never forwarded, from the fault timeline (a transactional "
+            "producer's only in committed transactions; the checker must count exactly these lost); null without that fault, or when "
+            "the send log does not match an entry",
         ),
         column(
             "planted_duplicates", pa.int64(),

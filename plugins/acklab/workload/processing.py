@@ -52,10 +52,12 @@ line. Events (fields beside `t` and `ev`):
 - `overran`: txn, call, timeout_s, waited_s — a transaction call of the client still blocked
   `waited_s` after it was given `timeout_s` (the client did not keep its timeout); the processor
   abandons it (`error` fatal, then `aborted` unless the call was commit_transaction). The call
-  `commit` is the consumer's own offset commit (the styles without offsets in the transaction), which
-  the processor bounds by the same step budget: the instance then cannot use its consumer again,
-  logs `error` fatal and `stop` reason `stuck`, and exits 1 without leaving the group (it moves on
-  after the session timeout)
+  `commit` is confluent-kafka's consumer offset commit (the styles without offsets in the
+  transaction), which takes no timeout: the processor bounds it as a transaction call, and the
+  instance, which cannot use that consumer again, logs `error` fatal and `stop` reason `stuck` and
+  exits 1 without leaving the group (the group moves on after the session timeout). The Java
+  processor's `commitSync` and `committed` take the same budget as a timeout: past it, a non-fatal
+  `error` and a rewind
 - `error`: txn, error, fatal (bool) — a step failed; for eos, `aborted` or a new producer follows
 - `rewound`: offsets ({partition: offset}) — the consumer was set back to them
 - `stop`: reason
@@ -69,7 +71,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
 from acklab.base.property_policy import CLIENT_FAMILIES, check_client_properties
 from acklab.cluster.layout import GROUP_HEARTBEAT_INTERVAL_MS, GROUP_SESSION_TIMEOUT_MS
@@ -120,8 +122,10 @@ class ProcessorConfig(ProcessorProperties):
     `consumer` to its consumer, `producer` to its producer, on every client family; `librdkafka` and
     `java` add (or replace) properties of that family only, for a name the other family does not
     have (librdkafka's `socket.timeout.ms`). Each family's client must accept every property it is
-    given (`acklab.workload.client.ClientFamily.validate_processor`): a misspelled name is refused
-    before anything starts."""
+    given, names and values (`acklab.workload.client.ClientFamily.validate_processor`): a misspelled
+    name is refused before anything starts. A conflict with the processor's own settings (its
+    transactional id, its group protocol) shows when its processors start: the run then ends in an
+    error, never a verdict."""
 
     librdkafka: ProcessorProperties = Field(default_factory=ProcessorProperties, description="the librdkafka processors' own, over the above")
     java: ProcessorProperties = Field(default_factory=ProcessorProperties, description="the Java processors' own, over the above")
@@ -159,6 +163,12 @@ class ProcessorJob(BaseModel):
     producer_config: dict[str, str] = Field(default_factory=dict, description="the user's producer properties, over the defaults")
     log: str = Field(description="path of the JSON-lines log")
     parent_pid: int | None = Field(None, description="the supervising process: the processor stops (`stop` reason `parent gone`) once its parent is another")
+
+    @model_validator(mode="after")
+    def _heartbeat_within_session(self) -> ProcessorJob:
+        if self.heartbeat_interval_ms >= self.session_timeout_ms:
+            raise ValueError(f"heartbeat_interval_ms {self.heartbeat_interval_ms} must be below session_timeout_ms {self.session_timeout_ms}")
+        return self
 
 
 def scenario_line(style: str) -> str:

@@ -48,6 +48,12 @@ STEP_S = 30.0
 their retries of a retriable error (0.5 s apart). A step that outlasts it fails the transaction as the
 client's own timeout would (eos: a flush is aborted, a call's last error recovered), so a processor
 never waits on a step without end."""
+COORDINATOR_MOVED = frozenset({
+    KafkaError.NOT_COORDINATOR, KafkaError.COORDINATOR_NOT_AVAILABLE, KafkaError.COORDINATOR_LOAD_IN_PROGRESS,
+    KafkaError._WAIT_COORD, KafkaError.REQUEST_TIMED_OUT, KafkaError._TIMED_OUT, KafkaError._TRANSPORT,
+})
+"""The errors of a group call that a later attempt may not meet: the coordinator moved, is not known
+yet, is loading, or did not answer in time."""
 STUCK = "stuck"
 """The `stop` reason of an instance whose consumer commit overran (`Processor._stuck`)."""
 OVERRUN_GRACE_S = 10.0
@@ -138,7 +144,7 @@ class Processor:
 
     def install_signals(self) -> None:
         signal.signal(signal.SIGUSR1, lambda *_: setattr(self, "armed", True))
-        signal.signal(signal.SIGTERM, lambda *_: setattr(self, "stopping", "SIGTERM"))
+        signal.signal(signal.SIGTERM, lambda *_: setattr(self, "stopping", self.stopping or "SIGTERM"))  # a `stuck` instance stays stuck
         signal.signal(signal.SIGINT, signal.SIG_IGN)
         faulthandler.register(signal.SIGQUIT, all_threads=True)  # a stack dump to stderr, even while a client call blocks
 
@@ -372,11 +378,22 @@ class Processor:
         self._rewind()
 
     def _rewind(self) -> None:
-        """Set the consumer back to its committed offsets (its assignment's)."""
+        """Set the consumer back to its committed offsets (its assignment's), read within `STEP_S`:
+        an error of a group coordinator that moved or is loading (`COORDINATOR_MOVED`, which
+        confluent-kafka's `committed` raises at once rather than retrying) is retried 0.5 s later."""
         assignment = self.consumer.assignment()
         if not assignment:
             return
-        committed = self.consumer.committed(assignment, 30)
+        deadline = time.monotonic() + STEP_S
+        while True:
+            try:
+                committed = self.consumer.committed(assignment, max(1.0, deadline - time.monotonic()))
+                break
+            except KafkaException as exc:
+                code = exc.args[0].code() if isinstance(exc.args[0], KafkaError) else None
+                if code not in COORDINATOR_MOVED or time.monotonic() + 0.5 >= deadline:
+                    raise
+                time.sleep(0.5)
         offsets: dict[str, int] = {}
         for tp in committed:
             if tp.offset >= 0:

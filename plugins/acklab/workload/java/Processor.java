@@ -56,7 +56,7 @@ import sun.misc.SignalHandler;
 final class Processor {
     static final int RETRIES = 3; // a timed-out commit step (each up to max.block.ms) is retried this often
     static final Duration CLOSE_TIMEOUT = Duration.ofSeconds(10);
-    /** The consumer's own offset commit's budget, as acklab.workload.processor.STEP_S (a TimeoutException past it: error, rewind). */
+    /** The budget of the consumer's own offset commit and of its committed() (as acklab.workload.processor.STEP_S): a TimeoutException past it. */
     static final Duration COMMIT_TIMEOUT = Duration.ofSeconds(30);
     static final long PARENT_CHECK_NS = 500_000_000L;
 
@@ -395,7 +395,7 @@ final class Processor {
         if (assignment.isEmpty()) {
             return;
         }
-        Map<TopicPartition, OffsetAndMetadata> committed = consumer.committed(assignment);
+        Map<TopicPartition, OffsetAndMetadata> committed = consumer.committed(assignment, COMMIT_TIMEOUT);
         Map<String, Object> offsets = new LinkedHashMap<>();
         for (TopicPartition tp : sorted(assignment)) {
             OffsetAndMetadata at = committed.get(tp);
