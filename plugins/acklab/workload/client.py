@@ -14,12 +14,14 @@ import os
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol, TextIO
+from typing import TYPE_CHECKING, Any, Protocol, TextIO
 
 from acklab.base.paths import PROJECT_ROOT
-from acklab.workload.processing import ProcessorConfig
 from acklab.workload.profiles import ProducerProfile
 from acklab.workload.spec import LoadSpec
+
+if TYPE_CHECKING:  # a client's own interpreter imports this module without the processors' dependencies (jinja2)
+    from acklab.workload.processing import ProcessorConfig
 
 
 @dataclass(frozen=True)

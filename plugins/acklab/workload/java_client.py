@@ -30,7 +30,7 @@ import zipfile
 from collections.abc import Mapping, Sequence
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
@@ -38,9 +38,11 @@ from acklab.base.maven import DEFAULT_KAFKA_VERSION, SetupError, fetch_java_clie
 from acklab.base.paths import cache_dir
 from acklab.base.spec import SpecError, first_error
 from acklab.workload.client import Client, Launcher, ProducerProcess
-from acklab.workload.processing import ProcessorConfig
 from acklab.workload.profiles import IDEMPOTENT_MAX_IN_FLIGHT, ProducerProfile
 from acklab.workload.spec import LoadSpec
+
+if TYPE_CHECKING:  # a client's own interpreter imports this module without the processors' dependencies (jinja2)
+    from acklab.workload.processing import ProcessorConfig
 
 NAME = "java"
 log = logging.getLogger(__name__)

@@ -19,15 +19,17 @@ from collections.abc import Mapping, Sequence
 from functools import cache
 from importlib.metadata import version
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from acklab.base.maven import SetupError
 from acklab.base.paths import cache_dir
 from acklab.base.spec import SpecError
 from acklab.workload.client import Client, Launcher
-from acklab.workload.processing import ProcessorConfig
 from acklab.workload.profiles import ProducerProfile
 from acklab.workload.spec import LoadSpec
+
+if TYPE_CHECKING:  # a client's own interpreter imports this module without the processors' dependencies (jinja2)
+    from acklab.workload.processing import ProcessorConfig
 
 LOCKED = version("confluent-kafka")
 CLIENT_VERSION_PATTERN = r"^2\.\d+\.\d+$"
