@@ -61,7 +61,7 @@ appended again counted as duplicates), the answers' offsets shifted (`planted-of
 records acked elsewhere counted as offset mismatches). Unless each is counted exactly, the run is
 invalid. Every request to that broker in the window is tampered with (`CONTROL_SHARE`, not the
 faults' default 0.2): the Java producer batches a second's load into a few requests per broker
-(2 in the window, measured on Kafka 3.5.2), so a share left a control with nothing planted, and
+(2 in the window, measured on Kafka 3.5.2), so tampering with half of them left a control with nothing planted, and
 the run invalid, one time in four. The records of the other brokers' partitions, and those sent
 before 0.25 s, stay untouched."""
 CONTROL_AT_S = 0.25
