@@ -91,7 +91,9 @@ def test_a_planted_loss_is_red_with_exactly_the_swallowed_records_lost(tmp_path:
 
 
 PLANTING_PROFILES = ("at-least-once", "at-least-once-ordered", "idempotent", "leader-ack")
-LEFT_ALONE = {"planted-duplicate": {"idempotent"}}  # the broker would recognise the copy by its sequence: nothing planted
+PLANTED = ("planted-duplicate", "planted-offset", "planted-misroute")
+# The broker would recognise a duplicate's copy by its sequence, refuse a misrouted one's: nothing planted.
+LEFT_ALONE = {"planted-duplicate": {"idempotent"}, "planted-misroute": {"idempotent"}}
 
 
 @pytest.mark.parametrize("client", ["librdkafka", "java"])
@@ -100,10 +102,12 @@ def test_a_planted_anomaly_is_red_with_exactly_the_planted_records_counted(tmp_p
     must count exactly the records the broker appended a second time as duplicates (and an
     idempotent producer, whose copy the broker would recognise, is left alone: its row incomplete,
     never a pass). planted-offset: the proxy shifts the offsets some answers report; the checker
-    must count exactly those records as offset mismatches. On both client families, one run each."""
+    must count exactly those records as offset mismatches. planted-misroute: the proxy has the
+    broker append some requests' records to another partition than the one the client named; the
+    checker must count exactly those records misrouted. On both client families, one run each."""
     runs = tmp_path / "runs"
     profiles = [arg for profile in PLANTING_PROFILES for arg in ("--profile", profile)]
-    faults = [arg for fault in ("planted-duplicate", "planted-offset") for arg in ("--fault", fault)]
+    faults = [arg for fault in PLANTED for arg in ("--fault", fault)]
     done = subprocess.run(
         [
             str(Path(sys.executable).parent / "acklab"), "run", *profiles, *faults, "--client", client,
@@ -120,7 +124,7 @@ def test_a_planted_anomaly_is_red_with_exactly_the_planted_records_counted(tmp_p
     assert len(caught) == len(PLANTING) and "INVALID" not in done.stderr  # every run's negative controls, each counted exactly
     outcomes = pq.read_table(run.audit.outcomes).to_pylist()
     stored = pq.read_table(run.audit.topic_records).to_pylist()
-    for fault in ("planted-duplicate", "planted-offset"):
+    for fault in PLANTED:
         plants = PLANTING[fault]
         every = [entry for entry in run.read_manifest().scenarios if not entry.control and entry.fault == fault]
         assert sorted(entry.profile for entry in every) == sorted(PLANTING_PROFILES)
@@ -139,7 +143,15 @@ def test_a_planted_anomaly_is_red_with_exactly_the_planted_records_counted(tmp_p
             assert getattr(entry, plants.column) == row[plants.column] == row[plants.counted] > 0, (entry.scenario, row)
             assert f"FAIL {entry.scenario} " in done.stderr
             # (reordered is not asserted: a producer without idempotence may reorder on a retry, documented)
-            assert row["acked"] == row["planned"] and row["lost"] == row["failed"] == row["misrouted"] == 0, row
+            assert row["acked"] == row["planned"] and row["lost"] == row["failed"] == 0, row
+            if fault == "planted-misroute":
+                assert row["duplicates"] == row["offset_mismatch"] == 0, row
+                # Which records: exactly those stored in another partition than their key's.
+                expected = {o["id"]: o["expected_partition"] for o in mine}
+                elsewhere = {r["id"] for r in stored if r["scenario"] == entry.scenario and r["partition"] != expected.get(r["id"], r["partition"])}
+                assert {o["id"] for o in mine if o["misrouted"]} == elsewhere
+                continue
+            assert row["misrouted"] == 0, row
             if fault == "planted-offset":
                 assert row["duplicates"] == 0, row
                 # Which records: exactly those the client was told sit 2^40 beyond where the broker put them.

@@ -591,3 +591,25 @@ def test_synthetic_evidence_audits_exactly(tmp_path: Path) -> None:
     gap = {name: value for name, value in run.expected.items() if name not in counts}
     assert {name: row[name] for name in gap} == pytest.approx(gap, abs=1e-6)
     dm.check_conservation([row])
+
+
+def test_a_record_stored_outside_its_keys_partition_is_misrouted_not_an_offset_mismatch() -> None:
+    """planted-misroute's anomaly: the client was acked in the partition its key maps to, the broker
+    stored the record in another one. It is misrouted (once), never also an offset mismatch; a
+    record acked and stored where its key maps, at another offset, stays an offset mismatch."""
+    rows = [
+        # id key seq producer expected_partition txn aborted retriable send_ts ack_ts partition offset error state refused fatal
+        (0, "p0-k0", 0, "p0", 0, None, False, None, 1.0, 1.5, 0, 0, None, "acked", False, False),  # where it was acked
+        (1, "p0-k0", 1, "p0", 0, None, False, None, 1.0, 1.5, 0, 1, None, "acked", False, False),  # stored in partition 1
+        (2, "p0-k0", 2, "p0", 0, None, False, None, 1.0, 1.5, 0, 2, None, "acked", False, False),  # stored at offset 7
+        (3, "p0-k1", 0, "p0", 1, None, False, None, 1.0, 1.5, 1, 0, None, "acked", False, False),  # where it was acked
+    ]
+    stored = [("s", 0, 0, "p0-k0", b"0:0:"), ("s", 1, 1, "p0-k0", b"1:1:"), ("s", 0, 7, "p0-k0", b"2:2:"), ("s", 1, 0, "p0-k1", b"3:0:")]
+    records = pa.Table.from_pylist(
+        [dict(zip(TOPIC_RECORDS.names, (s, p, o, k, *parse_prefix(v)), strict=True)) for s, p, o, k, v in stored], schema=TOPIC_RECORDS
+    )
+    table = sa.outcome_table("s", _send_log(rows), records).to_pylist()
+    got = {r["id"]: (r["outcome"], r["misrouted"], r["offset_mismatch"]) for r in table}
+    assert got == {
+        0: ("delivered", False, False), 1: ("delivered", True, False), 2: ("delivered", False, True), 3: ("delivered", False, False),
+    }

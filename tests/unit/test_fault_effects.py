@@ -66,9 +66,12 @@ class FakeAdmin:
         return set(self.cluster.registered)
 
     def partitions(self, topic: str) -> list[PartitionState]:
-        """`__transaction_state` (50 partitions, Kafka's default) or `__consumer_offsets` (4): the
+        """A scenario's topic as the script has it, or `__transaction_state` (50 partitions, Kafka's default) or `__consumer_offsets` (4): the
         partition the group's instance 0 (or the group) hashes to is led by the coordinator, every other
         one by another broker, so a coordinator taken from the wrong partition is the wrong broker."""
+        if topic not in ("__transaction_state", "__consumer_offsets"):  # a scenario's topic (planted-misroute's leaders)
+            self.cluster.read(metadata=True)
+            return [state for (name, _), state in sorted(self.cluster.partitions.items()) if name == topic]
         count, led = {"__transaction_state": (50, TXN_PARTITION), "__consumer_offsets": (4, OFFSETS_PARTITION)}[topic]
         self.cluster.asked.append(topic)
         self.cluster.read(metadata=True)
@@ -449,6 +452,7 @@ CASES: dict[str, Case] = {
     "planted-loss": proxy_case("swallowed_requests", "swallowed requests"),
     "planted-duplicate": proxy_case("duplicated_requests", "duplicated requests"),
     "planted-offset": proxy_case("shifted_requests", "shifted requests"),
+    "planted-misroute": proxy_case("misrouted_requests", "misrouted requests"),
     "leader-isolate": cut_case(leader_moves_to(2), "leader of t[0] moved 1 -> 2 in "),
     "node-isolate": cut_case(isr_loses(2), "ISR [1, 2, 3] -> [1, 3] (without [2]) in "),
     "split": cut_case(controller_moves_to(1), "active controller moved 3 -> 1 in "),

@@ -454,7 +454,7 @@ def test_planted_duplicate_sends_a_request_twice_answers_the_client_once_and_log
     run(scenario)
 
 
-@pytest.mark.parametrize("action,log", [("plant_duplicate", "duplicated"), ("plant_offset", "shifted")])
+@pytest.mark.parametrize("action,log", [("plant_duplicate", "duplicated"), ("plant_offset", "shifted"), ("plant_misroute", "misrouted")])
 def test_a_planted_anomalys_truth_is_kept_when_its_client_leaves_before_the_answer(action: str, log: str) -> None:
     """The broker's answer is the truth of what was planted: a client that closes its connection
     before it came (its copy's answer comes after the client's own) does not take it along."""
@@ -462,12 +462,12 @@ def test_a_planted_anomalys_truth_is_kept_when_its_client_leaves_before_the_answ
     async def scenario(proxy: ProxyServer, brokers: list[Broker], connect: Callable[[int], Awaitable[Client]]) -> None:
         client = await connect(0)
         set_rule(proxy, action=action, probability=1.0)
-        client.produce(1, records=(batch(-1, -1, records=3),))
+        client.produce(1, records=(batch(-1, -1, records=3), batch(-1, -1, records=4)))
         await asyncio.sleep(0.05)
         client.writer.close()
         await asyncio.sleep(1.0)  # the broker answers 0.3 s after each request
         entries = proxy.handle({"op": log, "broker": 0})[log]
-        assert [(e["records"], e["answered"], e["error"]) for e in entries] == [(3, True, "NONE")]
+        assert [(e["records"], e["answered"], e["error"]) for e in entries] == [(3, True, "NONE"), (4, True, "NONE")]
 
     run(scenario, delay_s=0.3)
 
@@ -494,6 +494,62 @@ def test_planted_offset_shifts_the_answers_offsets_and_logs_the_real_ones() -> N
         ]
 
     run(scenario)
+
+
+def test_planted_misroute_renames_the_partitions_answers_the_clients_and_logs_where_they_went() -> None:
+    """Two partitions of a topic rotate; a lone one goes to another partition of its topic seen
+    through this broker (none seen: it passes); the client's answer names what it sent."""
+
+    async def scenario(proxy: ProxyServer, brokers: list[Broker], connect: Callable[[int], Awaitable[Client]]) -> None:
+        client = await connect(0)
+        set_rule(proxy, action="plant_misroute", probability=1.0)
+        client.produce(1, records=(batch(-1, -1, records=3),))  # partition 0 alone, nothing else seen: passes
+        client.produce(2, records=(batch(-1, -1, records=3), batch(-1, -1, records=4)))  # 0 and 1 rotate
+        client.produce(3, records=(batch(-1, -1, records=2),))  # partition 0 alone: to 1, seen in request 2
+        client.produce(4, records=(batch(7, 0, records=5),))  # idempotent: passes
+        client.produce(5, acks=0, records=(batch(-1, -1, records=6),))  # acks=0: passes
+        client.produce(6, records=(b"records",))  # batches it cannot count: passes
+        answers = []
+        for _ in range(5):
+            size = await asyncio.wait_for(client.reader.readexactly(4), 2)
+            correlation, response = decode_response(await client.reader.readexactly(int.from_bytes(size, "big")), VERSION)
+            answers.append((correlation, [(p.index, p.error_code) for t in response.topics for p in t.partitions]))
+        assert answers == [(1, [(0, 0)]), (2, [(0, 0), (1, 0)]), (3, [(0, 0)]), (4, [(0, 0)]), (6, [(0, 0)])]
+        assert stats(proxy) == {
+            "misrouted_requests": 2, "misrouted_records": 3 + 4 + 2, "no_target_passed": 1, "idempotent_passed": 1,
+            "unanswered_passed": 1, "unparsed_produce": 1,
+        }
+        log = proxy.handle({"op": "misrouted", "broker": 0})["misrouted"]
+        assert [(e["partition"], e["to"], e["records"], e["answered"], e["error"], e["base_offset"]) for e in log] == [
+            (0, 1, 3, True, "NONE", 2), (1, 0, 4, True, "NONE", 2), (0, 1, 2, True, "NONE", 3),
+        ]
+
+    run(scenario)
+
+
+def test_planted_misroute_sends_a_lone_partition_to_the_broker_leading_the_next_and_keeps_the_answers_in_order() -> None:
+    """A request writing one partition goes, renamed, to the broker leading the next partition (the
+    fault's `leaders`), on the proxy's own connection; its answer, however late, reaches the client
+    before the answers to the requests behind it."""
+
+    async def scenario(proxy: ProxyServer, brokers: list[Broker], connect: Callable[[int], Awaitable[Client]]) -> None:
+        brokers[1].delay_s = 0.3  # the other broker answers later than this one
+        client = await connect(0)
+        set_rule(proxy, action="plant_misroute", probability=1.0, leaders={0: 0, 1: 1})
+        client.produce(1, records=(batch(-1, -1, records=3),))  # partition 0 alone: to partition 1, on broker 1
+        client.produce(2, records=(batch(7, 0, records=5),))  # idempotent: passes, answered by broker 0 first
+        answers = []
+        for _ in range(2):
+            size = await asyncio.wait_for(client.reader.readexactly(4), 2)
+            correlation, response = decode_response(await client.reader.readexactly(int.from_bytes(size, "big")), VERSION)
+            answers.append((correlation, [(p.index, p.error_code, p.base_offset) for t in response.topics for p in t.partitions]))
+        assert answers == [(1, [(0, 0, 1)]), (2, [(0, 0, 1)])]
+        assert produce_received(brokers[0]) == [2] and len(produce_received(brokers[1])) == 1
+        log = proxy.handle({"op": "misrouted", "broker": 0})["misrouted"]
+        assert [(e["partition"], e["to"], e["records"], e["error"], e["base_offset"]) for e in log] == [(0, 1, 3, "NONE", 1)]
+        proxy.handle({"op": "clear", "broker": 0})
+
+    run(scenario, brokers=2)
 
 
 def test_lose_then_reject_loses_a_batch_with_its_connection_then_rejects_its_retry_once() -> None:

@@ -41,9 +41,11 @@ to ``produce()`` (send-log state ``unsent``) is in no class: it counts in ``unse
 - ``unexpected`` (matrix): records whose id is unparseable or not in the send log.
 - ``reordered``: messages with a first copy (lowest offset of its id within a partition and key)
   whose sequence is below that of an earlier first copy of the same key in that partition.
-- ``misrouted``: acked, acked partition != ``expected_partition`` (when the send log knows it).
-- ``offset_mismatch``: acked with partition and offset >= 0, present, but no copy of it sits at
-  the acked (partition, offset). A message with no copy at all is ``lost``, not a mismatch.
+- ``misrouted``: acked, and its acked partition or a partition holding a copy of it is not its
+  ``expected_partition`` (when the send log knows it).
+- ``offset_mismatch``: acked with partition and offset >= 0, present, not misrouted, but no copy
+  of it sits at the acked (partition, offset). A message with no copy at all is ``lost``, not a
+  mismatch.
 
 Ack latencies are exact percentiles (linear interpolation between the closest ranks, as numpy's
 default) of ``ack_ts - send_ts`` rounded to the microsecond, over acked messages. The longest ack

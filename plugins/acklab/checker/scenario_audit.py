@@ -141,8 +141,11 @@ def outcome_table(scenario: str, send_log: pa.Table, records: pa.Table) -> pa.Ta
         [UNEXPECTED, "aborted_visible", "aborted_clean", "lost", "delivered", "acked_duplicated", "indeterminate", "failed_clean", "unknown_absent"],
         "invalid_state",  # a state outside the contract has no outcome; the identities then report it
     )
-    misrouted = acked & has_partition & has_expected & (partition != expected)
-    offset_mismatch = acked & has_offset & (offset >= 0) & has_partition & (copies > 0) & ~at_ack
+    # Misrouted: acked into, or stored in, a partition other than the one its key maps to.
+    stored_elsewhere = np.zeros(n, dtype=bool)
+    np.logical_or.at(stored_elsewhere, at_copy, has_expected[at_copy] & (copy_partitions != expected[at_copy]))
+    misrouted = acked & has_expected & ((has_partition & (partition != expected)) | stored_elsewhere)
+    offset_mismatch = acked & has_offset & (offset >= 0) & has_partition & (copies > 0) & ~at_ack & ~misrouted
     named_state = np.array([*STATES, None], dtype=object)[np.where(state_code >= 0, state_code, len(STATES))]
     columns = {
         "scenario": pa.array([scenario] * n, pa.string()),

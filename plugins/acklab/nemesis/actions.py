@@ -286,6 +286,10 @@ def _proxy_fault(behaviour: Behaviour) -> Apply:
         before = _summed(proxy.stats(), victims)
         lasts = TO_LOAD_END_CEILING_S if FAULTS[step.fault].to_load_end else step.duration_s
         options = FAULTS[step.fault].options.model_validate(step.options)  # the behaviour's options model (or a variant of it)
+        if "leaders" in type(options).model_fields:  # planted-misroute: where each partition's leader is now
+            with ctx.cluster.admin() as admin:
+                leaders = {state.partition: state.leader for state in admin.partitions(ctx.topic) if state.leader >= 0}
+            options = options.model_copy(update={"leaders": leaders})
         rule = ProxyRule(action=action, options=options, expires_in_s=lasts + 5)  # type: ignore[arg-type]
         for victim in victims:
             proxy.set_rule(victim, rule)

@@ -65,6 +65,7 @@ def _evidence(mechanism: Mechanism | None) -> str:
             "plant_loss": "; each swallowed batch is in the event's `swallowed`",
             "plant_duplicate": "; each copy and the broker's answer to it is in the event's `duplicated`",
             "plant_offset": "; each shifted answer's partition and its real offset is in the event's `shifted`",
+            "plant_misroute": "; each moved partition, where it went and the offset it was appended at is in the event's `misrouted`",
         }
         return f"the proxy counted {counted} on the target broker(s) in the window (the event's `counts`){logs.get(mechanism.action, '')}"
     if isinstance(mechanism, Links):

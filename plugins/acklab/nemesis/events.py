@@ -25,6 +25,7 @@ class FaultEvent:
     swallowed: list[dict] = field(default_factory=list)  # what planted-loss swallowed (`acklab.store.runs.SwallowedPartition`)
     duplicated: list[dict] = field(default_factory=list)  # what planted-duplicate sent twice (`acklab.store.runs.PlantedPartition`)
     shifted: list[dict] = field(default_factory=list)  # what planted-offset shifted (`acklab.store.runs.PlantedPartition`)
+    misrouted: list[dict] = field(default_factory=list)  # what planted-misroute moved (`acklab.store.runs.PlantedPartition`)
     interventions: list[dict] = field(default_factory=list)  # processor faults: each instance hit (`acklab.store.runs.Intervention`)
 
     def observe(self, effect: str | None, otherwise: str, since: float | None = None) -> None:

@@ -22,6 +22,7 @@ NO_FAULT = "none"
 PLANTED_LOSS = "planted-loss"  # the planting faults (`PLANTING`): the run's negative controls
 PLANTED_DUPLICATE = "planted-duplicate"
 PLANTED_OFFSET = "planted-offset"
+PLANTED_MISROUTE = "planted-misroute"
 TO_LOAD_END_CEILING_S = 6 * 3600.0  # a fault that lasts until the load ends (`FaultSpec.to_load_end`) is undone after this at the latest
 TargetKind = Literal["leader", "follower", "controller", "broker", "random-broker", "every-broker", "group-coordinator", "txn-coordinator"]
 COORDINATORS: frozenset[TargetKind] = frozenset({"group-coordinator", "txn-coordinator"})  # a pipeline's: its group's, its instance 0's transactions'
@@ -475,6 +476,29 @@ FAULTS: Mapping[str, FaultSpec] = {
             ),
             "The proxy must have shifted an appended partition's answer of the scenario's topic, or nothing was planted "
             "(acks=0 requests pass untouched).",
+        ),
+        _planting(
+            PLANTED_MISROUTE,
+            "until the load ends, send a share (default 0.2) of the target broker's produce requests of producers without idempotence "
+            "(acks != 0) on with their partitions renamed (rotated among the request's partitions of a topic, or a lone one sent to "
+            "another partition of its topic produced to through that broker) and answer the client for the partitions it sent: "
+            "the client believes each record where its partitioner put it, the broker stores it in another partition (each moved "
+            "partition, where it went and the broker's answer is in the evidence); a checker that misses them is broken",
+            "plant_misroute",
+            Plants(
+                "misrouted", "planted_misrouted", "misrouted",
+                "the broker appended {planted} records to another partition than the client's, the checker counted {counted} misrouted",
+                "at-least-once",
+                (
+                    "planted-misroute-caught",
+                    "Kafka appends a produce request's records to the partition the request names: under planted-misroute the "
+                    "proxy renamed the partitions of requests, a misroute made on purpose. The row must be red, with misrouted "
+                    "equal to planted_misrouted: a checker that misses them would miss a record stored outside its key's partition.",
+                ),
+            ),
+            "The broker must have appended moved records of the scenario's topic to another partition, or nothing was planted "
+            "(an idempotent or transactional producer's requests, acks=0 ones, and a lone partition before another of its "
+            "topic was seen pass untouched).",
         ),
         _link(
             "leader-isolate", "cut the leader off from every other node (clients still reach it), heal after the duration",

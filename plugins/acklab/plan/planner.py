@@ -58,7 +58,9 @@ the leader of partition 0 the proxy tampers with from 0.25 s on: an idempotent p
 swallowed (`planted-loss`: the checker must count exactly the swallowed records lost), a producer
 without idempotence's writes sent to the broker twice (`planted-duplicate`: exactly the records
 appended again counted as duplicates), the answers' offsets shifted (`planted-offset`: exactly the
-records acked elsewhere counted as offset mismatches). Unless each is counted exactly, the run is
+records acked elsewhere counted as offset mismatches), a producer without idempotence's writes
+appended to another partition than the one it names (`planted-misroute`: exactly the records moved
+counted as misrouted). Unless each is counted exactly, the run is
 invalid. Every request to that broker in the window is tampered with (`CONTROL_SHARE`, not the
 faults' default 0.2): the Java producer batches a second's load into a few requests per broker
 (2 in the window, measured on Kafka 3.5.2), so tampering with half of them left a control with nothing planted, and

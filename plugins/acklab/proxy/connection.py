@@ -59,11 +59,12 @@ class Connection:
     its own name, such as planted-duplicate's copy, is answered to a tap, never to the client): (correlation, api_key,
     api_version, None, 0) for a request the broker will answer, (correlation, PRODUCE, version,
     body, due) for an answer the proxy wrote itself, sent once the broker answered everything
-    before it and not before `due` (monotonic time)."""
+    before it and not before `due` (monotonic time), and (correlation, PRODUCE, version, future, 0)
+    for an answer the proxy will have once the future is done (`promise`), sent in its turn then."""
 
     def __init__(self, upstream: asyncio.StreamWriter, client: asyncio.StreamWriter) -> None:
         self.upstream, self.client = upstream, client
-        self.expected: deque[tuple[int, int, int, bytes | None, float]] = deque()
+        self.expected: deque[tuple[int, int, int, bytes | asyncio.Future[bytes] | None, float]] = deque()
         self.held: deque[Held] = deque()
         self.awaiting: dict[int, dict] = {}  # released requests not answered yet -> their log entry
         self.request_taps: list[Tap] = []
@@ -86,6 +87,14 @@ class Connection:
         else:
             self.to_client(frame(body))
 
+    def promise(self, correlation: int, version: int) -> asyncio.Future[bytes]:
+        """A place in the order of answers for request `correlation`, answered in the proxy's name
+        with the body the returned future is given (as soon as it is its turn and the future is done)."""
+        future: asyncio.Future[bytes] = asyncio.get_running_loop().create_future()
+        future.add_done_callback(lambda _: self.flush_answers())
+        self.expected.append((correlation, PRODUCE, version, future, 0.0))
+        return future
+
     async def answered(self, correlation: int) -> tuple[int, int]:
         """(api_key, api_version) of the request `correlation` answers (-1, -1 if unknown); answers
         of the proxy before it are sent first (once due), requests never answered (acks=0) forgotten."""
@@ -95,6 +104,11 @@ class Connection:
                 self.expected.popleft()
                 if expected == correlation:
                     return api_key, version
+            elif isinstance(body, asyncio.Future):
+                await asyncio.wait({body})  # sent by flush_answers once done, or below
+                if self.expected and self.expected[0][3] is body:
+                    self.expected.popleft()
+                    self.to_client(frame(body.result()))
             elif (wait_s := due - time.monotonic()) > 0:
                 await asyncio.sleep(wait_s)  # the head may be sent meanwhile (flush_answers): look again
             else:
@@ -104,8 +118,17 @@ class Connection:
 
     def flush_answers(self) -> None:
         """Send the proxy's answers at the head of `expected` that are due."""
-        while self.expected and self.expected[0][3] is not None and self.expected[0][4] <= time.monotonic():
-            self.to_client(frame(self.expected.popleft()[3]))  # type: ignore[arg-type]
+        while self.expected and (body := self.expected[0][3]) is not None:
+            if isinstance(body, asyncio.Future):
+                if not body.done():
+                    return
+                self.expected.popleft()
+                self.to_client(frame(body.result()))
+            elif self.expected[0][4] <= time.monotonic():
+                self.expected.popleft()
+                self.to_client(frame(body))
+            else:
+                return
 
     def to_client(self, data: bytes) -> None:
         if self.client_open:

@@ -11,7 +11,7 @@ from acklab.proxy.behaviours.base import Options
 
 Action = Literal[
     "drop_response", "drop_request", "delay_response", "blackhole", "inject_error", "replace_error", "hold_request", "lose_then_reject",
-    "plant_loss", "plant_duplicate", "plant_offset",
+    "plant_loss", "plant_duplicate", "plant_offset", "plant_misroute",
 ]
 
 
@@ -73,6 +73,11 @@ class ProxyRule(BaseModel):
       each appended partition at `acklab.proxy.behaviours.plant_offset.SHIFT` beyond the offset the
       broker gave. Each partition is logged (`shifted`: topic, partition, record count, the broker's
       error and the offset it really gave).
+    - plant_misroute: a PRODUCE request of a producer without idempotence (acks != 0) reaches the
+      broker with its partitions renamed (rotated among themselves, or a lone one sent to another
+      partition of its topic produced to through this broker); the answer names the client's
+      partitions. Each moved partition is logged (`misrouted`: topic, the client's partition, the
+      partition it went `to`, record count, the broker's error and the offset it appended at).
     """
 
     model_config = ConfigDict(extra="forbid")

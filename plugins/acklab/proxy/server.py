@@ -80,6 +80,12 @@ class BrokerProxy:
     stats: Counter[str] = field(default_factory=Counter)
     holding: set[Connection] = field(default_factory=set)
     on_answered: Callable[[int], None] = lambda api_key: None
+    peers: dict[int, int] = field(default_factory=dict)  # every broker of the cluster (this one too) -> its upstream port
+
+    @property
+    def broker(self) -> int:
+        """The node id of the broker this proxy forwards to."""
+        return self.route.broker
 
     def active(self, api_key: int | None = None) -> ProxyRule | None:
         """The rule if it is live, not exhausted, matches `api_key` and wins its coin toss."""
@@ -299,7 +305,8 @@ class ProxyServer:
 
     def __init__(self, spec: ProxySpec) -> None:
         self.spec = spec
-        self.brokers = {route.broker: BrokerProxy(route, on_answered=self._answered) for route in spec.routes}
+        peers = {route.broker: route.upstream_port for route in spec.routes}
+        self.brokers = {route.broker: BrokerProxy(route, on_answered=self._answered, peers=peers) for route in spec.routes}
 
     def _answered(self, api_key: int) -> None:
         for proxy in self.brokers.values():

@@ -105,7 +105,8 @@ class PlantedPartition(BaseModel):
     """Records of one partition of a produce request that reached the broker and that a planting
     fault tampered with: `planted-duplicate` sent it to the broker a second time (the client sent it
     once and was answered for the first copy only), `planted-offset` shifted the offset its answer
-    reported to the client. The broker's answer says what was planted."""
+    reported to the client, `planted-misroute` had the broker append it to another partition (`to`)
+    while the client's answer names its own. The broker's answer says what was planted."""
 
     topic: str = Field(description="topic name (or topic id, hex, from produce v13)")
     partition: int
@@ -114,8 +115,11 @@ class PlantedPartition(BaseModel):
     answered: bool = Field(description="the broker answered it (false: what was planted is unknown)")
     error: str | None = Field(None, description="the broker's answer for this partition (NONE: appended, so planted)")
     base_offset: int | None = Field(
-        None, description="the offset the broker appended it at (planted-duplicate: the copy's; planted-offset: the real one, before the shift)"
+        None,
+        description="the offset the broker appended it at (planted-duplicate: the copy's; planted-offset: the real one, before the shift; "
+        "planted-misroute: in partition `to`)",
     )
+    to: int | None = Field(None, description="planted-misroute: the partition the broker appended it to (null for the other faults)")
 
 
 class Intervention(BaseModel):
@@ -153,6 +157,7 @@ class FaultRecord(BaseModel):
     swallowed: list[SwallowedPartition] = Field(default_factory=list, description="planted-loss: each partition of a request swallowed")
     duplicated: list[PlantedPartition] = Field(default_factory=list, description="planted-duplicate: each partition of a request sent twice")
     shifted: list[PlantedPartition] = Field(default_factory=list, description="planted-offset: each partition of an answer shifted")
+    misrouted: list[PlantedPartition] = Field(default_factory=list, description="planted-misroute: each partition of a request moved to another")
     interventions: list[Intervention] = Field(default_factory=list, description="processor faults: each processor instance hit")
 
 
@@ -242,6 +247,12 @@ class ScenarioEntry(BaseModel):
         None,
         description="planted-offset: records of the scenario's topic whose acked offset the proxy shifted (the shifted entries of "
         "its timeline answered NONE, summed); null without that fault, or when an answer never came",
+    )
+    planted_misrouted: int | None = Field(
+        None,
+        description="planted-misroute: records of the scenario's topic the proxy had the broker append to another partition than the "
+        "client sent them to (the misrouted entries of its timeline answered NONE, summed); null without that fault, or when an answer "
+        "never came or could not be read",
     )
     control: bool = Field(False, description="a negative control of the run: its planted anomaly must be counted exactly, or the run is invalid")
     pipeline: PipelineEvidence | None = Field(None, description="a pipeline scenario: its processing (below); null for a producer scenario")

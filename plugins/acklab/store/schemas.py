@@ -139,8 +139,8 @@ OUTCOME_TABLE = pa.schema(
         column("expected_partition", pa.int32(), "from the send log"),
         column("copies", pa.int64(), "topic records carrying the id", nullable=False),
         column("outcome", pa.string(), f"exactly one of {', '.join(OUTCOMES)}", nullable=False),
-        column("misrouted", pa.bool_(), "acked, and the acked partition != expected_partition (both known)", nullable=False),
-        column("offset_mismatch", pa.bool_(), "acked with a partition and an offset >= 0, present, but no copy at the acked (partition, offset)", nullable=False),
+        column("misrouted", pa.bool_(), "acked, and the acked partition or a partition holding a copy != expected_partition (known)", nullable=False),
+        column("offset_mismatch", pa.bool_(), "acked with a partition and an offset >= 0, present, not misrouted, but no copy at the acked (partition, offset)", nullable=False),
         column("reordered", pa.bool_(), "its first copy has a lower seq than an earlier first copy of the same key in that partition", nullable=False),
     ]
 )
@@ -184,6 +184,11 @@ MATRIX_DESCRIPTIVE = pa.schema(
             "planted_offset_mismatch", pa.int64(),
             "planted-offset: records whose acked offset the proxy shifted, from the fault timeline (the checker must count exactly "
             "these as offset mismatches); null without that fault, or when an answer never came",
+        ),
+        column(
+            "planted_misrouted", pa.int64(),
+            "planted-misroute: records the proxy had the broker append to another partition than the client sent them to, from the "
+            "fault timeline (the checker must count exactly these misrouted); null without that fault, or when an answer never came",
         ),
         column("control", pa.bool_(), "a negative control of the run (a planted anomaly the checker must count exactly)"),
     ]

@@ -15,6 +15,7 @@ from acklab.proxy.behaviours import (
     lose_then_reject,
     plant_duplicate,
     plant_loss,
+    plant_misroute,
     plant_offset,
     replace_error,
 )
@@ -24,6 +25,6 @@ BEHAVIOURS: Mapping[str, Behaviour] = {
     module.BEHAVIOUR.name: module.BEHAVIOUR
     for module in (
         drop_response, drop_request, delay_response, blackhole, inject_error, replace_error, hold_request, lose_then_reject,
-        plant_loss, plant_duplicate, plant_offset,
+        plant_loss, plant_duplicate, plant_offset, plant_misroute,
     )
 }

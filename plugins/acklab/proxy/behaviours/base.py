@@ -142,6 +142,8 @@ class Host(Protocol):
     stats: Counter[str]
     rule: Rule | None
     holding: set[Connection]
+    broker: int  # the node id of the broker it forwards to
+    peers: Mapping[int, int]  # every broker of the cluster (this one too) -> its upstream port on 127.0.0.1
 
     def hold(self, conn: Connection, held: Held) -> None:
         """Hold `held` back on `conn` until it is due or released; later requests of `conn` queue behind it."""

@@ -71,9 +71,8 @@ class AnsweredPlanting(Activation):
             return None
         return request, partitions
 
-    def expect_answer(self, conn: Connection, correlation: int, partitions: Counted) -> None:
-        """Log `partitions` and have the answer to request `correlation` on `conn` handed to
-        `on_answer`; the connection outlives a client that leaves before it (`Connection.awaiting`)."""
+    def log(self, partitions: Counted) -> list[dict]:
+        """A log entry per partition of `partitions`, not answered yet."""
         entries = [
             {
                 "topic": topic_key(topic), "partition": partition.index, "records": count,
@@ -82,12 +81,20 @@ class AnsweredPlanting(Activation):
             for topic, partition, count in partitions
         ]
         self.logged.extend(entries)
+        return entries
+
+    def expect_answer(self, conn: Connection, correlation: int, partitions: Counted) -> list[dict]:
+        """Log `partitions` and have the answer to request `correlation` on `conn` handed to
+        `on_answer`; the connection outlives a client that leaves before it (`Connection.awaiting`).
+        Returns the entries."""
+        entries = self.log(partitions)
         tap = self.taps.get(id(conn))
         if tap is None or tap not in conn.response_taps:
             tap = self.taps[id(conn)] = Answers(self.on_answer)
             conn.response_taps.insert(0, tap)
         tap.pending[correlation] = entries
         conn.awaiting.setdefault(correlation, {})
+        return entries
 
     def on_answer(self, entries: list[dict], body: bytes, version: int) -> bytes | None:
         """The body the client gets for an answer whose partitions `entries` log (None: none)."""
