@@ -38,7 +38,10 @@ Audited = tuple[dict[str, dict], dict[str, dict], Verdict]
 def audited(tmp_path_factory: pytest.TempPathFactory) -> Audited:
     """One group per fault on one cluster, one Spark audit, then the GX verdict."""
     run = run_audited([
-        make_plan({"profiles": ["idempotent"], "faults": [fault], "messages": 15_000, "rate": 1500, "fault_at_s": 1.0, "fault_duration_s": 8})
+        make_plan({
+            "profiles": ["idempotent"], "faults": [fault], "messages": 15_000, "rate": 1500, "fault_at_s": 1.0, "fault_duration_s": 8,
+            "negative_control": False,  # the negative controls are test_negative_control's subject
+        })
         for fault in FAULT_NAMES
         if _cannot_run(fault) is None
     ])

@@ -30,7 +30,10 @@ PLANS = [
 @pytest.fixture(scope="module")
 def audited() -> tuple[dict, dict[str, dict]]:
     """Run every plan on one cluster into one run folder, then one Spark audit."""
-    run = run_audited([make_plan({"messages": 20000, "rate": 2500, "fault_at_s": 1.5, "fault_duration_s": 8, **p}) for p in PLANS])
+    # the negative controls are test_negative_control's subject
+    run = run_audited([
+        make_plan({"messages": 20000, "rate": 2500, "fault_at_s": 1.5, "fault_duration_s": 8, "negative_control": False, **p}) for p in PLANS
+    ])
     manifest = {s.scenario: s.model_dump() for s in run.read_manifest().scenarios}
     return manifest, {row["scenario"]: row for row in run.read_matrix()}
 

@@ -127,7 +127,11 @@ def audited_runs(plans: list[RunPlan]) -> list[tuple[dict[str, dict], dict[str, 
 
 
 def isolate_leader(profiles: list[str], **params: object) -> RunPlan:
-    return make_plan({"profiles": profiles, "faults": ["leader-isolate"], "fault_at_s": 2, "fault_duration_s": 8, **params})
+    return make_plan({
+        "profiles": profiles, "faults": ["leader-isolate"], "fault_at_s": 2, "fault_duration_s": 8,
+        "negative_control": False,  # the negative controls are test_negative_control's subject
+        **params,
+    })
 
 
 def assert_leader_moved(entry: dict) -> None:

@@ -91,9 +91,10 @@ def test_a_planted_loss_is_red_with_exactly_the_swallowed_records_lost(tmp_path:
 
 
 PLANTING_PROFILES = ("at-least-once", "at-least-once-ordered", "idempotent", "leader-ack")
-PLANTED = ("planted-duplicate", "planted-offset", "planted-misroute")
-# The broker would recognise a duplicate's copy by its sequence, refuse a misrouted one's: nothing planted.
-LEFT_ALONE = {"planted-duplicate": {"idempotent"}, "planted-misroute": {"idempotent"}}
+PLANTED = ("planted-duplicate", "planted-offset", "planted-misroute", "planted-reorder")
+# The broker would recognise a duplicate's copy by its sequence, refuse a misrouted or reordered one's: nothing
+# planted; a producer with one request in flight never sends the next while one is held.
+LEFT_ALONE = {"planted-duplicate": {"idempotent"}, "planted-misroute": {"idempotent"}, "planted-reorder": {"idempotent", "at-least-once-ordered"}}
 
 
 @pytest.mark.parametrize("client", ["librdkafka", "java"])
@@ -104,7 +105,9 @@ def test_a_planted_anomaly_is_red_with_exactly_the_planted_records_counted(tmp_p
     never a pass). planted-offset: the proxy shifts the offsets some answers report; the checker
     must count exactly those records as offset mismatches. planted-misroute: the proxy has the
     broker append some requests' records to another partition than the one the client named; the
-    checker must count exactly those records misrouted. On both client families, one run each."""
+    checker must count exactly those records misrouted. planted-reorder: the proxy forwards a request
+    behind the next one of its connection; the checker must count exactly the records stored after
+    a later record of their key as reordered. On both client families, one run each."""
     runs = tmp_path / "runs"
     profiles = [arg for profile in PLANTING_PROFILES for arg in ("--profile", profile)]
     faults = [arg for fault in PLANTED for arg in ("--fault", fault)]
@@ -134,7 +137,7 @@ def test_a_planted_anomaly_is_red_with_exactly_the_planted_records_counted(tmp_p
                 assert not getattr(entry, plants.column), entry
                 assert result["scenarios"][entry.scenario] == "incomplete", entry.scenario
         planted = {  # every partition the broker's answer shows planted, of every topic of the group (Java's produce v13 names topics by id)
-            (p.topic, p.partition, p.base_offset, p.records)
+            (p.topic, p.partition, getattr(p, "base_offset", None) if fault != "planted-reorder" else p.a_offset, p.records)
             for entry in entries for event in entry.fault_timeline for p in getattr(event, plants.log) if p.error == "NONE"
         }
         assert sum(getattr(entry, plants.column) or 0 for entry in entries) == sum(records for *_, records in planted) > 0
@@ -144,6 +147,17 @@ def test_a_planted_anomaly_is_red_with_exactly_the_planted_records_counted(tmp_p
             assert f"FAIL {entry.scenario} " in done.stderr
             # (reordered is not asserted: a producer without idempotence may reorder on a retry, documented)
             assert row["acked"] == row["planned"] and row["lost"] == row["failed"] == 0, row
+            if fault == "planted-reorder":
+                assert row["duplicates"] == row["offset_mismatch"] == row["misrouted"] == 0, row
+                if client == "librdkafka":  # its requests name topics: which records, by the offsets the held requests got
+                    held = {
+                        r["id"] for r in stored if r["scenario"] == entry.scenario
+                        for event in entry.fault_timeline for p in event.reordered
+                        if p.error == "NONE" and p.topic == entry.topic and r["partition"] == p.partition
+                        and p.a_offset <= r["offset"] < p.a_offset + p.held_records
+                    }
+                    assert {o["id"] for o in mine if o["reordered"]} <= held
+                continue
             if fault == "planted-misroute":
                 assert row["duplicates"] == row["offset_mismatch"] == 0, row
                 # Which records: exactly those stored in another partition than their key's.

@@ -49,10 +49,10 @@ Audited = tuple[dict[str, dict], dict[str, dict], Verdict]
 @pytest.fixture(scope="module")
 def audited(tmp_path_factory: pytest.TempPathFactory) -> Audited:
     """Each fault's group on one cluster, one Spark audit, then the GX verdict."""
+    quiet = {"profiles": PROFILES, "messages": 6000, "rate": 2000, "negative_control": False}  # the negative controls are test_negative_control's subject
     run = run_audited([
-        make_plan({"profiles": PROFILES, "schedule": [{**step, "at_s": 0.5, "duration_s": 2}], "messages": 6000, "rate": 2000})
-        for step in SCHEDULES
-    ] + [make_plan({"profiles": PROFILES, "schedule": [METADATA_ERROR], "messages": 6000, "rate": 2000})])
+        make_plan({**quiet, "schedule": [{**step, "at_s": 0.5, "duration_s": 2}]}) for step in SCHEDULES
+    ] + [make_plan({**quiet, "schedule": [METADATA_ERROR]})])
     verdict = validate_matrix(run, Path(tmp_path_factory.mktemp("expectations")), run.run_id)
     manifest = {s.scenario: s.model_dump() for s in run.read_manifest().scenarios}
     return manifest, {row["scenario"]: row for row in run.read_matrix()}, verdict

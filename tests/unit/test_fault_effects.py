@@ -453,6 +453,7 @@ CASES: dict[str, Case] = {
     "planted-duplicate": proxy_case("duplicated_requests", "duplicated requests"),
     "planted-offset": proxy_case("shifted_requests", "shifted requests"),
     "planted-misroute": proxy_case("misrouted_requests", "misrouted requests"),
+    "planted-reorder": proxy_case("reordered_requests", "reordered requests"),
     "leader-isolate": cut_case(leader_moves_to(2), "leader of t[0] moved 1 -> 2 in "),
     "node-isolate": cut_case(isr_loses(2), "ISR [1, 2, 3] -> [1, 3] (without [2]) in "),
     "split": cut_case(controller_moves_to(1), "active controller moved 3 -> 1 in "),

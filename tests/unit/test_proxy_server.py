@@ -552,6 +552,63 @@ def test_planted_misroute_sends_a_lone_partition_to_the_broker_leading_the_next_
     run(scenario, brokers=2)
 
 
+def _zigzag(value: int) -> bytes:
+    value = (value << 1) ^ (value >> 63)
+    out = bytearray()
+    while value >= 0x80:
+        out.append(value & 0x7F | 0x80)
+        value >>= 7
+    return bytes(out + bytes([value]))
+
+
+def keyed_batch(keys: list[bytes], compressed: bool = False) -> bytes:
+    """A v2 record batch of a producer without idempotence, one record (value b"v") per key."""
+    records = b""
+    for n, key in enumerate(keys):
+        body = b"\x00" + _zigzag(0) + _zigzag(n) + _zigzag(len(key)) + key + _zigzag(1) + b"v" + _zigzag(0)
+        records += _zigzag(len(body)) + body
+    header = struct.pack(">ibihiqqqhii", 0, 2, 0, 1 if compressed else 0, len(keys) - 1, 0, 0, -1, -1, -1, len(keys))
+    return struct.pack(">qi", 0, len(header) + len(records)) + header + records
+
+
+def test_record_keys_reads_each_records_key_and_refuses_a_compressed_batch() -> None:
+    assert PartitionData(0, keyed_batch([b"a", b"bb"]) + keyed_batch([b"c"])).record_keys() == [b"a", b"bb", b"c"]
+    assert PartitionData(0, keyed_batch([b"a"], compressed=True)).record_keys() is None
+    assert PartitionData(0, keyed_batch([b"a", b"b"])[:-3]).record_keys() is None  # cut short
+
+
+def test_planted_reorder_forwards_the_next_request_first_and_answers_in_request_order() -> None:
+    """A is held until B, which writes its partition, has passed it: the broker gets B then A, the
+    client A's answer then B's; the records of A whose key B also wrote are the planted truth."""
+
+    async def scenario(proxy: ProxyServer, brokers: list[Broker], connect: Callable[[int], Awaitable[Client]]) -> None:
+        client = await connect(0)
+        set_rule(proxy, action="plant_reorder", probability=1.0, wait_s=0.2)
+        client.produce(1, records=(keyed_batch([b"k1", b"k2", b"k2"]),))  # A: held
+        client.produce(2, records=(keyed_batch([b"k2", b"k3"]),))  # B: goes first
+        client.produce(3, records=(keyed_batch([b"k1"]),))  # held in turn, nothing follows: forwarded after wait_s
+        await asyncio.sleep(0.4)
+        client.produce(4, records=(keyed_batch([b"k1"]),))  # held in turn
+        client.produce(5, records=(batch(7, 0, records=5),))  # idempotent, behind it: neither goes first (missed)
+        answers = []
+        for _ in range(5):
+            size = await asyncio.wait_for(client.reader.readexactly(4), 2)
+            correlation, response = decode_response(await client.reader.readexactly(int.from_bytes(size, "big")), VERSION)
+            answers.append((correlation, [p.base_offset for t in response.topics for p in t.partitions]))
+        assert answers == [(1, [2]), (2, [1]), (3, [3]), (4, [4]), (5, [5])]  # in request order; the broker appended B (offset 1) before A
+        assert produce_received(brokers[0]) == [2, 1, 3, 4, 5]
+        log = proxy.handle({"op": "reordered", "broker": 0})["reordered"]
+        assert [(e["partition"], e["held_records"], e["records"], e["error"], e["a_offset"], e["b_offset"]) for e in log] == [
+            (0, 3, 2, "NONE", 2, 1),
+        ]
+        assert stats(proxy) == {
+            "held_for_reorder": 3, "reordered_requests": 1, "reordered_records": 2, "idempotent_passed": 1, "released_requests": 1,
+            "reorder_missed": 1,
+        }
+
+    run(scenario)
+
+
 def test_lose_then_reject_loses_a_batch_with_its_connection_then_rejects_its_retry_once() -> None:
     async def scenario(proxy: ProxyServer, brokers: list[Broker], connect: Callable[[int], Awaitable[Client]]) -> None:
         set_rule(proxy, action="lose_then_reject", error="NOT_ENOUGH_REPLICAS", delay_s=0.3)

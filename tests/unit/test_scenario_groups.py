@@ -41,7 +41,7 @@ def test_side_by_side_groups_one_fault_with_every_profile() -> None:
     assert [[s.name for s in g] for g in controls] == [[name] for name in CONTROLS]  # each alone, first, with its own small load
     assert {plan.load_of(g).messages for g in controls} == {CONTROL_LOAD["messages"]} and plan.load_of(groups[0]).messages == plan.params.messages
     shares = {g[0].fault: g[0].schedule[0].options.get("probability") for g in controls}
-    assert shares == {"planted-loss": None, "planted-duplicate": CONTROL_SHARE, "planted-offset": CONTROL_SHARE, "planted-misroute": CONTROL_SHARE}  # loss takes every request
+    assert shares == {"planted-loss": None, "planted-duplicate": CONTROL_SHARE, "planted-offset": CONTROL_SHARE, "planted-misroute": CONTROL_SHARE, "planted-reorder": CONTROL_SHARE}  # loss takes every request
     assert [[s.name for s in g] for g in groups] == [
         ["leader-ack__leader-kill", "idempotent__leader-kill", "at-least-once__leader-kill"],
         ["leader-ack__ack-loss", "idempotent__ack-loss", "at-least-once__ack-loss"],

@@ -26,6 +26,7 @@ class FaultEvent:
     duplicated: list[dict] = field(default_factory=list)  # what planted-duplicate sent twice (`acklab.store.runs.PlantedPartition`)
     shifted: list[dict] = field(default_factory=list)  # what planted-offset shifted (`acklab.store.runs.PlantedPartition`)
     misrouted: list[dict] = field(default_factory=list)  # what planted-misroute moved (`acklab.store.runs.PlantedPartition`)
+    reordered: list[dict] = field(default_factory=list)  # what planted-reorder swapped (`acklab.store.runs.ReorderedPartition`)
     interventions: list[dict] = field(default_factory=list)  # processor faults: each instance hit (`acklab.store.runs.Intervention`)
 
     def observe(self, effect: str | None, otherwise: str, since: float | None = None) -> None:

@@ -23,6 +23,7 @@ PLANTED_LOSS = "planted-loss"  # the planting faults (`PLANTING`): the run's neg
 PLANTED_DUPLICATE = "planted-duplicate"
 PLANTED_OFFSET = "planted-offset"
 PLANTED_MISROUTE = "planted-misroute"
+PLANTED_REORDER = "planted-reorder"
 TO_LOAD_END_CEILING_S = 6 * 3600.0  # a fault that lasts until the load ends (`FaultSpec.to_load_end`) is undone after this at the latest
 TargetKind = Literal["leader", "follower", "controller", "broker", "random-broker", "every-broker", "group-coordinator", "txn-coordinator"]
 COORDINATORS: frozenset[TargetKind] = frozenset({"group-coordinator", "txn-coordinator"})  # a pipeline's: its group's, its instance 0's transactions'
@@ -499,6 +500,30 @@ FAULTS: Mapping[str, FaultSpec] = {
             "The broker must have appended moved records of the scenario's topic to another partition, or nothing was planted "
             "(an idempotent or transactional producer's requests, acks=0 ones, and a lone partition before another of its "
             "topic was seen pass untouched).",
+        ),
+        _planting(
+            PLANTED_REORDER,
+            "until the load ends, hold a share (default 0.2) of the target broker's produce requests of producers without idempotence "
+            "(acks != 0) until the next request of their connection, if it writes one of their partitions, has been forwarded before "
+            "them, and answer the client in request order: the broker stores the later records first (each swapped partition, both "
+            "offsets and the records of the held request whose key the later one also wrote is in the evidence); a checker that "
+            "misses them is broken",
+            "plant_reorder",
+            Plants(
+                "reordered", "planted_reordered", "reordered",
+                "the broker stored {planted} records after a later record of their key, the checker counted {counted} reordered",
+                "at-least-once",
+                (
+                    "planted-reorder-caught",
+                    "Kafka appends a connection's produce requests in the order they arrive: under planted-reorder the proxy "
+                    "forwarded a request behind the one the client sent after it, a reorder made on purpose. The row must be red, "
+                    "with reordered equal to planted_reordered: a checker that misses them would miss records of a key stored out "
+                    "of order.",
+                ),
+            ),
+            "The broker must have stored records of the scenario's topic after a later record of their key, or nothing was planted "
+            "(an idempotent or transactional producer's requests, acks=0 and compressed ones pass untouched, and a producer with one "
+            "request in flight never sends the next while one is held).",
         ),
         _link(
             "leader-isolate", "cut the leader off from every other node (clients still reach it), heal after the duration",

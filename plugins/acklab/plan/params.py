@@ -111,7 +111,7 @@ class RunParams(BaseModel):
         "classic", description="The processors' consumer group protocol: classic (generations) or consumer (KIP-848, member epochs)"
     )
     negative_control: bool = Field(
-        True, description="Run the planted anomalies first (negative-control__planted-loss, __planted-duplicate, __planted-offset, __planted-misroute): unless the checker counts each exactly, the "
+        True, description="Run the planted anomalies first (negative-control__planted-loss, __planted-duplicate, __planted-offset, __planted-misroute, __planted-reorder): unless the checker counts each exactly, the "
         "run is invalid. false: the run has no proof that it could go red, and its report says so",
     )
 

@@ -60,7 +60,9 @@ without idempotence's writes sent to the broker twice (`planted-duplicate`: exac
 appended again counted as duplicates), the answers' offsets shifted (`planted-offset`: exactly the
 records acked elsewhere counted as offset mismatches), a producer without idempotence's writes
 appended to another partition than the one it names (`planted-misroute`: exactly the records moved
-counted as misrouted). Unless each is counted exactly, the run is
+counted as misrouted), and a producer without idempotence's request held until the next one of its
+connection passed it (`planted-reorder`: exactly the records stored after a later record of their
+key counted as reordered). Unless each is counted exactly, the run is
 invalid. Every request to that broker in the window is tampered with (`CONTROL_SHARE`, not the
 faults' default 0.2): the Java producer batches a second's load into a few requests per broker
 (2 in the window, measured on Kafka 3.5.2), so tampering with half of them left a control with nothing planted, and

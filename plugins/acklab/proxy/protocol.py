@@ -217,6 +217,21 @@ def response_header(correlation_id: int, flexible_: bool) -> bytes:
 BATCH_PRODUCER = struct.Struct(">qhi")  # a v2 record batch's producerId, producerEpoch, baseSequence
 BATCH_PRODUCER_AT, BATCH_MAGIC_AT = 43, 16
 BATCH_LENGTH_AT, BATCH_COUNT_AT, BATCH_OVERHEAD = 8, 57, 12  # batchLength, recordsCount; baseOffset + batchLength precede the length
+BATCH_ATTRIBUTES_AT, BATCH_RECORDS_AT, BATCH_COMPRESSION = 21, 61, 0x07  # attributes (int16), first record, compression bits
+
+
+def _varint(data: bytes, at: int) -> tuple[int, int]:
+    """A zigzag varint (or varlong) of a record at `at`: (value, the position after it)."""
+    value = shift = 0
+    while True:
+        if at >= len(data) or shift > 63:
+            raise ProtocolError("record varint cut short or too long")
+        byte = data[at]
+        at += 1
+        value |= (byte & 0x7F) << shift
+        if byte < 0x80:
+            return (value >> 1) ^ -(value & 1), at
+        shift += 7
 
 
 @dataclass(frozen=True)
@@ -244,6 +259,33 @@ class PartitionData:
             count += _I32.unpack_from(records, at + BATCH_COUNT_AT)[0]
             at += BATCH_OVERHEAD + _I32.unpack_from(records, at + BATCH_LENGTH_AT)[0]
         return count if at == len(records) and count > 0 else None
+
+    def record_keys(self) -> list[bytes | None] | None:
+        """The key of each record of its v2 record batches, in order (None for a null key); None if
+        any batch is compressed or not a whole, readable v2 batch."""
+        records, at, keys = self.records or b"", 0, []
+        while at < len(records):
+            if len(records) < at + BATCH_RECORDS_AT or records[at + BATCH_MAGIC_AT] != 2:
+                return None
+            if _I16.unpack_from(records, at + BATCH_ATTRIBUTES_AT)[0] & BATCH_COMPRESSION:
+                return None
+            end = at + BATCH_OVERHEAD + _I32.unpack_from(records, at + BATCH_LENGTH_AT)[0]
+            count, pos = _I32.unpack_from(records, at + BATCH_COUNT_AT)[0], at + BATCH_RECORDS_AT
+            try:
+                for _ in range(count):
+                    length, pos = _varint(records, pos)
+                    following = pos + length
+                    _, field = _varint(records, pos + 1)  # after the record's attributes: timestampDelta
+                    _, field = _varint(records, field)  # offsetDelta
+                    size, field = _varint(records, field)  # keyLength
+                    keys.append(None if size < 0 else bytes(records[field : field + size]))
+                    pos = following
+            except ProtocolError:
+                return None
+            if pos != end or end > len(records):
+                return None
+            at = end
+        return keys if keys else None
 
 
 @dataclass(frozen=True)

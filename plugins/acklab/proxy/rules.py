@@ -11,7 +11,7 @@ from acklab.proxy.behaviours.base import Options
 
 Action = Literal[
     "drop_response", "drop_request", "delay_response", "blackhole", "inject_error", "replace_error", "hold_request", "lose_then_reject",
-    "plant_loss", "plant_duplicate", "plant_offset", "plant_misroute",
+    "plant_loss", "plant_duplicate", "plant_offset", "plant_misroute", "plant_reorder",
 ]
 
 
@@ -78,6 +78,11 @@ class ProxyRule(BaseModel):
       partition of its topic produced to through this broker); the answer names the client's
       partitions. Each moved partition is logged (`misrouted`: topic, the client's partition, the
       partition it went `to`, record count, the broker's error and the offset it appended at).
+    - plant_reorder: a PRODUCE request of a producer without idempotence (acks != 0) is held until
+      the next request of its connection, which writes one of its partitions, has been forwarded
+      before it; the answers reach the client in request order. Each partition both write is logged
+      (`reordered`: topic, partition, the held request's records and those of them whose key the
+      later request also wrote, both base offsets and whether the broker appended them swapped).
     """
 
     model_config = ConfigDict(extra="forbid")

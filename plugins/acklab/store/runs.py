@@ -122,6 +122,24 @@ class PlantedPartition(BaseModel):
     to: int | None = Field(None, description="planted-misroute: the partition the broker appended it to (null for the other faults)")
 
 
+class ReorderedPartition(BaseModel):
+    """One partition written by both requests of a pair planted-reorder swapped: the held request
+    (A) was forwarded right behind the next one of its connection (B), so the broker appended B's
+    records first. The answers to both say what was planted."""
+
+    topic: str = Field(description="topic name (or topic id, hex, from produce v13)")
+    partition: int
+    held_records: int = Field(description="records of A in the partition")
+    records: int = Field(description="records of A whose key is also a key of B's records there: those stored after a later record of their key")
+    at: float = Field(description="epoch seconds the pair was forwarded")
+    answered: bool = Field(description="both answers came (false: what was planted is unknown)")
+    error: str | None = Field(
+        None, description="NONE: both appended, B first (the records are planted); else why not (null: an answer could not be read)"
+    )
+    a_offset: int | None = Field(None, description="the offset the broker appended A's records of the partition at")
+    b_offset: int | None = Field(None, description="the offset the broker appended B's records of the partition at")
+
+
 class Intervention(BaseModel):
     """What a processor fault did to one pipeline's processor instance (`processor-kill`, `zombie`)."""
 
@@ -158,6 +176,7 @@ class FaultRecord(BaseModel):
     duplicated: list[PlantedPartition] = Field(default_factory=list, description="planted-duplicate: each partition of a request sent twice")
     shifted: list[PlantedPartition] = Field(default_factory=list, description="planted-offset: each partition of an answer shifted")
     misrouted: list[PlantedPartition] = Field(default_factory=list, description="planted-misroute: each partition of a request moved to another")
+    reordered: list[ReorderedPartition] = Field(default_factory=list, description="planted-reorder: each partition of a swapped pair of requests")
     interventions: list[Intervention] = Field(default_factory=list, description="processor faults: each processor instance hit")
 
 
@@ -247,6 +266,12 @@ class ScenarioEntry(BaseModel):
         None,
         description="planted-offset: records of the scenario's topic whose acked offset the proxy shifted (the shifted entries of "
         "its timeline answered NONE, summed); null without that fault, or when an answer never came",
+    )
+    planted_reordered: int | None = Field(
+        None,
+        description="planted-reorder: records of the scenario's topic the proxy had the broker store after a later record of their key "
+        "(the reordered entries of its timeline appended swapped, summed); null without that fault, or when an answer never came or "
+        "could not be read",
     )
     planted_misrouted: int | None = Field(
         None,

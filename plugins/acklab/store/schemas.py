@@ -186,6 +186,11 @@ MATRIX_DESCRIPTIVE = pa.schema(
             "these as offset mismatches); null without that fault, or when an answer never came",
         ),
         column(
+            "planted_reordered", pa.int64(),
+            "planted-reorder: records the proxy had the broker store after a later record of their key, from the fault timeline (the "
+            "checker must count exactly these reordered); null without that fault, or when an answer never came",
+        ),
+        column(
             "planted_misrouted", pa.int64(),
             "planted-misroute: records the proxy had the broker append to another partition than the client sent them to, from the "
             "fault timeline (the checker must count exactly these misrouted); null without that fault, or when an answer never came",
