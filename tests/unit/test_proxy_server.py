@@ -547,7 +547,18 @@ def test_planted_misroute_sends_a_lone_partition_to_the_broker_leading_the_next_
         assert produce_received(brokers[0]) == [2] and len(produce_received(brokers[1])) == 1
         log = proxy.handle({"op": "misrouted", "broker": 0})["misrouted"]
         assert [(e["partition"], e["to"], e["records"], e["error"], e["base_offset"]) for e in log] == [(0, 1, 3, "NONE", 1)]
+        # The proxy's own connection closed (a broker's idle timeout, a restart): the next one opens a new one.
+        activation = proxy.brokers[0].activation
+        (await activation.links[1]).close()  # type: ignore[union-attr]
+        await asyncio.sleep(0.05)
+        client.produce(3, records=(batch(-1, -1, records=2),))
+        size = await asyncio.wait_for(client.reader.readexactly(4), 2)
+        correlation, response = decode_response(await client.reader.readexactly(int.from_bytes(size, "big")), VERSION)
+        assert (correlation, [(p.index, p.error_code) for t in response.topics for p in t.partitions]) == (3, [(0, 0)])
+        assert len(produce_received(brokers[1])) == 2
         proxy.handle({"op": "clear", "broker": 0})
+        await asyncio.sleep(0.05)
+        assert all(task.done() for task in activation.links.values()) and activation.closing is not None  # type: ignore[union-attr]
 
     run(scenario, brokers=2)
 
@@ -605,6 +616,26 @@ def test_planted_reorder_forwards_the_next_request_first_and_answers_in_request_
             "held_for_reorder": 3, "reordered_requests": 1, "reordered_records": 2, "idempotent_passed": 1, "released_requests": 1,
             "reorder_missed": 1,
         }
+
+    run(scenario)
+
+
+def test_planted_reorder_keeps_each_connections_held_request_apart() -> None:
+    """Producers number their requests on their own: two connections holding requests of the same
+    correlation id each get their own pair reordered, with their own truth."""
+
+    async def scenario(proxy: ProxyServer, brokers: list[Broker], connect: Callable[[int], Awaitable[Client]]) -> None:
+        first, second = await connect(0), await connect(0)
+        set_rule(proxy, action="plant_reorder", probability=1.0)
+        first.produce(1, records=(keyed_batch([b"a", b"b"]),))
+        second.produce(1, records=(keyed_batch([b"x"]),))
+        await asyncio.sleep(0.05)
+        first.produce(2, records=(keyed_batch([b"b"]),))
+        second.produce(2, records=(keyed_batch([b"x", b"y"]),))
+        for client in (first, second):
+            assert [(await client.answer())[0] for _ in range(2)] == [1, 2]
+        log = proxy.handle({"op": "reordered", "broker": 0})["reordered"]
+        assert sorted((e["held_records"], e["records"], e["error"]) for e in log) == [(1, 1, "NONE"), (2, 1, "NONE")]
 
     run(scenario)
 

@@ -134,7 +134,9 @@ class ReorderedPartition(BaseModel):
     at: float = Field(description="epoch seconds the pair was forwarded")
     answered: bool = Field(description="both answers came (false: what was planted is unknown)")
     error: str | None = Field(
-        None, description="NONE: both appended, B first (the records are planted); else why not (null: an answer could not be read)"
+        None,
+        description="NONE: both appended, B first (the records are planted); else why not; null: an answer could not be read, or A failed "
+        "(its retry may land late: unknown)",
     )
     a_offset: int | None = Field(None, description="the offset the broker appended A's records of the partition at")
     b_offset: int | None = Field(None, description="the offset the broker appended B's records of the partition at")

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import sys
 from collections import defaultdict
 from contextlib import suppress
 from dataclasses import replace
@@ -68,7 +69,14 @@ class _Link:
         self.pending: dict[int, asyncio.Future[bytes]] = {}
         self.reading = asyncio.get_running_loop().create_task(self._read(reader))
 
+    @property
+    def alive(self) -> bool:
+        return not self.reading.done() and not self.writer.is_closing()
+
     def ask(self, correlation: int, body: bytes) -> asyncio.Future[bytes]:
+        """The future of the answer to `body` (request `correlation`); ConnectionError if the connection is gone."""
+        if not self.alive:
+            raise ConnectionError("the proxy's connection to the broker is closed")
         future: asyncio.Future[bytes] = asyncio.get_running_loop().create_future()
         self.pending[correlation] = future
         self.writer.write(frame(body))
@@ -103,6 +111,7 @@ class PlantMisroute(AnsweredPlanting):
         self.seen: defaultdict[str, set[int]] = defaultdict(set)  # topic -> partitions produced to through this broker
         self.links: dict[int, asyncio.Task[_Link]] = {}
         self.sending: set[asyncio.Task[None]] = set()
+        self.closing: asyncio.Task[None] | None = None
 
     def owner(self, topic: str, partition: int) -> int | None:
         """The broker leading `partition` of `topic`, as far as this activation knows."""
@@ -161,40 +170,46 @@ class PlantMisroute(AnsweredPlanting):
         return Verdict.TAKEN
 
     async def _elsewhere(self, broker: int, header: RequestHeader, request: ProduceRequest, entries: list[dict], answer: asyncio.Future[bytes]) -> None:
-        """Send `request` to `broker` on the proxy's own connection and give the client its answer
-        (NETWORK_EXCEPTION for each partition if none came: what was appended is then unknown)."""
+        """Send `request` to `broker` on the proxy's own connection and give the client its answer:
+        NETWORK_EXCEPTION for each partition if none came within `ELSEWHERE_TIMEOUT_S`, or anything
+        else went wrong (what was appended is then unknown: the entries' errors stay null). The
+        client's answer is always given, or every answer behind it on its connection would wait."""
         own = next(OWN_CORRELATIONS)
-        try:
+
+        async def ask() -> bytes:
             link = await self._link(broker)
-            body = await asyncio.wait_for(link.ask(own, encode_request(replace(header, correlation_id=own), request)), ELSEWHERE_TIMEOUT_S)
+            return await link.ask(own, encode_request(replace(header, correlation_id=own), request))
+
+        try:
+            body = await asyncio.wait_for(ask(), ELSEWHERE_TIMEOUT_S)
             answer.set_result(self.renamed(entries, body, header.api_version, header.correlation_id))
-        except (OSError, TimeoutError, ProtocolError):
+        except Exception as exc:  # any failure: the client is answered with a retriable error (finally)
             self.stats["misroute_unanswered"] += 1
-            for entry in entries:  # what the broker appended is unknown: the errors stay null
-                entry["answered"] = True
-            back = {(e["topic"], e["to"]): e["partition"] for e in entries}
-            failed = ProduceResponse(tuple(
-                TopicResponse(t.name, tuple(
-                    PartitionResponse(back.get((topic_key(t), p.index), p.index), error_code("NETWORK_EXCEPTION")) for p in t.partitions
-                ), t.topic_id)
-                for t in request.topics
-            ))
+            print(f"plant_misroute: no answer from broker {broker}: {exc!r}", file=sys.stderr)
+        finally:
             if not answer.done():
+                for entry in entries:  # what the broker appended is unknown: the errors stay null
+                    entry["answered"] = True
+                back = {(e["topic"], e["to"]): e["partition"] for e in entries}
+                failed = ProduceResponse(tuple(
+                    TopicResponse(t.name, tuple(
+                        PartitionResponse(back.get((topic_key(t), p.index), p.index), error_code("NETWORK_EXCEPTION")) for p in t.partitions
+                    ), t.topic_id)
+                    for t in request.topics
+                ))
                 answer.set_result(encode_response(header.correlation_id, failed, header.api_version))
 
     async def _link(self, broker: int) -> _Link:
-        """The proxy's connection to `broker` (opened once)."""
-        if broker not in self.links:
+        """The proxy's live connection to `broker` (opened when there is none, or it closed)."""
+        task = self.links.get(broker)
+        if task is not None and task.done() and (task.cancelled() or task.exception() is not None or not task.result().alive):
+            task = None
+        if task is None:
             async def connect() -> _Link:
                 return _Link(*await asyncio.open_connection("127.0.0.1", self.host.peers[broker]))
 
-            self.links[broker] = asyncio.get_running_loop().create_task(connect())
-        task = self.links[broker]
-        try:
-            return await asyncio.shield(task)
-        except OSError:
-            self.links.pop(broker, None)
-            raise
+            task = self.links[broker] = asyncio.get_running_loop().create_task(connect())
+        return await asyncio.shield(task)
 
     def on_answer(self, entries: list[dict], body: bytes, version: int) -> bytes:
         return self.renamed(entries, body, version)
@@ -230,19 +245,20 @@ class PlantMisroute(AnsweredPlanting):
         return encode_response(own if correlation is None else correlation, replace(response, topics=tuple(topics)), version)
 
     def on_end(self) -> None:
-        """Close the proxy's own connections once their requests are answered."""
-        links, sending = list(self.links.values()), set(self.sending)
+        """Close the proxy's own connections once the requests sent on them are answered."""
 
         async def close() -> None:
-            if sending:
-                await asyncio.wait(sending, timeout=ELSEWHERE_TIMEOUT_S + 5)
-            for task in links:
-                with suppress(BaseException):
-                    (await task).close()
+            if self.sending:
+                await asyncio.wait(set(self.sending), timeout=ELSEWHERE_TIMEOUT_S + 5)
+            for task in list(self.links.values()):  # read after the wait: a link opened meanwhile is closed too
+                if task.done() and not task.cancelled() and task.exception() is None:
+                    task.result().close()
+                else:
+                    task.cancel()
 
         with suppress(RuntimeError):  # no running loop: nothing was ever opened
-            if links:
-                asyncio.get_running_loop().create_task(close())
+            if self.links or self.sending:
+                self.closing = asyncio.get_running_loop().create_task(close())
 
 
 BEHAVIOUR = Behaviour("plant_misroute", PlantMisrouteOptions, ("misrouted_requests",), PlantMisroute, log="misrouted")

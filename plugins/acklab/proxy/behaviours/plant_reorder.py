@@ -14,7 +14,9 @@ The truth, per partition both write: the records of A whose key is also the key 
 The checker orders records per partition and key, so those are exactly the records it must find
 late (a lower sequence stored after a higher one of their key). It is known once both answers came:
 each partition's entry gets `a_offset` and `b_offset` (the base offsets the broker gave), and its
-`error` is NONE when both were appended with B first, otherwise what went wrong (nothing planted).
+`error` is NONE when both were appended with B first, else why nothing was planted (B failed: its
+retry lands behind A; both in order), and stays null when an answer could not be read or A failed
+(a producer without idempotence retries A behind B: whether its records end up late is unknown).
 Requests of an idempotent or transactional producer pass untouched (the broker would refuse A's
 sequence after B's: `idempotent_passed`), as do acks=0 requests (`unanswered_passed`), requests the
 codec cannot count (`unparsed_produce`) and compressed ones, whose keys it cannot read
@@ -70,7 +72,6 @@ class PlantReorder(Activation):
     def __init__(self, rule: Rule, host: Host) -> None:
         super().__init__(rule, host)
         self.logged: list[dict] = []
-        self.keys: dict[int, Keys] = {}  # A's correlation -> its records' keys
         self.swaps: dict[int, _Swap] = {}  # id(connection) -> its tap
 
     def eligible(self, body: bytes, api_key: int, version: int) -> Keys | None:
@@ -93,8 +94,8 @@ class PlantReorder(Activation):
     def on_request(self, conn: Connection, size: bytes, body: bytes, correlation: int, api_key: int, version: int) -> Verdict:
         if (keys := self.eligible(body, api_key, version)) is None:
             return Verdict.FORWARD
-        self.keys[correlation] = keys
-        held = Held(size + body, correlation, api_key, version, time.monotonic() + self.rule.options.wait_s, True, {"reorder": True}, self)
+        # The held request's keys travel with it (its log is dropped once it is answered).
+        held = Held(size + body, correlation, api_key, version, time.monotonic() + self.rule.options.wait_s, True, {"keys": keys}, self)
         self.host.hold(conn, held)
         self.stats["held_for_reorder"] += 1
         return Verdict.TAKEN
@@ -102,7 +103,7 @@ class PlantReorder(Activation):
     def on_queued(self, conn: Connection, frame: bytes, correlation: int, api_key: int, version: int, due: float) -> None:
         """The request after a held one (B): it goes first if it writes a partition A writes."""
         held = conn.held.popleft()
-        a_keys = self.keys.pop(held.correlation, {})
+        a_keys: Keys = held.log.pop("keys", {})
         b_keys = self.eligible(frame[4:], api_key, version) if api_key == PRODUCE and version in PRODUCE_VERSIONS else None
         shared = sorted(set(a_keys) & set(b_keys or {}))
         if shared and not conn.upstream.is_closing():
@@ -128,6 +129,8 @@ class PlantReorder(Activation):
             conn.awaiting.setdefault(held.correlation, {})
             self.affected += 1
             self.stats["reordered_requests"] += 1
+        elif conn.upstream.is_closing():  # the broker's connection is gone: neither can be delivered
+            self.stats["held_lost"] += 2
         else:
             conn.forward(held.frame, held.correlation, held.api_key, held.version)
             conn.forward(frame, correlation, api_key, version)
@@ -154,18 +157,17 @@ class PlantReorder(Activation):
             if "a_error" in entry and "b_error" in entry:
                 entry["answered"] = True
                 errors = (entry.pop("a_error"), entry.pop("b_error"))
-                if "unknown" in errors:
-                    continue  # what the broker appended is unknown: error stays null
-                if errors != ("NONE", "NONE"):
-                    entry["error"] = f"not both appended: A {errors[0]}, B {errors[1]}"
+                if "unknown" in errors or errors[0] != "NONE":
+                    # Unknown, or A failed: a producer without idempotence retries it behind B's records,
+                    # which may make its records late after all; what is planted is unknown (error null).
+                    continue
+                if errors[1] != "NONE":  # B failed, A appended: B's retry lands behind A, nothing is late
+                    entry["error"] = f"not both appended: B {errors[1]}"
                 elif entry["a_offset"] <= entry["b_offset"]:
                     entry["error"] = "appended in order"
                 else:
                     entry["error"] = "NONE"
                     self.stats["reordered_records"] += entry["records"]
-
-    def on_end(self) -> None:
-        self.keys.clear()
 
     def evidence(self) -> list[dict]:
         return self.logged
