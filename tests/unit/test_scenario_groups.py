@@ -49,6 +49,12 @@ def test_side_by_side_groups_one_fault_with_every_profile() -> None:
     assert all(s.schedule == g[0].schedule for g in groups for s in g)
 
 
+def test_a_topology_of_one_partition_has_no_misroute_control() -> None:
+    """No record can be stored outside the only partition: that control would plant nothing."""
+    plan = make_plan({"topology": "single-broker", "profiles": ["idempotent"], "faults": ["none"]})
+    assert [g[0].fault for g in plan.groups() if g[0].control] == [f for f in PLANTING if f != "planted-misroute"]
+
+
 def test_one_at_a_time_makes_a_group_per_scenario() -> None:
     plan = make_plan({"profiles": ["leader-ack", "idempotent"], "faults": ["leader-kill"], "side_by_side": False})
     assert [[s.name for s in g] for g in plan.groups()] == [

@@ -148,8 +148,10 @@ class Plants:
     holding the truth (`column`: the records of the log's entries the broker's answer shows planted,
     summed per topic by `acklab.orchestration.execution.planted_counts`), the matrix count that must
     equal it (`counted`), the sentence comparing the two (`sentence`, with `{planted}` and
-    `{counted}`), the profile of the run's negative control that plants it (`control_profile`) and
-    the documented claim the planted anomaly breaks (`claim`: its id and why)."""
+    `{counted}`), the profile of the run's negative control that plants it (`control_profile`),
+    the documented claim the planted anomaly breaks (`claim`: its id and why) and the partitions a
+    topic needs for it to be planted at all (`min_partitions`: a run whose topology has fewer has no
+    control of it)."""
 
     log: str
     column: str
@@ -157,6 +159,7 @@ class Plants:
     sentence: str
     control_profile: str
     claim: tuple[str, str]
+    min_partitions: int = 1
 
 
 @dataclass(frozen=True)
@@ -496,6 +499,7 @@ FAULTS: Mapping[str, FaultSpec] = {
                     "proxy renamed the partitions of requests, a misroute made on purpose. The row must be red, with misrouted "
                     "equal to planted_misrouted: a checker that misses them would miss a record stored outside its key's partition.",
                 ),
+                min_partitions=2,  # one partition: nowhere else to go
             ),
             "The broker must have appended moved records of the scenario's topic to another partition, or nothing was planted "
             "(an idempotent or transactional producer's requests, acks=0 ones, and a lone partition before another of its "

@@ -60,10 +60,10 @@ without idempotence's writes sent to the broker twice (`planted-duplicate`: exac
 appended again counted as duplicates), the answers' offsets shifted (`planted-offset`: exactly the
 records acked elsewhere counted as offset mismatches), a producer without idempotence's writes
 appended to another partition than the one it names (`planted-misroute`: exactly the records moved
-counted as misrouted), and a producer without idempotence's request held until the next one of its
-connection passed it (`planted-reorder`: exactly the records stored after a later record of their
-key counted as reordered). Unless each is counted exactly, the run is
-invalid. Every request to that broker in the window is tampered with (`CONTROL_SHARE`, not the
+counted as misrouted; no such control on a topology of one partition, where no record can go
+elsewhere), and a producer without idempotence's request held until the next one of its connection
+passed it (`planted-reorder`: exactly the records stored after a later record of their key counted
+as reordered). Unless each is counted exactly, the run is invalid. Every request to that broker in the window is tampered with (`CONTROL_SHARE`, not the
 faults' default 0.2): the Java producer batches a second's load into a few requests per broker
 (2 in the window, measured on Kafka 3.5.2), so tampering with half of them left a control with nothing planted, and
 the run invalid, one time in four. The records of the other brokers' partitions, and those sent
@@ -284,6 +284,8 @@ def _controls(topology: Topology, client: Client, load: LoadSpec) -> list[Scenar
     own = parse_model(LoadSpec, {**CONTROL_LOAD, "message_bytes": load.message_bytes, "keys": load.keys}, "params (negative control)")
     controls = []
     for fault, plants in PLANTING.items():
+        if topology.partitions < plants.min_partitions:  # nothing could be planted (the report lists the controls run)
+            continue
         profile = family.resolve(get_profile(plants.control_profile), client)
         family.validate(client, [profile], own)
         shared = "probability" in FAULTS[fault].options.model_fields
