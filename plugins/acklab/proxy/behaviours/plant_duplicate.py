@@ -19,7 +19,7 @@ import struct
 from pydantic import Field
 
 from acklab.proxy.behaviours.base import Behaviour, ProxyOptions, Verdict
-from acklab.proxy.behaviours.planting import AnsweredPlanting, topic_key
+from acklab.proxy.behaviours.planting import AnsweredPlanting, plain_produce, topic_key
 from acklab.proxy.codes import error_name
 from acklab.proxy.connection import Connection
 from acklab.proxy.protocol import ProtocolError, decode_response
@@ -37,12 +37,9 @@ class PlantDuplicate(AnsweredPlanting):
     the copy's answer is logged per partition and never reaches the client."""
 
     def on_request(self, conn: Connection, size: bytes, body: bytes, correlation: int, api_key: int, version: int) -> Verdict:
-        if (answerable := self.answerable(body, api_key, version)) is None:
+        if (plain := plain_produce(self, body, api_key, version)) is None:
             return Verdict.FORWARD
-        request, partitions = answerable
-        if request.transactional_id is not None or any(partition.producer_sequence() is not None for _, partition, _ in partitions):
-            self.stats["idempotent_passed"] += 1
-            return Verdict.FORWARD
+        partitions = plain[2]
         conn.forward(size + body, correlation, api_key, version)
         copy = next(COPY_CORRELATIONS)
         conn.forward(size + body[:4] + _CORRELATION.pack(copy) + body[8:], copy, api_key, version)

@@ -27,7 +27,7 @@ from dataclasses import replace
 from pydantic import Field
 
 from acklab.proxy.behaviours.base import Behaviour, Host, ProxyOptions, Rule, Verdict, error_code
-from acklab.proxy.behaviours.planting import AnsweredPlanting, Counted, counted_produce, topic_key
+from acklab.proxy.behaviours.planting import AnsweredPlanting, Counted, plain_produce, topic_key
 from acklab.proxy.codes import error_name
 from acklab.proxy.connection import Connection, frame
 from acklab.proxy.protocol import (
@@ -130,17 +130,11 @@ class PlantMisroute(AnsweredPlanting):
         return (here or (owned if anywhere else []) or [None])[0]
 
     def on_request(self, conn: Connection, size: bytes, body: bytes, correlation: int, api_key: int, version: int) -> Verdict:
-        if (counted := counted_produce(self, body, api_key, version)) is None:
+        if (plain := plain_produce(self, body, api_key, version)) is None:
             return Verdict.FORWARD
-        header, request, partitions = counted
+        header, request, partitions = plain
         for topic, partition, _ in partitions:
             self.seen[topic_key(topic)].add(partition.index)
-        if request.acks == 0:
-            self.stats["unanswered_passed"] += 1
-            return Verdict.FORWARD
-        if request.transactional_id is not None or any(partition.producer_sequence() is not None for _, partition, _ in partitions):
-            self.stats["idempotent_passed"] += 1
-            return Verdict.FORWARD
         plan: dict[str, dict[int, int]] = {}
         to = self.host.broker
         for topic in request.topics:

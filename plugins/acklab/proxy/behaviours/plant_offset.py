@@ -15,7 +15,7 @@ from dataclasses import replace
 from pydantic import Field
 
 from acklab.proxy.behaviours.base import Behaviour, ProxyOptions, Verdict
-from acklab.proxy.behaviours.planting import AnsweredPlanting, topic_key
+from acklab.proxy.behaviours.planting import AnsweredPlanting, answered_produce, topic_key
 from acklab.proxy.codes import error_name
 from acklab.proxy.connection import Connection
 from acklab.proxy.protocol import ProtocolError, decode_response, encode_response
@@ -31,9 +31,9 @@ class PlantOffset(AnsweredPlanting):
     """Lets a PRODUCE request pass and leaves a tap that shifts its answer's base offsets."""
 
     def on_request(self, conn: Connection, size: bytes, body: bytes, correlation: int, api_key: int, version: int) -> Verdict:
-        if (answerable := self.answerable(body, api_key, version)) is None:
+        if (answerable := answered_produce(self, body, api_key, version)) is None:
             return Verdict.FORWARD
-        self.expect_answer(conn, correlation, answerable[1])
+        self.expect_answer(conn, correlation, answerable[2])
         self.affected += 1
         self.stats["shifted_requests"] += 1
         return Verdict.FORWARD

@@ -29,7 +29,7 @@ import time
 from pydantic import Field
 
 from acklab.proxy.behaviours.base import Activation, Behaviour, Host, ProxyOptions, Rule, Verdict
-from acklab.proxy.behaviours.planting import counted_produce, topic_key
+from acklab.proxy.behaviours.planting import plain_produce, topic_key
 from acklab.proxy.codes import PRODUCE, error_name
 from acklab.proxy.connection import Connection, Held, Tap
 from acklab.proxy.protocol import PRODUCE_VERSIONS, ProtocolError, decode_response
@@ -76,15 +76,9 @@ class PlantReorder(Activation):
 
     def eligible(self, body: bytes, api_key: int, version: int) -> Keys | None:
         """The keys of each partition of an eligible PRODUCE request (see the module), or None."""
-        if (counted := counted_produce(self, body, api_key, version)) is None:
+        if (plain := plain_produce(self, body, api_key, version)) is None:
             return None
-        _, request, partitions = counted
-        if request.acks == 0:
-            self.stats["unanswered_passed"] += 1
-            return None
-        if request.transactional_id is not None or any(partition.producer_sequence() is not None for _, partition, _ in partitions):
-            self.stats["idempotent_passed"] += 1
-            return None
+        partitions = plain[2]
         keys = {(topic_key(topic), partition.index): partition.record_keys() for topic, partition, _ in partitions}
         if any(k is None for k in keys.values()):
             self.stats["compressed_passed"] += 1

@@ -36,6 +36,31 @@ def counted_produce(activation: Activation, body: bytes, api_key: int, version: 
     return header, request, partitions  # type: ignore[return-value]
 
 
+def answered_produce(activation: Activation, body: bytes, api_key: int, version: int) -> tuple[RequestHeader, ProduceRequest, Counted] | None:
+    """A PRODUCE request the broker will answer, as `counted_produce` gives it, or None: the codec
+    cannot count it (`unparsed_produce`), or acks=0 (`unanswered_passed`: no answer would say what
+    was planted)."""
+    if (counted := counted_produce(activation, body, api_key, version)) is None:
+        return None
+    if counted[1].acks == 0:
+        activation.stats["unanswered_passed"] += 1
+        return None
+    return counted
+
+
+def plain_produce(activation: Activation, body: bytes, api_key: int, version: int) -> tuple[RequestHeader, ProduceRequest, Counted] | None:
+    """An `answered_produce` request of a producer without idempotence, or None; an idempotent or
+    transactional producer's is counted (`idempotent_passed`: the broker checks its sequences, so a
+    request tampered with would be refused or recognised)."""
+    if (counted := answered_produce(activation, body, api_key, version)) is None:
+        return None
+    _, request, partitions = counted
+    if request.transactional_id is not None or any(partition.producer_sequence() is not None for _, partition, _ in partitions):
+        activation.stats["idempotent_passed"] += 1
+        return None
+    return counted
+
+
 class Answers(Tap):
     """Hands the broker's answers to the requests registered on one connection (by correlation id)
     to `on_answer` with their log entries; what it returns is passed on (None: taken off)."""
@@ -59,17 +84,6 @@ class AnsweredPlanting(Activation):
         super().__init__(rule, host)
         self.logged: list[dict] = []
         self.taps: dict[int, Answers] = {}  # id(connection) -> its tap (a reused id gets a new one)
-
-    def answerable(self, body: bytes, api_key: int, version: int) -> tuple[ProduceRequest, Counted] | None:
-        """A PRODUCE request the broker will answer, with its partitions' record counts (`counted_produce`),
-        or None: an acks=0 request passes (`unanswered_passed`: no answer would say what was planted)."""
-        if (counted := counted_produce(self, body, api_key, version)) is None:
-            return None
-        _, request, partitions = counted
-        if request.acks == 0:
-            self.stats["unanswered_passed"] += 1
-            return None
-        return request, partitions
 
     def log(self, partitions: Counted) -> list[dict]:
         """A log entry per partition of `partitions`, not answered yet."""
