@@ -1,5 +1,6 @@
-"""What the planting behaviours share: the PRODUCE requests whose records they can count, and (for
-those whose requests reach the broker: plant_duplicate, plant_offset) a log entry per partition
+"""What the planting behaviours share: the PRODUCE requests whose records they can count (those the
+broker will answer; of those, a producer's without idempotence), and (for those whose requests reach
+the broker and whose answer is the truth: plant_duplicate, plant_offset, plant_misroute) a log entry per partition
 that the broker's answer completes, read by a tap the activation leaves on the connection, so the
 truth of what was planted is known even after the rule is lifted or the client has gone."""
 
