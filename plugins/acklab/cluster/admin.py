@@ -108,10 +108,19 @@ class ClusterAdmin:
         return sorted(self._client.list_topics(timeout=self._timeout).topics)
 
     def partitions(self, topic: str) -> list[PartitionState]:
-        """Leader and ISR of every partition of `topic` (from the cluster metadata)."""
-        metadata = self._client.list_topics(topic, timeout=self._timeout).topics[topic]
-        if metadata.error is not None:
-            raise KafkaException(metadata.error)
+        """Leader and ISR of every partition of `topic` (from the cluster metadata).
+
+        Each broker learns a new topic from the KRaft metadata log on its own, so a broker may still
+        answer "unknown topic" for a topic another broker already reports in sync: that answer is
+        asked again, 0.1 s apart, within the client's timeout, before it is raised."""
+        deadline = time.monotonic() + self._timeout
+        while True:
+            metadata = self._client.list_topics(topic, timeout=self._timeout).topics[topic]
+            if metadata.error is None:
+                break
+            if metadata.error.code() != KafkaError.UNKNOWN_TOPIC_OR_PART or time.monotonic() >= deadline:
+                raise KafkaException(metadata.error)
+            time.sleep(0.1)
         return [
             PartitionState(topic, p.id, p.leader, tuple(p.replicas), tuple(p.isrs))
             for p in sorted(metadata.partitions.values(), key=lambda p: p.id)
