@@ -121,3 +121,30 @@ def test_the_nemesis_builds_the_rule_from_the_faults_validated_options() -> None
     assert rule.matches(12) and not rule.matches(0) and rule.share() == (1.0, 1)
     with pytest.raises(ValueError, match="hold_request is configured by HoldOptions or WithholdOptions, not ErrorOptions"):
         ProxyRule(action="hold_request", options=ErrorOptions())
+
+
+class _Leaders:
+    """`ClusterFacts` with fixed leaders, counting how often it was asked."""
+
+    def __init__(self, leaders: dict[int, int]) -> None:
+        self.value, self.asked = leaders, 0
+
+    def leaders(self) -> dict[int, int]:
+        self.asked += 1
+        return self.value
+
+
+def test_options_are_completed_from_the_cluster_only_where_the_behaviour_needs_it() -> None:
+    """planted-misroute's options take the leaders the cluster names at the fault's start, replacing
+    any given; every other behaviour's options stay as given and never ask the cluster."""
+    facts = _Leaders({0: 1, 1: 2, 2: 3})
+    for name, behaviour in BEHAVIOURS.items():
+        options = behaviour.options()
+        completed = options.at_start(facts)
+        if name == "plant_misroute":
+            assert completed.leaders == {0: 1, 1: 2, 2: 3} and type(completed) is type(options)
+            given = behaviour.options.model_validate({"leaders": {0: 9}})
+            assert given.at_start(facts).leaders == {0: 1, 1: 2, 2: 3}
+        else:
+            assert completed is options, name
+    assert facts.asked == 2

@@ -285,11 +285,8 @@ def _proxy_fault(behaviour: Behaviour) -> Apply:
         proxy = ctx.cluster.proxy()
         before = _summed(proxy.stats(), victims)
         lasts = TO_LOAD_END_CEILING_S if FAULTS[step.fault].to_load_end else step.duration_s
-        options = FAULTS[step.fault].options.model_validate(step.options)  # the behaviour's options model (or a variant of it)
-        if "leaders" in type(options).model_fields:  # planted-misroute: where each partition's leader is now
-            with ctx.cluster.admin() as admin:
-                leaders = {state.partition: state.leader for state in admin.partitions(ctx.topic) if state.leader >= 0}
-            options = options.model_copy(update={"leaders": leaders})
+        # the behaviour's options model (or a variant of it), completed from the cluster where it needs to be
+        options = FAULTS[step.fault].options.model_validate(step.options).at_start(_Facts(ctx))
         rule = ProxyRule(action=action, options=options, expires_in_s=lasts + 5)  # type: ignore[arg-type]
         for victim in victims:
             proxy.set_rule(victim, rule)
@@ -316,6 +313,17 @@ def _proxy_fault(behaviour: Behaviour) -> Apply:
         return event
 
     return apply
+
+
+@dataclass(frozen=True)
+class _Facts:
+    """`ClusterFacts` of a fault's context, read from the cluster's metadata when asked."""
+
+    ctx: FaultContext
+
+    def leaders(self) -> dict[int, int]:
+        with self.ctx.cluster.admin() as admin:
+            return {state.partition: state.leader for state in admin.partitions(self.ctx.topic) if state.leader >= 0}
 
 
 def _summed(stats: Mapping[int, Mapping[str, int]], brokers: list[int]) -> Counter[str]:

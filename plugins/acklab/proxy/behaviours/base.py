@@ -37,12 +37,25 @@ def check_error(name: str | None, apis: list[int] | tuple[int, ...] = (PRODUCE,)
     return name
 
 
+class ClusterFacts(Protocol):
+    """What the cluster tells a fault when it starts, asked only by options that need it."""
+
+    def leaders(self) -> dict[int, int]:
+        """Partition -> the broker leading it now, in the scenario's topic (partitions without a leader left out)."""
+        ...
+
+
 class Options(BaseModel):
     """A behaviour's options: unknown names are refused. A rule of a behaviour whose options choose
     neither request types nor a share acts on every PRODUCE request (its activation may pass some)."""
 
     # Built on first use, not at import: the DAG files import the catalog when they are parsed.
     model_config = ConfigDict(extra="forbid", defer_build=True)
+
+    def at_start(self, facts: ClusterFacts) -> Options:
+        """These options as the rule is installed with, once the fault starts: the same by default; a
+        behaviour whose options depend on the cluster fills them in from `facts`."""
+        return self
 
     def acts_on(self, api_key: int) -> bool:
         """Whether the rule selects requests (and their responses) of `api_key`."""

@@ -26,7 +26,7 @@ from dataclasses import replace
 
 from pydantic import Field
 
-from acklab.proxy.behaviours.base import Behaviour, Host, ProxyOptions, Rule, Verdict, error_code
+from acklab.proxy.behaviours.base import Behaviour, ClusterFacts, Host, ProxyOptions, Rule, Verdict, error_code
 from acklab.proxy.behaviours.planting import AnsweredPlanting, Counted, plain_produce, topic_key
 from acklab.proxy.codes import error_name
 from acklab.proxy.connection import Connection, frame
@@ -53,6 +53,9 @@ class PlantMisrouteOptions(ProxyOptions):
         description="partition -> the broker leading it in the scenarios' topics: set by the fault from the cluster's metadata at its "
         "start (a value given is replaced; the topics of a group share their leaders)",
     )
+
+    def at_start(self, facts: ClusterFacts) -> PlantMisrouteOptions:
+        return self.model_copy(update={"leaders": facts.leaders()})
 
 
 def rotation(partitions: list[int]) -> dict[int, int]:
