@@ -40,3 +40,23 @@ def test_each_bug_preset_lists_the_versions_its_runs_were_red_and_green_on(tmp_p
     page = write_known_bugs().read_text()
     assert 'href="https://issues.apache.org/jira/browse/KAFKA-14402"' in page and "Kafka 3.5.2 / java 4.3.1" in page
     assert page.count("<td>never</td>") == len(bugs) - 1
+
+
+def test_each_bug_preset_names_its_tracker_state_and_its_repro_folders(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every catalog bug with a tracker entry says the state it was seen in and when; a repro folder is
+    listed under the bug preset whose run it was made from, and nowhere else."""
+    monkeypatch.setenv("ACKLAB_RUNS", str(tmp_path))
+    _run(tmp_path, "20261125T000001-aaaaaa", "kafka-14402", "3.5.2", "fail")
+    _run(tmp_path, "20261125T000002-bbbbbb", None, "3.5.2", "fail")
+    for name in ("20261125T000001-aaaaaa-txn__withhold-replay", "20261125T000002-bbbbbb-txn__withhold-replay", "20261125T000009-zzzzzz-x"):
+        (tmp_path / "repros" / name).mkdir(parents=True)
+        (tmp_path / "repros" / name / "run.sh").write_text("#!/bin/sh\n")
+    bugs = {bug.preset: bug for bug in known_bugs()}
+    assert bugs["kafka-14402"].repros == [str(tmp_path / "repros" / "20261125T000001-aaaaaa-txn__withhold-replay")]
+    assert sum(len(bug.repros) for bug in bugs.values()) == 1
+    for bug in bugs.values():
+        if bug.tracker:
+            assert bug.state in {"open", "fixed", "not a bug"} and bug.seen and len(bug.checked) == 10, bug
+    assert bugs["kafka-14402"].state == "fixed"
+    page = write_known_bugs().read_text()
+    assert f"(read {bugs['kafka-14402'].checked})" in page and "20261125T000001-aaaaaa-txn__withhold-replay" in page

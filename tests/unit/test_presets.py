@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import yaml
 
 from acklab.base.spec import SpecError
 from acklab.plan.checks import (
@@ -28,6 +29,7 @@ from acklab.plan.checks import (
     parse_check,
 )
 from acklab.plan.planner import make_plan
+from acklab.plan.preset_files import load_presets
 from acklab.plan.presets import BUGS, FIELD_NOTES, PRESETS, observe, with_preset
 from acklab.store.runs import FaultRecord, Manifest, RunDir, ScenarioEntry
 from acklab.workload import java_client, librdkafka
@@ -457,3 +459,22 @@ def test_kafka_17754_reads_an_endtxn_replays_answer_and_names_the_pipelines_scen
     assert java(evidence({"processed_duplicated": 3}, client_version="4.3.1", fault_timeline=fenced))[0] is False
     assert java(evidence({"processed_duplicated": 0}, client_version="3.9.1", fault_timeline=replayed("NONE")))[0] is True  # version 1 takes it
     assert java(evidence({"processed_duplicated": 0}, kafka_version="3.9.2", client_version="4.3.1", fault_timeline=replayed("NONE")))[0] is True
+
+
+def test_a_tracker_entry_comes_with_its_state_and_the_date_it_was_read(tmp_path: Path) -> None:
+    """A presets file's bug names its tracker entry and the state seen there together, or neither."""
+    body = {"source": "x", "description": "y", "params": {"profiles": ["leader-ack"], "faults": ["leader-kill"]},
+            "observations": [{"claim": "c", "scenario": "leader-ack__leader-kill", "check": {"matrix_count": {"column": "lost", "op": ">", "value": 0}}}]}
+    state = {"state": "open", "seen": "open, no fix merged", "checked": "2026-12-01"}
+    for extra, error in (
+        ({"tracker": "https://example.invalid/1"}, "tracker and tracker_state go together"),
+        ({"tracker_state": state}, "tracker and tracker_state go together"),
+        ({"tracker": "https://example.invalid/1", "tracker_state": {**state, "state": "stale"}}, "tracker_state.state"),
+        ({"tracker": "https://example.invalid/1", "tracker_state": {**state, "checked": "soon"}}, "tracker_state.checked"),
+    ):
+        path = tmp_path / "presets.yaml"
+        path.write_text(yaml.safe_dump({"ours": {**body, **extra}}))
+        with pytest.raises(SpecError, match=error):
+            load_presets(path)
+    path.write_text(yaml.safe_dump({"ours": {**body, "tracker": "https://example.invalid/1", "tracker_state": state}}))
+    assert load_presets(path)["ours"].tracker_state.checked.isoformat() == "2026-12-01"

@@ -13,10 +13,11 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Mapping
+from datetime import date
 from functools import cache
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
@@ -60,6 +61,16 @@ class Observation(BaseModel):
         return self.families is None or family in self.families
 
 
+class TrackerState(BaseModel):
+    """What a bug preset's tracker entry said when it was last read: `open` (not fixed in any release),
+    `fixed` (a release holds the fix), or `not a bug` (closed as documented behaviour or as invalid)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    state: Literal["open", "fixed", "not a bug"] = Field(description="open, fixed, or not a bug")
+    seen: str = Field(min_length=1, description="what the tracker showed: its status, the fix and the release holding it")
+    checked: date = Field(description="when the tracker was read (YYYY-MM-DD)")
+
+
 class Preset(BaseModel):
     """A whole experiment (topology, profiles, fault schedule, load) under one name, with where it comes
     from, what its source claims, and how each claim is checked against the run."""
@@ -69,6 +80,7 @@ class Preset(BaseModel):
     source: str = Field(min_length=1, description="where it comes from, e.g. 'field-notes #2' or a tracker entry's title")
     description: str = Field(min_length=1, description="what it runs and what it shows")
     tracker: str = Field("", description="a bug preset's tracker entry (URL)")
+    tracker_state: TrackerState | None = Field(None, description="a bug preset's tracker entry as last read: required with `tracker`")
     params: dict[str, Any] = Field(description="its run params (RunParams' fields but preset)")
     observations: tuple[Observation, ...] = Field(min_length=1, description="what its source claims, each with its check")
 
@@ -82,6 +94,12 @@ class Preset(BaseModel):
         except SpecError as exc:
             raise ValueError(str(exc).removeprefix("params: ")) from None
         return value
+
+    @model_validator(mode="after")
+    def _tracker_read(self) -> Preset:
+        if bool(self.tracker) != (self.tracker_state is not None):
+            raise ValueError("tracker and tracker_state go together: the entry's URL, and its state with the date it was read")
+        return self
 
     @model_validator(mode="after")
     def _scenarios_of_its_profiles(self) -> Preset:
@@ -107,7 +125,7 @@ def load_presets(path: Path) -> dict[str, Preset]:
     for name, spec in document.items():
         where = f"presets file {path}: preset {name}"
         if not isinstance(spec, Mapping):
-            raise SpecError(f"{where}: expected a mapping of source, description, tracker, params, observations")
+            raise SpecError(f"{where}: expected a mapping of source, description, tracker, tracker_state, params, observations")
         try:
             found[str(name)] = Preset.model_validate({"name": str(name), **spec})
         except ValidationError as exc:

@@ -1,5 +1,6 @@
-"""The known-bugs page: each bug preset of the catalog (`acklab.plan.presets.BUGS`), its tracker entry, the
-versions on which acklab saw it red and green, and when it last ran, from the runs in the store."""
+"""The known-bugs page: each bug preset of the catalog (`acklab.plan.presets.BUGS`), its tracker entry with
+the state it was seen in and when, the versions on which acklab saw it red and green, when it last ran,
+and its repro folders, from the runs and the `acklab repro` folders in the store."""
 
 from __future__ import annotations
 
@@ -11,8 +12,9 @@ from pathlib import Path
 from jinja2 import Environment, PackageLoader, select_autoescape
 
 from acklab.base.paths import runs_dir
+from acklab.plan.preset_files import Preset
 from acklab.plan.presets import BUGS, is_catalog_bug
-from acklab.store.runs import Manifest, RunDir, known_bugs_dir, write_json
+from acklab.store.runs import REPROS_DIR, Manifest, RunDir, known_bugs_dir, write_json
 
 
 @dataclass
@@ -24,11 +26,15 @@ class BugRecord:
     source: str
     tracker: str
     description: str
+    state: str  # the tracker entry's state as last read (`TrackerState.state`), "" without a tracker entry
+    seen: str  # what the tracker showed then
+    checked: str  # when it was read, YYYY-MM-DD
     red: list[str] = field(default_factory=list)
     green: list[str] = field(default_factory=list)
     incomplete: list[str] = field(default_factory=list)
     last_ran: str | None = None  # UTC, of its most recent run
     runs: int = 0
+    repros: list[str] = field(default_factory=list)  # its `acklab repro` folders (paths), newest first
 
 
 def _versions(manifest: Manifest) -> str:
@@ -38,11 +44,11 @@ def _versions(manifest: Manifest) -> str:
 
 def known_bugs(root: Path | None = None) -> list[BugRecord]:
     """Every bug preset with what the runs under `root` (default: the run store) saw of it."""
-    records = {
-        name: BugRecord(name, preset.source, preset.tracker, preset.description) for name, preset in BUGS.items()
-    }
+    records = {name: _record(preset) for name, preset in BUGS.items()}
     latest: dict[str, float] = {}
-    for result_file in sorted((root or runs_dir()).glob("*/result.json")):
+    root = root or runs_dir()
+    bug_runs: dict[str, str] = {}  # run id -> the bug preset it ran
+    for result_file in sorted(root.glob("*/result.json")):
         try:
             manifest = RunDir(result_file.parent).read_manifest()
             status = json.loads(result_file.read_text())["status"]
@@ -51,6 +57,7 @@ def known_bugs(root: Path | None = None) -> list[BugRecord]:
         record = records.get(manifest.preset or "") if is_catalog_bug(manifest) else None
         if record is None:  # not a run of a catalog bug (a team's own presets file may reuse a name)
             continue
+        bug_runs[manifest.run_id] = record.preset
         versions = _versions(manifest)
         bucket = {"fail": record.red, "pass": record.green}.get(status, record.incomplete)
         if versions not in bucket:
@@ -59,10 +66,22 @@ def known_bugs(root: Path | None = None) -> list[BugRecord]:
         latest[record.preset] = max(latest.get(record.preset, 0.0), result_file.stat().st_mtime)
     for name, when in latest.items():
         records[name].last_ran = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(when))
+    for folder in sorted((root / REPROS_DIR).glob("*/run.sh"), reverse=True):  # named <run id>-<scenario>: newest first
+        run_id = "-".join(folder.parent.name.split("-", 2)[:2])
+        if run_id in bug_runs:
+            records[bug_runs[run_id]].repros.append(str(folder.parent))
     for record in records.values():
         for bucket in (record.red, record.green, record.incomplete):
             bucket.sort()
     return list(records.values())
+
+
+def _record(preset: Preset) -> BugRecord:
+    known = preset.tracker_state
+    return BugRecord(
+        preset.name, preset.source, preset.tracker, preset.description,
+        known.state if known else "", known.seen if known else "", known.checked.isoformat() if known else "",
+    )
 
 
 def write_known_bugs(root: Path | None = None) -> Path:

@@ -16,7 +16,7 @@ from acklab.orchestration.cli.common import (
 
 def presets(
     as_json: Annotated[bool, typer.Option("--json", help="print them as JSON")] = False,
-    bugs: Annotated[bool, typer.Option("--bugs", help="the known-bugs page: each bug preset, its tracker entry, the versions seen red and green, its last run")] = False,
+    bugs: Annotated[bool, typer.Option("--bugs", help="the known-bugs page: each bug preset, its tracker entry and its state as last read, the versions seen red and green, its last run, its repro folders")] = False,
     presets_file: Annotated[str | None, typer.Option("--presets-file", help="list the presets of this file (yours: a path, or a NAME in $ACKLAB_PRESETS_DIR), checked as `acklab run` checks it")] = None,
 ) -> None:
     """List the presets: name, source and description (--bugs: the known bugs and what the run store saw of them)."""
@@ -56,10 +56,11 @@ def _known_bugs(as_json: bool) -> None:
     if as_json:
         typer.echo(json.dumps([asdict(bug) for bug in found], indent=2))
         return
-    table = Table("preset", "tracker entry", "red on", "green on", "last ran", title="known bugs")
+    table = Table("preset", "tracker entry", "state", "red on", "green on", "last ran", title="known bugs")
     for bug in found:
         table.add_row(
-            bug.preset, f"{bug.source}\n{bug.tracker}", "\n".join(bug.red) or "-", "\n".join(bug.green) or "-",
+            bug.preset, f"{bug.source}\n{bug.tracker}", f"{bug.state} (read {bug.checked})" if bug.state else "-",
+            "\n".join(bug.red) or "-", "\n".join(bug.green) or "-",
             f"{bug.last_ran} ({bug.runs} runs)" if bug.last_ran else "never",
         )
     Console(width=160).print(table)
