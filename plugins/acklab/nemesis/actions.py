@@ -57,17 +57,41 @@ class Processors(Protocol):
     def moved_on(self, number: int, since: float, generation: int) -> dict[str, Any] | None: ...
 
 
+class ProxyClaims:
+    """Which step's proxy rule each broker holds now: a broker's proxy has one rule at a time, so of
+    two overlapping proxy steps that resolve to one broker the later is not applied."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._holders: dict[int, str] = {}
+
+    def claim(self, brokers: list[int], fault: str) -> tuple[int, str] | None:
+        """Claim `brokers` for `fault`: None, or (a broker, the fault holding it) and nothing claimed."""
+        with self._lock:
+            if held := next(((b, self._holders[b]) for b in brokers if b in self._holders), None):
+                return held
+            self._holders.update(dict.fromkeys(brokers, fault))
+            return None
+
+    def release(self, brokers: list[int]) -> None:
+        with self._lock:
+            for broker in brokers:
+                self._holders.pop(broker, None)
+
+
 @dataclass(frozen=True)
 class FaultContext:
     """What a fault acts on: the cluster, the scenario's topic and, in a group with pipelines, their
     processors (`processors`). `settled` is set once a process fault has shown its effect or given up
-    looking (a step before the load lets the producers start then)."""
+    looking (a step before the load lets the producers start then); `proxy_claims`, the brokers whose
+    proxy holds a step's rule (overlapping steps run together)."""
 
     cluster: Cluster
     topic: str
     min_insync_replicas: int
     settled: threading.Event = field(default_factory=threading.Event)
     processors: Mapping[str, Processors] = field(default_factory=dict)  # a group's pipelines: input topic -> its processors
+    proxy_claims: ProxyClaims = field(default_factory=ProxyClaims)
 
 
 Apply = Callable[[FaultContext, FaultStep, Window], FaultEvent]
@@ -282,6 +306,17 @@ def _proxy_fault(behaviour: Behaviour) -> Apply:
         victims = ctx.cluster.topology.broker_ids if every else [resolve(ctx, step.parsed_target)]
         where = f"brokers {', '.join(map(str, victims))}" if every else f"broker {victims[0]}"
         event = FaultEvent(step.fault, f"{where} ({step.target})" if every else f"broker:{victims[0]} ({step.target})", action)
+        if held := ctx.proxy_claims.claim(victims, step.fault):  # an overlapping step's rule is on that broker: not applied
+            event.observe(None, f"not applied: broker {held[0]}'s proxy holds the rule of {held[1]}, an overlapping step")
+            event.ended = time.time()
+            ctx.settled.set()  # given up: a step before the load lets the producers start
+            return event
+        try:
+            return _apply_rule(ctx, step, window, event, victims, where)
+        finally:
+            ctx.proxy_claims.release(victims)
+
+    def _apply_rule(ctx: FaultContext, step: FaultStep, window: Window, event: FaultEvent, victims: list[int], where: str) -> FaultEvent:
         proxy = ctx.cluster.proxy()
         before = _summed(proxy.stats(), victims)
         lasts = TO_LOAD_END_CEILING_S if FAULTS[step.fault].to_load_end else step.duration_s

@@ -1,4 +1,9 @@
-"""Runs a fault schedule in a background thread, relative to the start of the load."""
+"""Runs a fault schedule in a background thread, relative to the start of the load.
+
+Steps whose windows overlap in the schedule (`overlapping`) run together, each in a thread of its
+own from its `at_s`; a step that overlaps no earlier one starts only once every earlier step is
+done, its undoing included (a broker restarted, a withheld request's answer read), so the faults
+of a schedule without overlaps never meet. The timeline lists the steps in schedule order."""
 
 from __future__ import annotations
 
@@ -7,7 +12,7 @@ import threading
 import time
 
 from acklab.nemesis.actions import ACTIONS, FaultContext
-from acklab.nemesis.events import FaultOutcome, Window
+from acklab.nemesis.events import FaultEvent, FaultOutcome, Window
 from acklab.nemesis.faults import FAULTS, TO_LOAD_END_CEILING_S
 from acklab.nemesis.schedule import FaultStep
 
@@ -24,6 +29,7 @@ class Nemesis:
         self._stop = threading.Event()
         self._load_ended = threading.Event()
         self._error: BaseException | None = None
+        self._lock = threading.Lock()
         self._thread = threading.Thread(target=self._run, name="nemesis", daemon=True)
 
     def start(self) -> None:
@@ -48,20 +54,39 @@ class Nemesis:
                 raise TimeoutError(f"the fault before the load did not settle within {timeout_s:g} s")
 
     def _run(self) -> None:
-        try:
-            for step in self._steps:
+        for together in overlapping(self._steps):
+            events: list[FaultEvent | None] = [None] * len(together)
+            threads = [
+                threading.Thread(target=self._step, args=(step, events, n), name=f"nemesis-{step.fault}", daemon=True)
+                for n, step in enumerate(together)
+            ]
+            for step, thread in zip(together, threads, strict=True):
                 if self._stop.wait(max(0.0, self._t0 + step.at_s - time.monotonic())):
-                    return
-                window = (
-                    Window(time.monotonic() + TO_LOAD_END_CEILING_S, self._stop, self._load_ended)
-                    if FAULTS[step.fault].to_load_end
-                    else Window(time.monotonic() + step.duration_s, self._stop)
-                )
-                event = ACTIONS[step.fault](self._ctx, step, window)
-                log.info("fault %s on %s: %s", event.fault, event.target, event.effect)
-                self._outcome.timeline.append(event)
+                    break
+                thread.start()
+            for thread in threads:
+                if thread.ident is not None:
+                    thread.join()
+            self._outcome.timeline.extend(event for event in events if event is not None)
+            if self._stop.is_set() or self._error is not None:
+                return
+
+    def _step(self, step: FaultStep, events: list[FaultEvent | None], n: int) -> None:
+        """Apply one step for its window; its event goes to `events[n]`, its error to the nemesis
+        (the other steps of the schedule are then cut short, their faults still undone)."""
+        try:
+            window = (
+                Window(time.monotonic() + TO_LOAD_END_CEILING_S, self._stop, self._load_ended)
+                if FAULTS[step.fault].to_load_end
+                else Window(time.monotonic() + step.duration_s, self._stop)
+            )
+            event = ACTIONS[step.fault](self._ctx, step, window)
+            log.info("fault %s on %s: %s", event.fault, event.target, event.effect)
+            events[n] = event
         except BaseException as exc:
-            self._error = exc
+            with self._lock:
+                self._error = self._error or exc
+            self._stop.set()
 
     def load_ended(self) -> None:
         """Every producer has finished: a fault that lasts until then is undone."""
@@ -81,3 +106,18 @@ class Nemesis:
         """Cut the schedule short (e.g. the load failed); active faults are still undone."""
         self._stop.set()
         return self.join()
+
+
+def overlapping(steps: list[FaultStep]) -> list[list[FaultStep]]:
+    """`steps` (sorted by `at_s`) in runs that run together: a step joins the run before it when it
+    starts before every step of that run has ended (a fault lasting to the load's end never ends)."""
+    runs: list[list[FaultStep]] = []
+    end = -1.0
+    for step in steps:
+        if runs and step.at_s < end:
+            runs[-1].append(step)
+        else:
+            runs.append([step])
+            end = -1.0
+        end = max(end, float("inf") if FAULTS[step.fault].to_load_end else step.end_s)
+    return runs
