@@ -35,6 +35,7 @@ class BugRecord:
     last_ran: str | None = None  # UTC, of its most recent run
     runs: int = 0
     repros: list[str] = field(default_factory=list)  # its `acklab repro` folders (paths), newest first
+    rates: dict[str, list[int]] = field(default_factory=dict)  # versions -> [runs red, runs]: the reproduction rate there
 
 
 def _versions(manifest: Manifest) -> str:
@@ -63,6 +64,9 @@ def known_bugs(root: Path | None = None) -> list[BugRecord]:
         if versions not in bucket:
             bucket.append(versions)
         record.runs += 1
+        rate = record.rates.setdefault(versions, [0, 0])
+        rate[0] += status == "fail"
+        rate[1] += 1
         latest[record.preset] = max(latest.get(record.preset, 0.0), result_file.stat().st_mtime)
     for name, when in latest.items():
         records[name].last_ran = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(when))
@@ -73,6 +77,7 @@ def known_bugs(root: Path | None = None) -> list[BugRecord]:
     for record in records.values():
         for bucket in (record.red, record.green, record.incomplete):
             bucket.sort()
+        record.rates = dict(sorted(record.rates.items()))
     return list(records.values())
 
 
