@@ -35,7 +35,7 @@ def test_each_bug_preset_lists_the_versions_its_runs_were_red_and_green_on(tmp_p
     assert (found.red, found.green, found.incomplete, found.runs) == (
         ["Kafka 3.5.2 / java 4.3.1"], ["Kafka 3.6.2 / java 4.3.1"], ["Kafka 3.9.2 / java 4.3.1"], 4,
     )
-    assert found.rates == {"Kafka 3.5.2 / java 4.3.1": [1, 1], "Kafka 3.6.2 / java 4.3.1": [0, 2], "Kafka 3.9.2 / java 4.3.1": [0, 1]}
+    assert found.rates == {"Kafka 3.5.2 / java 4.3.1": [1, 1], "Kafka 3.6.2 / java 4.3.1": [0, 2]}  # the incomplete run counts in neither
     assert found.last_ran is not None and found.tracker == "https://issues.apache.org/jira/browse/KAFKA-14402"
     assert bugs["librdkafka-4438"].runs == 0 and bugs["librdkafka-4438"].last_ran is None
     page = write_known_bugs().read_text()

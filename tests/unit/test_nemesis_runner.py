@@ -10,11 +10,13 @@ from typing import Any
 
 import pytest
 
+from acklab.base.spec import SpecError
+from acklab.cluster.topology import load_topology
 from acklab.nemesis import runner
 from acklab.nemesis.actions import FaultContext, ProxyClaims
 from acklab.nemesis.events import FaultEvent, Window
 from acklab.nemesis.runner import Nemesis, overlapping
-from acklab.nemesis.schedule import FaultStep
+from acklab.nemesis.schedule import FaultStep, check_schedule
 
 
 def _step(fault: str, at_s: float, duration_s: float) -> FaultStep:
@@ -92,3 +94,52 @@ def test_a_broker_holds_one_steps_proxy_rule_at_a_time() -> None:
     assert claims.claim([2], "latency") is None  # the refused claim took nothing
     claims.release([1])
     assert claims.claim([1, 3], "request-loss") is None
+
+
+def test_a_step_waits_for_an_earlier_one_it_overlaps_only_through_a_third(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A [0, 0.2] (undone by 0.7), B [0.1, 2.0], C [0.4, ...]: one run through B, yet C starts after A's undoing."""
+    script = _Script(undo_s=0.5)
+    nemesis, _ = _run(monkeypatch, script, [_step("rolling-restart", 0.0, 0.2), _step("latency", 0.1, 1.0), _step("leader-kill", 0.4, 0.2)])
+    nemesis.join()
+    assert script.started["leader-kill@0.4"] >= script.done["rolling-restart@0"]
+    assert script.started["latency@0.1"] < script.done["rolling-restart@0"]
+
+
+def test_only_the_step_before_the_load_lets_the_producers_start(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A later step's action setting `settled` (as every action does once in effect) is not the before-load step's."""
+    seen: dict[str, threading.Event] = {}
+
+    def action(ctx: FaultContext, step: FaultStep, window: Window) -> FaultEvent:
+        seen[step.fault] = ctx.settled
+        if not step.before_load:
+            ctx.settled.set()
+        window.wait_out()
+        return FaultEvent(step.fault, "broker:1", "scripted")
+
+    steps = [FaultStep(fault="leader-kill", at_s=0.0, duration_s=0.5, before_load=True), _step("latency", 0.1, 0.2)]
+    monkeypatch.setattr(runner, "ACTIONS", {step.fault: action for step in steps})
+    ctx = FaultContext(cluster=None, topic="t", min_insync_replicas=2)  # type: ignore[arg-type]
+    nemesis = Nemesis(ctx, steps)
+    nemesis.start()
+    nemesis.join()
+    assert seen["leader-kill"] is ctx.settled and seen["latency"] is not ctx.settled and not ctx.settled.is_set()
+
+
+@pytest.mark.parametrize(
+    ("first", "second", "refused"),
+    [
+        ("leader-kill", "follower-kill", "faults on broker processes must not overlap"),
+        ("processor-kill", "zombie", "faults on pipeline processors must not overlap"),
+        ("ack-loss", "lose-then-reject", None),  # proxy faults may: on one broker, the later is not applied
+        ("leader-kill", "ack-loss", None),
+    ],
+)
+def test_a_schedule_may_overlap_faults_unless_they_act_on_the_same_processes(first: str, second: str, refused: str | None) -> None:
+    topology = load_topology("three-brokers")
+    steps = [_step(first, 2.0, 5.0), _step(second, 4.0, 5.0)]
+    if refused is None:
+        check_schedule(steps, topology, "params.schedule")
+    else:
+        with pytest.raises(SpecError, match=f"params.schedule: {first} \\(2-7 s\\) and {second} \\(4-9 s\\) overlap; {refused}"):
+            check_schedule(steps, topology, "params.schedule")
+    check_schedule([_step(first, 2.0, 2.0), _step(second, 4.0, 5.0)], topology, "params.schedule")  # one after the other

@@ -462,13 +462,13 @@ def test_kafka_17754_reads_an_endtxn_replays_answer_and_names_the_pipelines_scen
 
 
 def test_a_tracker_entry_comes_with_its_state_and_the_date_it_was_read(tmp_path: Path) -> None:
-    """A presets file's bug names its tracker entry and the state seen there together, or neither."""
+    """A state is that of a tracker entry; every catalog bug with a tracker entry says its state (a team's may not)."""
+    assert all(preset.tracker_state is not None for preset in BUGS.values() if preset.tracker)
     body = {"source": "x", "description": "y", "params": {"profiles": ["leader-ack"], "faults": ["leader-kill"]},
             "observations": [{"claim": "c", "scenario": "leader-ack__leader-kill", "check": {"matrix_count": {"column": "lost", "op": ">", "value": 0}}}]}
     state = {"state": "open", "seen": "open, no fix merged", "checked": "2026-12-01"}
     for extra, error in (
-        ({"tracker": "https://example.invalid/1"}, "tracker and tracker_state go together"),
-        ({"tracker_state": state}, "tracker and tracker_state go together"),
+        ({"tracker_state": state}, "tracker_state is the state of the tracker entry"),
         ({"tracker": "https://example.invalid/1", "tracker_state": {**state, "state": "stale"}}, "tracker_state.state"),
         ({"tracker": "https://example.invalid/1", "tracker_state": {**state, "checked": "soon"}}, "tracker_state.checked"),
     ):
@@ -478,3 +478,5 @@ def test_a_tracker_entry_comes_with_its_state_and_the_date_it_was_read(tmp_path:
             load_presets(path)
     path.write_text(yaml.safe_dump({"ours": {**body, "tracker": "https://example.invalid/1", "tracker_state": state}}))
     assert load_presets(path)["ours"].tracker_state.checked.isoformat() == "2026-12-01"
+    path.write_text(yaml.safe_dump({"ours": {**body, "tracker": "https://example.invalid/1"}}))
+    assert load_presets(path)["ours"].tracker_state is None

@@ -115,7 +115,7 @@ class ClusterAdmin:
         asked again, 0.1 s apart, within the client's timeout, before it is raised."""
         deadline = time.monotonic() + self._timeout
         while True:
-            metadata = self._client.list_topics(topic, timeout=self._timeout).topics[topic]
+            metadata = self._client.list_topics(topic, timeout=max(0.1, deadline - time.monotonic())).topics[topic]
             if metadata.error is None:
                 break
             if metadata.error.code() != KafkaError.UNKNOWN_TOPIC_OR_PART or time.monotonic() >= deadline:

@@ -204,6 +204,11 @@ class FaultSpec:
         return isinstance(self.mechanism, Process | RollingRestart | ReplicasDown)
 
     @property
+    def signals_processors(self) -> bool:
+        """It acts on a pipeline's processor processes (two such faults may not overlap)."""
+        return isinstance(self.mechanism, ProcessorSignal)
+
+    @property
     def needs_proxy(self) -> bool:
         """It acts through the Kafka-aware proxy in front of the client listeners."""
         return isinstance(self.mechanism, Proxy)

@@ -120,8 +120,8 @@ def schedule_for(fault: str, at_s: float = 2.0, duration_s: float = 10.0) -> lis
 
 def check_schedule(steps: Sequence[FaultStep], topology: Topology, source: str) -> None:
     """SpecError (one line) for a target or an option's node that cannot exist on `topology`, a link
-    cut on a single node, a fault that needs followers without any, or two faults on broker processes whose windows overlap (they could stop
-    the same broker twice)."""
+    cut on a single node, a fault that needs followers without any, or two faults on broker processes (or on pipeline processors) whose
+    windows overlap (they could stop the same broker, or processor, twice)."""
     for number, step in enumerate(steps):
         if FAULTS[step.fault].cuts_links and len(topology.node_ids) < 2:
             raise SpecError(f"{source}.{number}.fault: {step.fault} cuts links between nodes; topology {topology.name} has one node")
@@ -137,10 +137,14 @@ def check_schedule(steps: Sequence[FaultStep], topology: Topology, source: str) 
                 raise SpecError(
                     f"{source}.{number}.options.{option}: no node {', '.join(map(str, unknown))}; nodes are {', '.join(map(str, topology.node_ids))}"
                 )
-    stopping = sorted((step for step in steps if FAULTS[step.fault].stops_nodes), key=lambda step: step.at_s)
-    for first, second in zip(stopping, stopping[1:], strict=False):
-        if second.at_s < first.end_s:
-            raise SpecError(
-                f"{source}: {first.fault} ({first.at_s:g}-{first.end_s:g} s) and {second.fault} ({second.at_s:g}-{second.end_s:g} s) "
-                "overlap; faults on broker processes must not overlap (one could stop a broker the other holds)"
-            )
+    for what, exclusive, why in (
+        ("broker processes", lambda spec: spec.stops_nodes, "one could stop a broker the other holds"),
+        ("pipeline processors", lambda spec: spec.signals_processors, "one could stop a processor the other holds"),
+    ):
+        chosen = sorted((step for step in steps if exclusive(FAULTS[step.fault])), key=lambda step: step.at_s)
+        for first, second in zip(chosen, chosen[1:], strict=False):
+            if second.at_s < first.end_s:
+                raise SpecError(
+                    f"{source}: {first.fault} ({first.at_s:g}-{first.end_s:g} s) and {second.fault} ({second.at_s:g}-{second.end_s:g} s) "
+                    f"overlap; faults on {what} must not overlap ({why})"
+                )

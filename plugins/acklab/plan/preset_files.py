@@ -80,7 +80,7 @@ class Preset(BaseModel):
     source: str = Field(min_length=1, description="where it comes from, e.g. 'field-notes #2' or a tracker entry's title")
     description: str = Field(min_length=1, description="what it runs and what it shows")
     tracker: str = Field("", description="a bug preset's tracker entry (URL)")
-    tracker_state: TrackerState | None = Field(None, description="a bug preset's tracker entry as last read: required with `tracker`")
+    tracker_state: TrackerState | None = Field(None, description="a bug preset's tracker entry as last read (the catalog's bugs all say it)")
     params: dict[str, Any] = Field(description="its run params (RunParams' fields but preset)")
     observations: tuple[Observation, ...] = Field(min_length=1, description="what its source claims, each with its check")
 
@@ -97,8 +97,8 @@ class Preset(BaseModel):
 
     @model_validator(mode="after")
     def _tracker_read(self) -> Preset:
-        if bool(self.tracker) != (self.tracker_state is not None):
-            raise ValueError("tracker and tracker_state go together: the entry's URL, and its state with the date it was read")
+        if self.tracker_state is not None and not self.tracker:
+            raise ValueError("tracker_state is the state of the tracker entry: give its URL as tracker")
         return self
 
     @model_validator(mode="after")
@@ -112,7 +112,11 @@ class Preset(BaseModel):
         return self
 
     def summary(self) -> dict[str, str]:
-        return {"name": self.name, "source": self.source, "description": self.description, **({"tracker": self.tracker} if self.tracker else {})}
+        known = self.tracker_state
+        return {
+            "name": self.name, "source": self.source, "description": self.description, **({"tracker": self.tracker} if self.tracker else {}),
+            **({"tracker_state": f"{known.state} ({known.seen}; read {known.checked.isoformat()})"} if known else {}),
+        }
 
 
 def load_presets(path: Path) -> dict[str, Preset]:

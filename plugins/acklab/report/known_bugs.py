@@ -35,7 +35,7 @@ class BugRecord:
     last_ran: str | None = None  # UTC, of its most recent run
     runs: int = 0
     repros: list[str] = field(default_factory=list)  # its `acklab repro` folders (paths), newest first
-    rates: dict[str, list[int]] = field(default_factory=dict)  # versions -> [runs red, runs]: the reproduction rate there
+    rates: dict[str, list[int]] = field(default_factory=dict)  # versions -> [runs red, runs red or green]: the reproduction rate there
 
 
 def _versions(manifest: Manifest) -> str:
@@ -64,15 +64,15 @@ def known_bugs(root: Path | None = None) -> list[BugRecord]:
         if versions not in bucket:
             bucket.append(versions)
         record.runs += 1
-        rate = record.rates.setdefault(versions, [0, 0])
-        rate[0] += status == "fail"
-        rate[1] += 1
+        if status in ("fail", "pass"):  # an incomplete run neither reproduced nor refuted it
+            rate = record.rates.setdefault(versions, [0, 0])
+            rate[0] += status == "fail"
+            rate[1] += 1
         latest[record.preset] = max(latest.get(record.preset, 0.0), result_file.stat().st_mtime)
     for name, when in latest.items():
         records[name].last_ran = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(when))
     for folder in sorted((root / REPROS_DIR).glob("*/run.sh"), reverse=True):  # named <run id>-<scenario>: newest first
-        run_id = "-".join(folder.parent.name.split("-", 2)[:2])
-        if run_id in bug_runs:
+        if run_id := next((run_id for run_id in bug_runs if folder.parent.name.startswith(f"{run_id}-")), None):
             records[bug_runs[run_id]].repros.append(str(folder.parent))
     for record in records.values():
         for bucket in (record.red, record.green, record.incomplete):
