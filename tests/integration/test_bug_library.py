@@ -1,7 +1,8 @@
 """The documented-bug presets on real clusters, through the CLI as a user runs them: KAFKA-14402 red
 before Kafka 3.6 (a hanging transaction, with the stale write's producer id and the stuck offset) and
-green on 3.6.2 (the replay refused), then made into an `acklab repro` folder. The presets that need
-other client versions (KAFKA-14417, librdkafka #4736) are in the `versions` family."""
+green on 3.6.2 (the replay refused), then made into an `acklab repro` folder; librdkafka #4953, open,
+red on the newest confluent-kafka. The presets that need other client versions (KAFKA-14417,
+librdkafka #4736) are in the `versions` family."""
 
 from __future__ import annotations
 
@@ -61,6 +62,24 @@ def test_kafka_14402_leaves_a_hanging_transaction_on_3_5_2_not_on_3_6_2_and_beco
     assert json.loads((folder / "versions.json").read_text())["kafka"] == "3.5.2"
     assert "transactional.id=app" in (folder / "producer.properties").read_text()
     assert json.loads((folder / "params.json").read_text())["client"] == "java:4.3.1"
+
+
+def test_librdkafka_4953_an_epoch_bump_duplicates_an_idempotent_producers_records_on_the_newest_librdkafka(tmp_path: Path) -> None:
+    """An open bug, red on the locked (newest) confluent-kafka: two overlapping faults, an appended request's
+    answer lost on one leader while another leader answers a later request OUT_OF_ORDER_SEQUENCE_NUMBER;
+    the idempotent producer bumps its epoch and stores the unanswered records a second time."""
+    done = acklab(tmp_path / "runs", "run", "--preset", "librdkafka-4953", "--client", "librdkafka", "--json")
+    assert done.returncode == 1, done.stderr[-3000:]
+    (row,) = json_rows(done.stdout)
+    assert row["duplicates"] > 0 and row["lost"] == 0 and row["acked"] == row["planned"], row
+    assert row["fault_effective"] and row["evidence_complete"], row
+    (run,) = (tmp_path / "runs").glob("2*/manifest.json")
+    (entry,) = _checked(json.loads(run.read_text())["scenarios"])
+    held, rejected = entry["fault_timeline"]
+    assert (held["fault"], rejected["fault"]) == ("ack-loss", "lose-then-reject") and held["target"] != rejected["target"], entry["fault_timeline"]
+    assert held["started"] < rejected["started"] < held["ended"], entry["fault_timeline"]  # the two faults at once
+    assert held["counts"]["dropped_responses"] >= 1 and rejected["counts"]["injected_errors"] == 1
+    assert "CLAIM REPRODUCED" in done.stderr and "CLAIM NOT REPRODUCED" not in done.stderr, done.stderr[-3000:]
 
 
 def test_an_injected_init_producer_id_error_reaches_the_java_client_which_retries_it(tmp_path: Path) -> None:

@@ -62,3 +62,20 @@ def test_each_bug_preset_names_its_tracker_state_and_its_repro_folders(tmp_path:
     assert bugs["kafka-14402"].state == "fixed"
     page = write_known_bugs().read_text()
     assert f"(read {bugs['kafka-14402'].checked})" in page and "20261125T000001-aaaaaa-txn__withhold-replay" in page
+
+
+def test_a_run_of_two_clients_counts_each_client_on_its_own(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A preset run on both client families is red for the client whose scenario failed and green for the other."""
+    monkeypatch.setenv("ACKLAB_RUNS", str(tmp_path))
+    for n, statuses in enumerate(({"a": "fail", "a.java": "pass"}, {"a": "fail", "a.java": "pass"}, {"a": "incomplete", "a.java": "pass"})):
+        run = RunDir(tmp_path / f"20261201T00000{n}-aaaaa{n}")
+        entries = [
+            ScenarioEntry(scenario=name, profile="p", fault="ack-loss", guarantee="exactly-once", client_family=family, client_version=version, planned=10)
+            for name, family, version in (("a", "librdkafka", "2.16.1"), ("a.java", "java", "4.3.1"))
+        ]
+        run.write_manifest(Manifest(run_id=run.root.name, topology={"name": "three-brokers", "kafka_version": "4.3.1"},
+                                    params=[{"preset": "librdkafka-4953"}], scenarios=entries))
+        write_json(run.result, {"status": "fail" if "fail" in statuses.values() else "incomplete", "scenarios": statuses})
+    bug = next(bug for bug in known_bugs() if bug.preset == "librdkafka-4953")
+    assert (bug.red, bug.green, bug.incomplete, bug.runs) == (["Kafka 4.3.1 / librdkafka 2.16.1"], ["Kafka 4.3.1 / java 4.3.1"], ["Kafka 4.3.1 / librdkafka 2.16.1"], 3)
+    assert bug.rates == {"Kafka 4.3.1 / java 4.3.1": [0, 3], "Kafka 4.3.1 / librdkafka 2.16.1": [2, 2]}

@@ -19,8 +19,9 @@ from acklab.store.runs import REPROS_DIR, Manifest, RunDir, known_bugs_dir, writ
 
 @dataclass
 class BugRecord:
-    """What the run store knows of one bug preset. `red`/`green`: the versions (Kafka and client)
-    of its runs that failed/passed; `incomplete`: those whose evidence was incomplete."""
+    """What the run store knows of one bug preset. `red`/`green`: the versions (Kafka and client, one
+    entry per client of a run) on which its scenarios failed/passed; `incomplete`: those whose
+    evidence was incomplete; `rates`: per versions, how many of its runs there were red."""
 
     preset: str
     source: str
@@ -38,9 +39,17 @@ class BugRecord:
     rates: dict[str, list[int]] = field(default_factory=dict)  # versions -> [runs red, runs red or green]: the reproduction rate there
 
 
-def _versions(manifest: Manifest) -> str:
-    clients = sorted({f"{e.client_family} {e.client_version}" for e in manifest.scenarios})
-    return f"Kafka {manifest.kafka_version} / {', '.join(clients) or 'no client'}"
+def _client_statuses(manifest: Manifest, result: dict) -> dict[str, str]:
+    """"Kafka V / family version" -> that client's status in the run: red if any of its scenarios
+    failed, else green if every one passed, else incomplete (negative controls left out)."""
+    statuses: dict[str, set[str]] = {}
+    for entry in manifest.scenarios:
+        if not entry.control:
+            status = result.get("scenarios", {}).get(entry.scenario, result["status"])
+            statuses.setdefault(f"Kafka {manifest.kafka_version} / {entry.client_family} {entry.client_version}", set()).add(status)
+    return {
+        versions: "fail" if "fail" in seen else "pass" if seen == {"pass"} else "incomplete" for versions, seen in statuses.items()
+    }
 
 
 def known_bugs(root: Path | None = None) -> list[BugRecord]:
@@ -52,22 +61,22 @@ def known_bugs(root: Path | None = None) -> list[BugRecord]:
     for result_file in sorted(root.glob("*/result.json")):
         try:
             manifest = RunDir(result_file.parent).read_manifest()
-            status = json.loads(result_file.read_text())["status"]
+            clients = _client_statuses(manifest, json.loads(result_file.read_text()))
         except (OSError, ValueError, KeyError):
             continue
         record = records.get(manifest.preset or "") if is_catalog_bug(manifest) else None
         if record is None:  # not a run of a catalog bug (a team's own presets file may reuse a name)
             continue
         bug_runs[manifest.run_id] = record.preset
-        versions = _versions(manifest)
-        bucket = {"fail": record.red, "pass": record.green}.get(status, record.incomplete)
-        if versions not in bucket:
-            bucket.append(versions)
         record.runs += 1
-        if status in ("fail", "pass"):  # an incomplete run neither reproduced nor refuted it
-            rate = record.rates.setdefault(versions, [0, 0])
-            rate[0] += status == "fail"
-            rate[1] += 1
+        for versions, status in clients.items():
+            bucket = {"fail": record.red, "pass": record.green}.get(status, record.incomplete)
+            if versions not in bucket:
+                bucket.append(versions)
+            if status in ("fail", "pass"):  # an incomplete run neither reproduced nor refuted it
+                rate = record.rates.setdefault(versions, [0, 0])
+                rate[0] += status == "fail"
+                rate[1] += 1
         latest[record.preset] = max(latest.get(record.preset, 0.0), result_file.stat().st_mtime)
     for name, when in latest.items():
         records[name].last_ran = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(when))
