@@ -4,11 +4,8 @@ pair, side by side, with a comparison report calling out every scenario whose ve
 from acklab.base.maven import DEFAULT_KAFKA_VERSION
 from acklab.orchestration.dags import version_regression_dag
 from acklab.plan.params import standard_matrix
-from acklab.workload.families import default as default_client_family
 
-dag = version_regression_dag(
-    "kafka_version_regression", "@weekly", standard_matrix(), [DEFAULT_KAFKA_VERSION, "3.9.2"], [default_client_family().locked], __doc__
-)
+dag = version_regression_dag("kafka_version_regression", "@weekly", standard_matrix(), [DEFAULT_KAFKA_VERSION, "3.9.2"], [], __doc__)
 
 if __name__ == "__main__":
     dag.test()

@@ -120,6 +120,20 @@ def test_kafka_14417_is_red_on_kafka_clients_3_3_1_and_green_on_3_3_2(tmp_path: 
 
 
 @pytest.mark.versions
+def test_librdkafka_4849_a_lost_add_partitions_makes_the_abort_fatal_on_the_newest_librdkafka_not_on_kafka_clients_3_9(tmp_path: Path) -> None:
+    """An open bug, red on the locked (newest) confluent-kafka: its abort's EndTxn reaches a coordinator
+    that never saw the transaction, INVALID_TXN_STATE is raised as fatal; kafka-clients 3.9.1 on the same
+    transaction protocol retries the lost request and delivers every record."""
+    java_client.fetch_client("3.9.1")
+    done = acklab(tmp_path / "runs", "run", "--preset", "librdkafka-4849", "--json")
+    assert done.returncode == 1, done.stderr[-3000:]
+    rows = {row["client_family"]: row for row in json_rows(done.stdout)}
+    assert "INVALID_TXN_STATE" in (rows["librdkafka"]["fatal_error"] or "") and rows["librdkafka"]["fault_effective"], rows["librdkafka"]
+    assert rows["java"]["fatal"] == 0 and rows["java"]["failed"] == 0 and rows["java"]["fault_effective"], rows["java"]
+    assert "CLAIM REPRODUCED" in done.stderr and "CLAIM NOT REPRODUCED" not in done.stderr and "CLAIM UNTESTED" not in done.stderr, done.stderr[-3000:]
+
+
+@pytest.mark.versions
 def test_librdkafka_4736_is_red_on_2_4_0_and_green_on_2_5_0(tmp_path: Path) -> None:
     for version in ("2.4.0", "2.5.0"):
         librdkafka.fetch_client(version)

@@ -99,6 +99,7 @@ def test_version_dag_compares_two_versions(dagbag) -> None:
     assert tasks["compare"].on_success_callback and tasks["compare"].on_failure_callback  # the changed verdicts are mailed
     versions = dag.params["kafka_versions"]
     assert len(versions) >= 2 and len(set(versions)) == len(versions)
+    assert (dag.params["clients"], dag.params["client_versions"]) == ([], [])  # each run's own client: a preset's, or the locked one
     # the pipelines are compared across versions as the producers are
     assert (dag.params["processing"], dag.params["processing_faults"]) == (STANDARD_PROCESSING, STANDARD_PIPELINE_FAULTS)
 

@@ -80,3 +80,14 @@ def test_a_planted_failure_after_a_green_run_is_a_regression_everywhere(tmp_path
     assert report.returncode == 1
     assert f"REGRESSION idempotent__leader-kill: fail now, passed in green run {green.run_id}" in report.stdout
     assert "status: fail" in report.stdout
+
+
+def test_a_preset_in_the_version_dag_runs_on_its_own_client_unless_the_trigger_names_clients() -> None:
+    """kafka-14402 is a Java preset: left to the DAG's defaults, each pair runs it on the Java client
+    (the DAG used to put the locked confluent-kafka in its place, and refused the Java profile)."""
+    from acklab.orchestration import tasks
+
+    own = tasks.plan_versions({"preset": "kafka-14402", "kafka_versions": ["3.5.2", "3.6.2"], "clients": [], "client_versions": []}, create=False)
+    assert [(p["params"]["kafka_version"], p["params"]["client"]) for p in own] == [("3.5.2", "java"), ("3.6.2", "java")]
+    named = tasks.plan_versions({"preset": "kafka-14402", "kafka_versions": ["3.6.2"], "clients": ["java:3.9.1", "java"], "client_versions": []}, create=False)
+    assert [p["params"]["client"] for p in named] == ["java:3.9.1", "java"]

@@ -131,5 +131,6 @@ def client_versions_param(versions: list[str]) -> Param:
     """The version-regression DAG's list of producer client versions."""
     return Param(
         versions, type="array", uniqueItems=True, items={"type": "string", "pattern": families.default().version_pattern},
-        description=f"confluent-kafka versions of the producers, with each Kafka version (each set up by `acklab setup --client-version`; the locked one is {families.default().locked})",
+        description=f"confluent-kafka versions of the producers, with each Kafka version (each set up by `acklab setup --client-version`; the locked one is {families.default().locked}); "
+        "with neither these nor clients, each run's own client: a preset's, else the locked confluent-kafka",
     )

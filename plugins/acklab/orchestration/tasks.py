@@ -67,8 +67,9 @@ def scenario_groups(run: dict[str, Any]) -> list[dict[str, Any]]:
 
 def plan_versions(params: dict[str, Any], create: bool = True) -> list[dict[str, Any]]:
     """One run per (Kafka version, client) pair of `params["kafka_versions"]` x the clients
-    (`params["clients"]`, FAMILY:VERSION, and the confluent-kafka `params["client_versions"]`), each
-    validated before anything starts (and given a folder holding its plan if `create`)."""
+    (`params["clients"]`, FAMILY:VERSION, and the confluent-kafka `params["client_versions"]`; with
+    neither, the run's own client: a preset's, else the locked confluent-kafka), each validated before
+    anything starts (and given a folder holding its plan if `create`)."""
     clients = [*(params.get("clients") or []), *librdkafka_clients(params.get("client_versions"))]
     base = {**_run_params(params), "clients": []}  # here `clients` is the comparison's axis, not clients side by side
     plans = version_grid(base, params.get("kafka_versions") or [], clients or [None])
