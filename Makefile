@@ -87,7 +87,7 @@ test: setup postgres-deps browser-deps docker-deps
 
 # The `slow` family: repeated real-cluster experiments (docs/reference.md "Tests and benchmarks").
 .PHONY: test-slow
-test-slow: setup
+test-slow: setup docker-deps
 	$(BIN)/python -m pytest tests -q -m slow
 
 # The other families outside `make test` (their cheapest slices run in it): every Kafka and client

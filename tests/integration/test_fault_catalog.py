@@ -71,7 +71,7 @@ def test_the_catalog_is_covered() -> None:
     """Each fault runs on a real cluster in some test of `make test`: here, or in the files named."""
     elsewhere = {
         "leader-kill", "replicas-down", "ack-loss", "request-loss", "latency",  # test_faults, test_workload
-        "error-inject", "error-after-append", "request-hold", "leader-isolate",  # test_proxy_faults, test_link_faults
+        "error-inject", "error-after-append", "request-hold", "stall-write", "leader-isolate",  # test_proxy_faults, test_link_faults
         "withhold-replay",  # test_bug_library
         *PLANTING,  # test_negative_control (and every run's negative controls)
         "processor-kill", "zombie", "txn-coordinator-kill", "group-coordinator-kill",  # test_pipeline_run

@@ -2,7 +2,8 @@
 librdkafka producers, audited by the real Spark job and judged by the GX verdict: injected
 retriable errors are retried (nothing lost, nothing failed), errors reported after the append
 duplicate at-least-once writes but not idempotent ones, held requests are released after their
-delay and acknowledged only then, a Metadata answer whose topics the proxy failed is read and
+delay and acknowledged only then, writes stalled part-way (the proxy reading nothing) reach the
+broker once the stall ends, a Metadata answer whose topics the proxy failed is read and
 retried. Short loads (3 s, faults of 2 s) on one cluster. And on a single broker, errors the proxy
 answers a consumer group's and a transaction's offset requests with reach the librdkafka client as
 a broker's would."""
@@ -36,6 +37,7 @@ SCHEDULES = [
     {"fault": "error-inject", "options": {"error": "NOT_ENOUGH_REPLICAS"}},
     {"fault": "error-after-append"},
     {"fault": "request-hold", "options": {"delay_s": HOLD_S}},
+    {"fault": "stall-write"},
 ]
 
 METADATA_ERROR = {  # from before the producers start: librdkafka asks for the topic's metadata only then
@@ -68,6 +70,20 @@ def test_every_scenario_passes_its_model_expectations(audited: Audited) -> None:
     _, _, verdict = audited
     assert verdict.status == "pass", verdict.summary_lines()
     assert len(verdict.checked) == len(PROFILES) * (len(SCHEDULES) + 1)
+
+
+def test_a_stalled_write_is_delivered_once_the_stall_ends(audited: Audited) -> None:
+    manifest, rows, _ = audited
+    for profile in PROFILES:
+        scenario = f"{profile}__stall-write"
+        assert counts(manifest, scenario)["stalled_writes"] >= 1
+        (event,) = manifest[scenario]["fault_timeline"]
+        stalls = event["write_stalls"]
+        assert stalls and any(stall["queued"] + stall["pending_read"] > 0 for stall in stalls), stalls
+        assert all(stall["resumed_at"] - stall["stalled_at"] >= 1.5 for stall in stalls if stall["queued"] + stall["pending_read"] > 0)
+        row = rows[scenario]
+        assert (row["lost"], row["failed"], row["duplicates"], row["acked"]) == (0, 0, 0, row["sent"]), row
+        assert row["ack_latency_max_ms"] > 1500  # waited out the 2 s stall
 
 
 def test_injected_retriable_errors_are_retried(audited: Audited) -> None:

@@ -449,6 +449,7 @@ CASES: dict[str, Case] = {
     "lose-then-reject": proxy_case("injected_errors", "injected errors"),
     "request-hold": proxy_case("held_requests", "held requests"),
     "withhold-replay": proxy_case("held_requests", "held requests"),
+    "stall-write": proxy_case("stalled_writes", "stalled writes"),
     "planted-loss": proxy_case("swallowed_requests", "swallowed requests"),
     "planted-duplicate": proxy_case("duplicated_requests", "duplicated requests"),
     "planted-offset": proxy_case("shifted_requests", "shifted requests"),

@@ -700,3 +700,61 @@ def test_a_dropped_response_on_a_held_connection_is_the_last_it_answers() -> Non
         assert produce_received(brokers[0]) == [1, 2] and stats(proxy)["dropped_responses"] == 2
 
     run(scenario)
+
+
+def stall_log(proxy: ProxyServer, broker: int = 0) -> list[dict]:
+    return proxy.handle({"op": "write_stalls", "broker": broker})["write_stalls"]
+
+
+def test_a_stalled_connection_passes_nothing_on_and_backs_up_into_its_client_until_the_stall_ends() -> None:
+    async def scenario(proxy: ProxyServer, brokers: list[Broker], connect: Callable[[int], Awaitable[Client]]) -> None:
+        client = await connect(0)
+        client.produce(1)
+        assert await client.answer() == (1, [0, 0])
+        set_rule(proxy, action="stall_write")  # the whole window
+        client.produce(2, records=(b"x" * (4 << 20),))  # more than the socket buffers of both ends hold
+        await asyncio.sleep(0.5)
+        assert produce_received(brokers[0]) == [1]
+        assert client.writer.transport.get_write_buffer_size() > 0  # the client's write could not finish
+        proxy.brokers[0].end_rule()
+        assert await client.answer(5.0) == (2, [0])
+        (stall,) = stall_log(proxy)
+        assert stall["queued"] > 0 and stall["resumed_at"] - stall["stalled_at"] >= 0.5
+        assert stats(proxy) == {"stalls": 1, "stalled_writes": 1}
+
+    run(scenario)
+
+
+def test_a_stall_logs_the_part_of_a_request_the_proxy_had_read() -> None:
+    async def scenario(proxy: ProxyServer, brokers: list[Broker], connect: Callable[[int], Awaitable[Client]]) -> None:
+        client = await connect(0)
+        body = encode_request(RequestHeader(PRODUCE, VERSION, 7, "test"), ProduceRequest(None, -1, 1000, (TopicData("t", (PartitionData(0, b"r" * 5000),)),)))
+        frame = len(body).to_bytes(4, "big") + body
+        client.writer.write(frame[:1000])
+        await asyncio.sleep(0.2)  # the proxy has read them
+        set_rule(proxy, action="stall_write")
+        client.writer.write(frame[1000:])
+        await asyncio.sleep(0.3)
+        assert produce_received(brokers[0]) == []
+        proxy.brokers[0].end_rule()
+        assert await client.answer() == (7, [0])
+        (stall,) = stall_log(proxy)
+        assert (stall["pending_size"], stall["pending_read"], stall["queued"]) == (len(frame), 1000, len(frame) - 1000)
+
+    run(scenario)
+
+
+def test_stalls_repeat_with_gaps_and_every_request_is_answered_in_order() -> None:
+    async def scenario(proxy: ProxyServer, brokers: list[Broker], connect: Callable[[int], Awaitable[Client]]) -> None:
+        client = await connect(0)
+        set_rule(proxy, action="stall_write", stall_s=0.15, gap_s=0.05)
+        for correlation in range(10):
+            client.produce(correlation)
+            await asyncio.sleep(0.05)
+        proxy.brokers[0].end_rule()
+        assert [(await client.answer())[0] for _ in range(10)] == list(range(10))
+        log = stall_log(proxy)
+        assert len(log) >= 2 and all(a["resumed_at"] <= b["stalled_at"] for a, b in zip(log, log[1:], strict=False))
+        assert stats(proxy)["stalled_writes"] >= 2
+
+    run(scenario)

@@ -336,7 +336,7 @@ def _proxy_fault(behaviour: Behaviour) -> Apply:
             event.withheld = [entry for victim in victims for entry in _withheld(proxy, victim)]
         elif behaviour.log == "swallowed":
             event.swallowed = [entry for victim in victims for entry in proxy.swallowed(victim)]
-        elif behaviour.log is not None:  # a planting fault's log: complete once the broker answered each entry
+        elif behaviour.log is not None:  # complete once the broker answered each entry that waits for an answer
             setattr(event, behaviour.log, [entry for victim in victims for entry in _answered_log(proxy, victim, behaviour.log)])
         after = _summed(proxy.stats(), victims)
         event.counts = {k: after[k] - before[k] for k in after if after[k] != before[k]}
@@ -380,11 +380,12 @@ def _withheld(proxy: ProxyControl, broker: int, answers_within_s: float = 5.0) -
 
 
 def _answered_log(proxy: ProxyControl, broker: int, name: str, answers_within_s: float = 5.0) -> list[dict]:
-    """The broker's log `name`, once the broker answered each of its entries (or after `answers_within_s`)."""
+    """The broker's log `name`, once the broker answered each of its entries that waits for an answer
+    (`answered`; an entry without it is complete) or after `answers_within_s`."""
     deadline = time.monotonic() + answers_within_s
     while True:
         log = proxy.log(broker, name)
-        if all(entry["answered"] for entry in log) or time.monotonic() > deadline:
+        if all(entry.get("answered", True) for entry in log) or time.monotonic() > deadline:
             return log
         time.sleep(0.1)
 

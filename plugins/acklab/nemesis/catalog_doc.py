@@ -67,6 +67,7 @@ def _evidence(mechanism: Mechanism | None) -> str:
             "plant_offset": "; each shifted answer's partition and its real offset is in the event's `shifted`",
             "plant_misroute": "; each moved partition, where it went and the offset it was appended at is in the event's `misrouted`",
             "plant_reorder": "; each partition appended out of order, both offsets and the records made late is in the event's `reordered`",
+            "stall_write": "; each stall of a connection and the request bytes it left waiting is in the event's `write_stalls`",
         }
         return f"the proxy counted {counted} on the target broker(s) in the window (the event's `counts`){logs.get(mechanism.action, '')}"
     if isinstance(mechanism, Links):

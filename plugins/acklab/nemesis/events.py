@@ -27,6 +27,7 @@ class FaultEvent:
     shifted: list[dict] = field(default_factory=list)  # what planted-offset shifted (`acklab.store.runs.PlantedPartition`)
     misrouted: list[dict] = field(default_factory=list)  # what planted-misroute moved (`acklab.store.runs.PlantedPartition`)
     reordered: list[dict] = field(default_factory=list)  # what planted-reorder swapped (`acklab.store.runs.ReorderedPartition`)
+    write_stalls: list[dict] = field(default_factory=list)  # each connection stall-write stalled (`acklab.store.runs.WriteStall`)
     interventions: list[dict] = field(default_factory=list)  # processor faults: each instance hit (`acklab.store.runs.Intervention`)
 
     def observe(self, effect: str | None, otherwise: str, since: float | None = None) -> None:

@@ -419,6 +419,15 @@ FAULTS: Mapping[str, FaultSpec] = {
             "replay_after (e.g. EndTxn) was answered, or at the window's end; each withheld request is in the evidence",
             "hold_request", options=WithholdOptions, silent=True, standard=False,
         ),
+        # A stalled write gets no answer until it is all sent: the producer notices only by its
+        # request timeout, as with a silent fault.
+        _proxy(
+            "stall-write",
+            "stop reading the broker's client connections (for stall_s at a time, gap_s apart, or the whole window) with their "
+            "receive buffers capped: a client's write blocks part-way through a request (TCP back-pressure, nothing dropped); "
+            "each stall and the request bytes it left waiting is in the evidence",
+            "stall_write", silent=True, standard=False,
+        ),
         _proxy(
             "lose-then-reject",
             "lose an idempotent producer's produce request and its pipeline with their connection (never appended), "

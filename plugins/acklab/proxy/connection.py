@@ -17,6 +17,47 @@ def frame(body: bytes) -> bytes:
     return len(body).to_bytes(4, "big") + body
 
 
+READ_CHUNK = 1 << 16  # bytes asked of the client stream per read
+
+
+class FrameReader:
+    """A client's requests as Kafka frames, read from its stream in chunks: what part of the next
+    frame has arrived is known (`pending`), which a stalled stream's evidence reports."""
+
+    def __init__(self, reader: asyncio.StreamReader) -> None:
+        self.reader = reader
+        self.buffer = bytearray()
+        self.start = 0  # where the next frame begins in `buffer`
+        self.gate = asyncio.Event()  # cleared: the stream is not read (a stalled connection)
+        self.gate.set()
+
+    async def next(self) -> tuple[bytes, bytes]:
+        """The next frame's 4-byte size and body (IncompleteReadError once the stream has ended)."""
+        while True:
+            available = len(self.buffer) - self.start
+            if available >= 4:
+                end = self.start + 4 + int.from_bytes(self.buffer[self.start : self.start + 4], "big")
+                if len(self.buffer) >= end:
+                    size, body = bytes(self.buffer[self.start : self.start + 4]), bytes(self.buffer[self.start + 4 : end])
+                    self.start = end
+                    return size, body
+            if self.start:
+                del self.buffer[: self.start]
+                self.start = 0
+            await self.gate.wait()
+            chunk = await self.reader.read(READ_CHUNK)
+            if not chunk:
+                raise asyncio.IncompleteReadError(bytes(self.buffer), None)
+            self.buffer += chunk
+
+    def pending(self) -> tuple[int | None, int]:
+        """(the size of the frame in progress, None while its 4-byte size has not all arrived; the
+        bytes of it, size included, read from the stream so far)."""
+        available = len(self.buffer) - self.start
+        size = int.from_bytes(self.buffer[self.start : self.start + 4], "big") + 4 if available >= 4 else None
+        return size, available
+
+
 class Holder(Protocol):
     """What held a request: it holds the requests that arrive behind it on its connection."""
 
@@ -62,8 +103,10 @@ class Connection:
     before it and not before `due` (monotonic time), and (correlation, PRODUCE, version, future, 0)
     for an answer the proxy will have once the future is done (`promise`), sent in its turn then."""
 
-    def __init__(self, upstream: asyncio.StreamWriter, client: asyncio.StreamWriter) -> None:
+    def __init__(self, upstream: asyncio.StreamWriter, client: asyncio.StreamWriter, reader: asyncio.StreamReader) -> None:
+        """`reader`: the client's stream, read as frames through `requests`."""
         self.upstream, self.client = upstream, client
+        self.requests = FrameReader(reader)
         self.expected: deque[tuple[int, int, int, bytes | asyncio.Future[bytes] | None, float]] = deque()
         self.held: deque[Held] = deque()
         self.awaiting: dict[int, dict] = {}  # released requests not answered yet -> their log entry

@@ -11,7 +11,7 @@ from acklab.proxy.behaviours.base import Options
 
 Action = Literal[
     "drop_response", "drop_request", "delay_response", "blackhole", "inject_error", "replace_error", "hold_request", "lose_then_reject",
-    "plant_loss", "plant_duplicate", "plant_offset", "plant_misroute", "plant_reorder",
+    "plant_loss", "plant_duplicate", "plant_offset", "plant_misroute", "plant_reorder", "stall_write",
 ]
 
 
@@ -83,6 +83,11 @@ class ProxyRule(BaseModel):
       before it; the answers reach the client in request order. Each partition both write is logged
       (`reordered`: topic, partition, the held request's records and those of them whose key the
       later request also wrote, both base offsets and whether the broker appended them swapped).
+    - stall_write: the proxy stops reading the broker's client connections (for `stall_s` at a
+      time, `gap_s` apart, or the whole window), their receive buffers capped at
+      `receive_buffer_bytes`: what a client writes fills the socket buffers and its write blocks
+      part-way through a request, nothing dropped. Each stall of a connection is logged
+      (`write_stalls`: when, and the request bytes it left waiting in the proxy and in the kernel).
     """
 
     model_config = ConfigDict(extra="forbid")

@@ -79,6 +79,7 @@ class BrokerProxy:
     rule_expires: float = 0.0
     stats: Counter[str] = field(default_factory=Counter)
     holding: set[Connection] = field(default_factory=set)
+    connections: set[Connection] = field(default_factory=set)  # the client connections open now
     on_answered: Callable[[int], None] = lambda api_key: None
     peers: dict[int, int] = field(default_factory=dict)  # every broker of the cluster (this one too) -> its upstream port
 
@@ -109,6 +110,8 @@ class BrokerProxy:
         self.rule, self.activation = rule, BEHAVIOURS[rule.action].activation(rule, self)
         self.rule_expires = time.monotonic() + rule.expires_in_s
         asyncio.get_running_loop().call_later(rule.expires_in_s, self._expire, rule)
+        for conn in self.connections:
+            self.activation.on_connect(conn)
 
     def end_rule(self) -> None:
         """Lift the rule; every held request is released."""
@@ -135,11 +138,14 @@ class BrokerProxy:
 
     async def serve(self, client_reader: asyncio.StreamReader, client_writer: asyncio.StreamWriter) -> None:
         self.stats["connections"] += 1
-        upstream_writer = None
+        upstream_writer, conn = None, None
         try:
             upstream_reader, upstream_writer = await asyncio.open_connection("127.0.0.1", self.route.upstream_port)
-            conn = Connection(upstream_writer, client_writer)
-            requests = asyncio.create_task(self._requests(client_reader, conn))
+            conn = Connection(upstream_writer, client_writer, client_reader)
+            self.connections.add(conn)
+            if self.active() is not None:
+                self.activation.on_connect(conn)  # type: ignore[union-attr]
+            requests = asyncio.create_task(self._requests(conn))
             responses = asyncio.create_task(self._responses(upstream_reader, conn))
             done, _ = await asyncio.wait({requests, responses}, return_when=asyncio.FIRST_COMPLETED)
             if responses not in done and (conn.held or conn.awaiting):  # the client went away: still deliver what is held
@@ -160,6 +166,7 @@ class BrokerProxy:
         except CLOSED:
             pass
         finally:
+            self.connections.discard(conn)  # type: ignore[arg-type]
             client_writer.close()
             if upstream_writer is not None:
                 upstream_writer.close()
@@ -175,11 +182,10 @@ class BrokerProxy:
         while conn.awaiting and not responses.done() and time.monotonic() < deadline:
             await asyncio.sleep(0.05)
 
-    async def _requests(self, reader: asyncio.StreamReader, conn: Connection) -> None:
-        writer = conn.upstream
+    async def _requests(self, conn: Connection) -> None:
+        writer, frames = conn.upstream, conn.requests
         while True:
-            size = await reader.readexactly(4)
-            body = await reader.readexactly(int.from_bytes(size, "big"))
+            size, body = await frames.next()
             api_key, version, correlation = peek_header(body)
             self.stats[f"requests.{api_key}.v{version}"] += 1
             if conn.request_taps and any(tap.on_request(api_key) for tap in conn.request_taps):

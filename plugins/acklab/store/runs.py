@@ -142,6 +142,21 @@ class ReorderedPartition(BaseModel):
     b_offset: int | None = Field(None, description="the offset the broker appended B's records of the partition at")
 
 
+class WriteStall(BaseModel):
+    """One stall of one client connection under stall-write: the proxy read nothing of it from
+    `stalled_at` to `resumed_at`. What the client had written by then and the proxy had not passed
+    on waited: the part of a request the proxy had read (`pending_read` of `pending_size` bytes)
+    and the bytes still in the kernel's receive queue (`queued`); whatever more the client meant to
+    send stayed in its own socket buffer or unwritten."""
+
+    client_port: int = Field(description="the client's port of the connection")
+    stalled_at: float = Field(description="epoch seconds the proxy stopped reading it")
+    resumed_at: float = Field(description="epoch seconds it read it again")
+    pending_size: int | None = Field(description="the size of the request in progress, its 4-byte size included (null: its size had not arrived)")
+    pending_read: int = Field(description="bytes of that request the proxy had read when it stopped")
+    queued: int = Field(description="bytes waiting in the proxy's kernel receive queue when it read again")
+
+
 class Intervention(BaseModel):
     """What a processor fault did to one pipeline's processor instance (`processor-kill`, `zombie`)."""
 
@@ -179,6 +194,7 @@ class FaultRecord(BaseModel):
     shifted: list[PlantedPartition] = Field(default_factory=list, description="planted-offset: each partition of an answer shifted")
     misrouted: list[PlantedPartition] = Field(default_factory=list, description="planted-misroute: each partition of a request moved to another")
     reordered: list[ReorderedPartition] = Field(default_factory=list, description="planted-reorder: each partition of a swapped pair of requests")
+    write_stalls: list[WriteStall] = Field(default_factory=list, description="stall-write: each stall of each client connection")
     interventions: list[Intervention] = Field(default_factory=list, description="processor faults: each processor instance hit")
 
 

@@ -19,6 +19,7 @@ from acklab.proxy.behaviours import (
     plant_offset,
     plant_reorder,
     replace_error,
+    stall_write,
 )
 from acklab.proxy.behaviours.base import Behaviour
 
@@ -26,6 +27,6 @@ BEHAVIOURS: Mapping[str, Behaviour] = {
     module.BEHAVIOUR.name: module.BEHAVIOUR
     for module in (
         drop_response, drop_request, delay_response, blackhole, inject_error, replace_error, hold_request, lose_then_reject,
-        plant_loss, plant_duplicate, plant_offset, plant_misroute, plant_reorder,
+        plant_loss, plant_duplicate, plant_offset, plant_misroute, plant_reorder, stall_write,
     )
 }

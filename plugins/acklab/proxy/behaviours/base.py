@@ -155,6 +155,7 @@ class Host(Protocol):
     stats: Counter[str]
     rule: Rule | None
     holding: set[Connection]
+    connections: set[Connection]  # its client connections open now
     broker: int  # the node id of the broker it forwards to
     peers: Mapping[int, int]  # every broker of the cluster (this one too) -> its upstream port on 127.0.0.1
 
@@ -173,6 +174,10 @@ class Activation:
 
     def __init__(self, rule: Rule, host: Host) -> None:
         self.rule, self.host, self.stats, self.affected = rule, host, host.stats, 0
+
+    def on_connect(self, conn: Connection) -> None:
+        """A client connection of the rule's broker: one open when the rule was installed, or one
+        opened while it is."""
 
     def on_request(self, conn: Connection, size: bytes, body: bytes, correlation: int, api_key: int, version: int) -> Verdict:
         """What becomes of a request the rule selects (`size` + `body`: its frame)."""
