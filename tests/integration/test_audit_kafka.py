@@ -1,6 +1,7 @@
-"""The Spark audit against real topics: one spark-submit reads two scenario topics of a real 3-broker
-cluster with read_committed (aborted transactions and their markers included), and the records
-archive re-audits to the same matrix after the cluster is gone."""
+"""The Spark audit against real topics: one spark-submit reads the scenario topics of a real 3-broker
+cluster with read_committed (aborted transactions and their markers included), loads spread over
+several topics by both client families included, and the records archive re-audits to the same
+matrix after the cluster is gone."""
 
 from __future__ import annotations
 
@@ -18,15 +19,17 @@ from acklab.cluster.topology import load_topology
 from acklab.store.runs import AuditDir, Manifest, RunDir, ScenarioEntry
 from acklab.workload.producer import run_load
 from acklab.workload.profiles import ProducerProfile, get_profile
-from acklab.workload.spec import LoadSpec
+from acklab.workload import java_client
+from acklab.workload.spec import LoadSpec, key_topic, scenario_topics
 
 from .helpers import assert_nothing_left
 
 pytestmark = pytest.mark.integration
 
-SCENARIOS = {  # name: (profile, messages); 16 transactions of 250 records per producer, every fourth aborted
-    "transactional__none": ("transactional", 8000),
-    "leader-ack__none": ("leader-ack", 6000),
+SCENARIOS = {  # name: (profile, messages, topics, client); 16 transactions of 250 records per producer, every fourth aborted
+    "transactional__none": ("transactional", 8000, 2, None),
+    "leader-ack__none": ("leader-ack", 6000, 1, None),
+    "java-leader-ack__none": ("leader-ack", 3000, 3, java_client.client(None)),
 }
 
 
@@ -44,15 +47,18 @@ def test_audit_reads_committed_records_and_reaudits_from_the_archive() -> None:
     cluster = Cluster.provision(load_topology("three-brokers"), run.cluster, owner_pid=os.getpid())
     try:
         scenarios = []
-        for index, (name, (profile_name, messages)) in enumerate(SCENARIOS.items()):
+        for index, (name, (profile_name, messages, topics, client)) in enumerate(SCENARIOS.items()):
             topic = f"audit-{index}"
-            cluster.create_topic(topic, 3, 3)
+            for each in scenario_topics(topic, topics):
+                cluster.create_topic(each, 3, 3)
             profile = _profile(profile_name)
-            result = run_load(cluster.bootstrap_servers, topic, profile, LoadSpec(messages=messages, producers=2), run.scenario(name))
+            spec = LoadSpec(messages=messages, producers=2, topics=topics)
+            result = run_load(cluster.bootstrap_servers, topic, profile, spec, run.scenario(name), client=client, partitions=3)
             scenarios.append(
                 ScenarioEntry(
                     scenario=name, profile=profile_name, fault="none", guarantee="exactly-once", partitioner=profile.partitioner,
-                    producers=2, transactional=profile.transaction is not None, topic=topic, partitions=3,
+                    producers=2, transactional=profile.transaction is not None, topic=topic,
+                    topics=scenario_topics(topic, topics) if topics > 1 else [], partitions=3,
                     send_log=run.relative(run.scenario(name).send_log), fault_effective=True, planned=result.planned,
                 )
             )
@@ -63,7 +69,7 @@ def test_audit_reads_committed_records_and_reaudits_from_the_archive() -> None:
     assert_nothing_left(run.cluster)
 
     clean = dict(lost=0, duplicates=0, failed=0, unknown=0, indeterminate=0, unexpected=0, reordered=0,
-                 misrouted=0, offset_mismatch=0, aborted_visible=0)
+                 misrouted=0, offset_mismatch=0, misdirected=0, aborted_visible=0)
     txn = rows["transactional__none"]
     assert {name: txn[name] for name in clean} == clean
     assert (txn["sent"], txn["acked"], txn["aborted"], txn["aborted_acked"], txn["aborted_clean"]) == (8000, 8000, 2000, 2000, 2000)
@@ -71,8 +77,19 @@ def test_audit_reads_committed_records_and_reaudits_from_the_archive() -> None:
     plain = rows["leader-ack__none"]
     assert {name: plain[name] for name in clean} == clean
     assert (plain["sent"], plain["delivered"], plain["records_read"], plain["aborted"]) == (6000, 6000, 6000, 0)
+    java = rows["java-leader-ack__none"]
+    assert {name: java[name] for name in clean} == clean
+    assert (java["sent"], java["delivered"], java["records_read"]) == (3000, 3000, 3000)
     outcomes = run.audit.outcomes
     assert sorted(set(pq.read_table(outcomes, columns=["scenario"])["scenario"].to_pylist())) == sorted(SCENARIOS)
+    # Each key's records are in its own topic, and the send log says which.
+    records = pq.read_table(run.audit.topic_records).to_pylist()
+    for name, (_, _, topics, _) in SCENARIOS.items():
+        names = scenario_topics(f"audit-{list(SCENARIOS).index(name)}", topics)
+        found = {(r["key"], r["topic"]) for r in records if r["scenario"] == name}
+        assert found == {(f"p{p}-k{k}", names[key_topic(k, topics)]) for p in range(2) for k in range(16)}, name
+        sent = pq.read_table(run.scenario(name).send_log, columns=["key", "topic"]).to_pylist()
+        assert {(r["key"], r["topic"]) for r in sent} == found, name
 
     # The archive alone gives the same matrix. Its driver starts from setup's class archive: with
     # -Xshare:on a JVM that cannot map it refuses to start.

@@ -92,7 +92,7 @@ RECORDS = [
     ("s-e", 1, 1, "p1-k0", b"8:1:"),  # where id 7 was acked
     ("s-e", 1, 2, "p1-k0", b"7:0:"),  # reordered: seq 0 after seq 1
     ("s-e", 1, 3, "p1-k0", b"7:0:"),
-    ("s-e", 1, 4, "p1-k0", b"9:2:"),
+    ("s-e", 1, 4, "p1-k0", b"9:2:", "t-e"),  # misdirected: sent to t-e-t1
     ("s-e", 1, 5, "p1-k0", b"8:1:"),  # the copy of id 8 at its acked offset
     ("s-e", 1, 7, "p1-k0", b"12:5:"),
     ("s-e", 1, 8, "p1-k0", b"500:9:"),  # never sent
@@ -114,7 +114,7 @@ S_E = [
     (6, "p0-k0", 6, "p0", 0, 1, True, False, 1000.75, 1002.5, None, None, "_PURGE_QUEUE", "failed", False, False),
     (7, "p1-k0", 0, "p1", 1, 0, False, None, 1000.875, 1002.75, 1, 1, None, "acked", False, False),  # 2 copies, neither at 1
     (8, "p1-k0", 1, "p1", 1, 0, False, None, 1001.0, 1003.0, 1, 5, None, "acked", False, False),  # 2 copies, one at 5
-    (9, "p1-k0", 2, "p1", 1, 0, False, None, 1001.125, 1003.25, 1, -1, None, "acked", False, False),  # offset unknown
+    (9, "p1-k0", 2, "p1", 1, 0, False, None, 1001.125, 1003.25, 1, -1, None, "acked", False, False, "t-e-t1"),  # offset unknown; misdirected
     (10, "p1-k0", 3, "p1", 1, 0, False, None, 1001.25, 1003.5, 1, 6, None, "acked", False, False),  # lost, not a mismatch
     (11, "p1-k0", 4, "p1", None, 0, False, None, 1001.375, 1003.75, 0, 8, None, "acked", False, False),  # partition unknown
     (12, "p1-k0", 5, "p1", 1, 0, False, None, 1001.5, None, None, None, None, "unknown", False, False),  # indeterminate
@@ -193,7 +193,7 @@ def _parse(value: bytes) -> tuple[int | None, int | None]:
 
 
 def _first_copy(scenario: str, id_: int) -> tuple[int, int]:
-    return min(((p, o) for s, p, o, _, v in RECORDS if s == scenario and _parse(v)[0] == id_), default=(0, 99))
+    return min(((p, o) for s, p, o, _, v, *_ in RECORDS if s == scenario and _parse(v)[0] == id_), default=(0, 99))
 
 
 def _send_log_rows(scenario: str) -> list[tuple]:
@@ -210,7 +210,7 @@ def _send_log_rows(scenario: str) -> list[tuple]:
     return rows
 
 
-ZERO_NEW = dict(misrouted=0, offset_mismatch=0, aborted=0, aborted_acked=0, aborted_clean=0, aborted_visible=0,
+ZERO_NEW = dict(misrouted=0, offset_mismatch=0, misdirected=0, aborted=0, aborted_acked=0, aborted_clean=0, aborted_visible=0,
                 unsent=0, refused=0, fatal=0, **dict.fromkeys(MATRIX_PIPELINE.names))
 EXPECTED = {
     "s-a": dict(
@@ -248,7 +248,7 @@ EXPECTED = {
     "s-e": dict(
         _meta("s-e"), planned=14, sent=14, acked=10, failed=3, unknown=1, records_read=14, delivered=5, lost=1,
         duplicated=3, duplicates=3, acked_duplicated=2, failed_clean=1, indeterminate=1,
-        unknown_absent=0, unexpected=1, reordered=1, misrouted=1, offset_mismatch=2, aborted=4,
+        unknown_absent=0, unexpected=1, reordered=1, misrouted=1, offset_mismatch=2, misdirected=1, aborted=4,
         aborted_acked=2, aborted_clean=2, aborted_visible=2, unsent=0, refused=0, fatal=0,
         # latencies 250 875 1000 1125 1500 1875 2000 2125 2250 2375 ms
         ack_latency_p50_ms=1687.5, ack_latency_p95_ms=pytest.approx(2318.75),
@@ -258,7 +258,7 @@ EXPECTED = {
     "s-f": dict(
         _meta("s-f"), planned=6, sent=4, unsent=2, refused=1, fatal=2, acked=1, failed=3, unknown=0,
         records_read=2, delivered=1, lost=0, duplicated=0, duplicates=0, acked_duplicated=0, failed_clean=3,
-        indeterminate=0, unknown_absent=0, unexpected=1, reordered=0, misrouted=0, offset_mismatch=0,
+        indeterminate=0, unknown_absent=0, unexpected=1, reordered=0, misrouted=0, offset_mismatch=0, misdirected=0,
         aborted=0, aborted_acked=0, aborted_clean=0, aborted_visible=0,
         ack_latency_p50_ms=500.0, ack_latency_p95_ms=500.0, ack_latency_p99_ms=500.0, ack_latency_max_ms=500.0,
         acked_per_s=1 / 0.5, longest_ack_gap_s=0.5, ack_gap_fault_overlap_s=0.0, **dict.fromkeys(MATRIX_PIPELINE.names),
@@ -281,12 +281,21 @@ def spark() -> Iterator[SparkSession]:
 
 
 def _records(scenario: str) -> pa.Table:
-    rows = [(s, partition, offset, key, *parse_prefix(value)) for s, partition, offset, key, value in RECORDS if s == scenario]
-    return pa.Table.from_pylist([dict(zip(TOPIC_RECORDS.names, row, strict=True)) for row in rows], schema=TOPIC_RECORDS)
+    rows = [(s, partition, offset, key, *parse_prefix(value), *topic) for s, partition, offset, key, value, *topic in RECORDS if s == scenario]
+    return pa.Table.from_pylist([_row(TOPIC_RECORDS, row) for row in rows], schema=TOPIC_RECORDS)
 
 
 def _send_log(rows: list[tuple]) -> pa.Table:
-    return pa.Table.from_pylist([dict(zip(SEND_LOG.names, row, strict=True)) for row in rows], schema=SEND_LOG)
+    return pa.Table.from_pylist([_row(SEND_LOG, row) for row in rows], schema=SEND_LOG)
+
+
+def _row(schema: pa.Schema, values: tuple) -> dict:
+    """A row of `schema` from its leading columns' values; the trailing `topic` may be left out (null:
+    the scenario's own topic)."""
+    names = schema.names[: len(values)]
+    if len(values) not in (len(schema.names), len(schema.names) - 1) or schema.names[-1] != "topic":
+        raise ValueError(f"{len(values)} values for {schema.names}")
+    return dict(zip(names, values, strict=True))
 
 
 def _send_logs() -> dict[str, pa.Table]:
@@ -379,7 +388,8 @@ def test_outcomes_per_message(outcomes: dict[str, pa.Table]) -> None:
     by_id = {r["id"]: r for r in rows}
     assert by_id[2] == dict(scenario="s-e", id=2, state="acked", aborted=False, partition=0, offset=5,
                             expected_partition=0, copies=1, outcome="delivered", misrouted=False,
-                            offset_mismatch=True, reordered=False)
+                            offset_mismatch=True, reordered=False, misdirected=False)
+    assert [r["id"] for r in rows if r["misdirected"]] == [9]
     assert (by_id[5]["state"], by_id[5]["aborted"], by_id[5]["partition"]) == ("failed", True, None)
     assert (by_id[500]["state"], by_id[500]["aborted"], by_id[500]["partition"]) == (None, None, None)
 
@@ -485,12 +495,13 @@ FULL_SEND_LOG = pa.schema(
     [("id", pa.int64()), ("key", pa.string()), ("seq", pa.int64()), ("producer", pa.string()),
      ("expected_partition", pa.int32()), ("txn", pa.int64()), ("aborted", pa.bool_()), ("retriable", pa.bool_()),
      ("send_ts", pa.float64()), ("ack_ts", pa.float64()), ("partition", pa.int32()), ("offset", pa.int64()),
-     ("error", pa.string()), ("state", pa.string()), ("refused", pa.bool_()), ("fatal", pa.bool_())]
+     ("error", pa.string()), ("state", pa.string()), ("refused", pa.bool_()), ("fatal", pa.bool_()), ("topic", pa.string())]
 )
 
 
 def _write_send_log(path: Path, rows: list[tuple], schema: pa.Schema) -> None:
-    columns = dict(zip(FULL_SEND_LOG.names, map(list, zip(*rows, strict=False)), strict=False))
+    padded = [(*row, *[None] * (len(FULL_SEND_LOG) - len(row))) for row in rows]  # the trailing topic may be left out
+    columns = dict(zip(FULL_SEND_LOG.names, map(list, zip(*padded, strict=True)), strict=True))
     path.parent.mkdir(parents=True, exist_ok=True)
     pq.write_table(pa.table({name: columns[name] for name in schema.names}, schema=schema), path)
 
@@ -542,7 +553,7 @@ def test_main_end_to_end(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> 
     manifest.write_text(json.dumps({"run_id": "t", "bootstrap_servers": "127.0.0.1:1", "scenarios": scenarios}))
 
     # A record of a scenario the manifest does not list is not audited.
-    parsed = [(s, p, o, k, *_parse(v)) for s, p, o, k, v in [*RECORDS, ("s-x", 0, 0, "kx", b"0:0:")]]
+    parsed = [(s, p, o, k, *_parse(v)) for s, p, o, k, v, *_ in [*RECORDS, ("s-x", 0, 0, "kx", b"0:0:")]]
     records = tmp_path / "records.parquet"
     pq.write_table(
         pa.table(
@@ -606,7 +617,7 @@ def test_a_record_stored_outside_its_keys_partition_is_misrouted_not_an_offset_m
     ]
     stored = [("s", 0, 0, "p0-k0", b"0:0:"), ("s", 1, 1, "p0-k0", b"1:1:"), ("s", 0, 7, "p0-k0", b"2:2:"), ("s", 1, 0, "p0-k1", b"3:0:")]
     records = pa.Table.from_pylist(
-        [dict(zip(TOPIC_RECORDS.names, (s, p, o, k, *parse_prefix(v)), strict=True)) for s, p, o, k, v in stored], schema=TOPIC_RECORDS
+        [_row(TOPIC_RECORDS, (s, p, o, k, *parse_prefix(v))) for s, p, o, k, v in stored], schema=TOPIC_RECORDS
     )
     table = sa.outcome_table("s", _send_log(rows), records).to_pylist()
     got = {r["id"]: (r["outcome"], r["misrouted"], r["offset_mismatch"]) for r in table}

@@ -79,6 +79,7 @@ def counts(
         "reordered": 0,
         "misrouted": 0,
         "offset_mismatch": 0,
+        "misdirected": 0,
         "aborted": aborted,
         "aborted_acked": 0,
         "aborted_clean": aborted_clean,
@@ -216,6 +217,8 @@ def test_a_planted_violation_in_each_class_fails_exactly_that_expectation(root: 
     run.add("eos-dup", "idempotent", acked_duplicated=2, delivered=998)
     run.add("txn-aborted-read", "transactional", delivered=900, aborted_clean=96, aborted_visible=4)
     run.add("alo-moved", "at-least-once", offset_mismatch=1)
+    run.add("amo-elsewhere", "at-most-once", misdirected=2)
+    run.add("eos-elsewhere", "idempotent", misdirected=1)
     verdict = run.judge(root, "planted")
     scenarios = by_scenario(verdict)
 
@@ -227,6 +230,8 @@ def test_a_planted_violation_in_each_class_fails_exactly_that_expectation(root: 
         "eos-dup": [("guarantee_exactly-once", "duplicates == 0", 2)],
         "txn-aborted-read": [("guarantee_transactional", "aborted_visible == 0", 4)],
         "alo-moved": [("guarantee_at-least-once", "offset_mismatch == 0", 1)],
+        "amo-elsewhere": [("guarantee_at-most-once", "misdirected == 0", 2)],
+        "eos-elsewhere": [("guarantee_exactly-once", "misdirected == 0", 1)],
     }
     assert {s.status for s in scenarios.values()} == {"fail"}
     assert scenarios["eos-dup"].summary_line() == (

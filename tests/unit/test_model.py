@@ -114,6 +114,7 @@ def test_exact_rows() -> None:
         ("guarantee_exactly-once", "guarantee", "reordered == 0"),
         ("guarantee_exactly-once", "guarantee", "offset_mismatch == 0"),
         ("guarantee_exactly-once", "guarantee", "misrouted == 0"),
+        ("guarantee_exactly-once", "guarantee", "misdirected == 0"),
         *as_planned,
         ("availability_idempotence-recovers", "availability", "fatal == 0"),
         ("availability_outage-outlasted", "availability", "failed_clean == 0"),
@@ -121,6 +122,7 @@ def test_exact_rows() -> None:
     ]
     assert exact(expected("leader-ack", "leader-kill")) == [
         ("guarantee_leader-durable", "guarantee", "misrouted == 0"),
+        ("guarantee_leader-durable", "guarantee", "misdirected == 0"),
         *as_planned,
         ("availability_outage-outlasted", "availability", "failed_clean == 0"),
         ("availability_outage-outlasted", "availability", "indeterminate == 0"),
@@ -129,6 +131,7 @@ def test_exact_rows() -> None:
         ("guarantee_at-least-once", "guarantee", "lost == 0"),
         ("guarantee_at-least-once", "guarantee", "offset_mismatch == 0"),
         ("guarantee_at-least-once", "guarantee", "misrouted == 0"),
+        ("guarantee_at-least-once", "guarantee", "misdirected == 0"),
         *as_planned,
         ("availability_outage-outlasted", "availability", "failed_clean == 0"),
         ("availability_outage-outlasted", "availability", "indeterminate == 0"),

@@ -23,7 +23,7 @@ from acklab.workload.profiles import get_profile
 SCENARIOS = {"idempotent__leader-kill": "idempotent", "leader-ack__leader-kill": "leader-ack"}
 COUNTS = dict.fromkeys(
     ("unsent", "refused", "fatal", "failed", "unknown", "duplicated", "duplicates", "acked_duplicated", "failed_clean",
-     "indeterminate", "unknown_absent", "unexpected", "reordered", "misrouted", "offset_mismatch", "aborted", "aborted_acked",
+     "indeterminate", "unknown_absent", "unexpected", "reordered", "misrouted", "offset_mismatch", "misdirected", "aborted", "aborted_acked",
      "aborted_clean", "aborted_visible"),
     0,
 )

@@ -23,13 +23,13 @@ def test_records_read_back_become_archive_rows() -> None:
     ends: list[tuple[str, int]] = []
     chunks = [read_back(messages[:2], {"t-a": 0, "t-b": 1}, keys, ends), read_back(messages[2:], {"t-a": 0, "t-b": 1}, keys, ends)]
     assert ends == [("t-a", 1)]
-    table = _table(chunks, ["scenario-a", "scenario-b"], [key.decode("utf-8", "replace") for key in keys])
+    table = _table(chunks, ["t-a", "t-b"], ["scenario-a", "scenario-b"], [key.decode("utf-8", "replace") for key in keys])
     assert table.schema == TOPIC_RECORDS
     assert table.to_pylist() == [
-        {"scenario": "scenario-b", "partition": 2, "offset": 7, "key": "p0-k1", "id": 41, "seq": 3},
-        {"scenario": "scenario-a", "partition": 0, "offset": 0, "key": None, "id": 12, "seq": 3},
-        {"scenario": "scenario-a", "partition": 0, "offset": 1, "key": "\ufffd", "id": None, "seq": None},
-        {"scenario": "scenario-b", "partition": 2, "offset": 8, "key": "p0-k1", "id": None, "seq": None},
+        {"scenario": "scenario-b", "partition": 2, "offset": 7, "key": "p0-k1", "id": 41, "seq": 3, "topic": "t-b"},
+        {"scenario": "scenario-a", "partition": 0, "offset": 0, "key": None, "id": 12, "seq": 3, "topic": "t-a"},
+        {"scenario": "scenario-a", "partition": 0, "offset": 1, "key": "\ufffd", "id": None, "seq": None, "topic": "t-a"},
+        {"scenario": "scenario-b", "partition": 2, "offset": 8, "key": "p0-k1", "id": None, "seq": None, "topic": "t-b"},
     ]
 
 
@@ -40,5 +40,5 @@ def test_an_error_other_than_a_partitions_end_fails_the_read() -> None:
 
 
 def test_nothing_read_is_an_empty_table() -> None:
-    table = _table([read_back([], {}, {}, [])], [], [])
+    table = _table([read_back([], {}, {}, [])], [], [], [])
     assert table.num_rows == 0 and table.schema == TOPIC_RECORDS

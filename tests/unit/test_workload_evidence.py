@@ -73,15 +73,18 @@ def test_a_sender_hands_records_over_in_order_and_names_the_one_that_raised() ->
             raise BufferError("queue full")
         handed.append((topic, value, key))
 
-    sender = Sender(produce, "t")
+    sender = Sender(produce)
     values, keys = [b"v%d" % i for i in range(6)], [b"k%d" % (i % 2) for i in range(6)]
-    assert sender.send(values, keys, 1, 3) == 3 and handed == [("t", b"v1", b"k1"), ("t", b"v2", b"k0")]
+    topics = ["t" if i % 2 else "u" for i in range(6)]
+    assert sender.send(values, keys, topics, 1, 3) == 3 and handed == [("t", b"v1", b"k1"), ("u", b"v2", b"k0")]
     with pytest.raises(BufferError):
-        sender.send(values, keys, 3, 6)
+        sender.send(values, keys, topics, 3, 6)
     assert sender.position == 3 and len(handed) == 2
-    assert sender.send(values, keys, 3, 6) == 6 and [value for _, value, _ in handed] == [b"v1", b"v2", b"v3", b"v4", b"v5"]
+    assert sender.send(values, keys, topics, 3, 6) == 6 and [value for _, value, _ in handed] == [b"v1", b"v2", b"v3", b"v4", b"v5"]
     with pytest.raises(IndexError):
-        sender.send(values, keys[:4], 3, 5)
+        sender.send(values, keys[:4], topics, 3, 5)
+    with pytest.raises(IndexError):
+        sender.send(values, keys, topics[:4], 3, 5)
 
 
 def test_a_report_sink_keeps_failures_unknowns_and_counts_what_it_cannot_keep(tmp_path: Path) -> None:

@@ -41,9 +41,12 @@ to ``produce()`` (send-log state ``unsent``) is in no class: it counts in ``unse
 - ``unexpected`` (matrix): records whose id is unparseable or not in the send log.
 - ``reordered``: messages with a first copy (lowest offset of its id within a partition and key)
   whose sequence is below that of an earlier first copy of the same key in that partition.
-- ``misrouted``: acked, and its acked partition or a partition holding a copy of it is not its
-  ``expected_partition`` (when the send log knows it).
-- ``offset_mismatch``: acked with partition and offset >= 0, present, not misrouted, but no copy
+- ``misrouted``: acked, and its acked partition or a partition holding a copy of it in the topic
+  it was sent to is not its ``expected_partition`` (when the send log knows it).
+- ``misdirected``: sent, and a copy of it was read from another of the scenario's topics than the
+  one the send log says it was sent to (a load over several topics, ``LoadSpec.topics``; a null
+  topic on either side is the scenario's own topic).
+- ``offset_mismatch``: acked with partition and offset >= 0, present, not misrouted or misdirected, but no copy
   of it sits at the acked (partition, offset). A message with no copy at all is ``lost``, not a
   mismatch.
 
@@ -89,6 +92,7 @@ from acklab.store.schemas import (
     SEND_LOG,
     SEND_LOG_DEFAULTS,
     TOPIC_RECORDS,
+    TOPIC_RECORDS_ADDED,
 )
 
 MATRIX_COLUMNS = tuple(MATRIX.names)
@@ -188,9 +192,12 @@ class Source:
         if self.archive is not None:
             names = [s.scenario for s in batch]
             table = pq.read_table(self.archive, filters=[("scenario", "in", names)])
+            for name in TOPIC_RECORDS_ADDED:
+                if name not in table.column_names:
+                    table = table.append_column(name, pa.nulls(table.num_rows, TOPIC_RECORDS.field(name).type))
             return table.select(TOPIC_RECORDS.names).cast(TOPIC_RECORDS)
         assert self.bootstrap is not None and self.partitions is not None
-        topics = {s.topic: s.scenario for s in batch if s.topic}
+        topics = {topic: s.scenario for s in batch for topic in s.load_topics}
         listed = [(topic, partition) for topic in topics for partition in self.partitions.get(topic, ())]
         return read_partitions(self.bootstrap, listed, topics)
 
@@ -213,7 +220,7 @@ def audit_share(run: RunDir, share: Sequence[ScenarioEntry], source: Source, out
             for scenario in batch:
                 own = by_scenario.get(scenario.scenario, TOPIC_RECORDS.empty_table())
                 send_log = read_send_log(run, scenario)
-                outcomes = outcome_table(scenario.scenario, send_log, own)
+                outcomes = outcome_table(scenario.scenario, send_log, own, scenario.topic)
                 writers["outcomes"].write(outcomes)
                 meta = {column: getattr(scenario, column) for column in MATRIX_DESCRIPTIVE.names}
                 row = meta | matrix_row(send_log, own, outcomes, fault_windows(scenario.fault_timeline))
@@ -334,7 +341,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         source = Source(archive=Path(args.topic_records).resolve())
     else:
         bootstrap = args.bootstrap_servers or manifest.bootstrap_servers
-        source = Source(bootstrap=bootstrap, partitions=topic_partitions(bootstrap, [s.topic for s in manifest.scenarios if s.topic]))
+        source = Source(bootstrap=bootstrap, partitions=topic_partitions(bootstrap, [t for s in manifest.scenarios for t in s.load_topics]))
     for folder in (out.outcomes, *([] if args.topic_records else [out.topic_records, out.pipeline_records])):
         shutil.rmtree(folder, ignore_errors=True)
         folder.mkdir(parents=True)

@@ -1,5 +1,5 @@
 """One scenario's audit: its per-message outcome table and its matrix row, from its send log and the
-records its topic holds (the definitions are in ``acklab.checker.audit``'s docstring).
+records its topics hold (the definitions are in ``acklab.checker.audit``'s docstring).
 
 Columnar numpy on one scenario's rows, which a Spark task holds whole: a message's rows meet by
 sorting, not by a shuffle. Pure functions of Arrow tables; nothing here reads Kafka or files.
@@ -48,12 +48,13 @@ def _starts(*keys: np.ndarray) -> np.ndarray:
     return start
 
 
-def _late_first_copies(records: pa.Table) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """The records with an id, as (id, partition, offset, late): ``late`` marks a first copy (lowest
-    offset of its id in its partition and key) whose seq is below an earlier first copy's there."""
-    parsed = records.filter(pc.is_valid(records["id"]))
+def _late_first_copies(parsed: pa.Table, topics: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The records with an id (``parsed``, read from the topics of codes ``topics``), as (id,
+    partition, offset, late): ``late`` marks a first copy (lowest offset of its id in its topic,
+    partition and key) whose seq is below an earlier first copy's there."""
     ids, seqs = _ints(parsed["id"], 0), _ints(parsed["seq"], 0)
-    partitions, offsets = _ints(parsed["partition"], -1), _ints(parsed["offset"], -1)
+    # A topic and a partition as one number: the topics' partitions never reach 2**31.
+    partitions, offsets = _ints(parsed["partition"], -1) + (topics << 32), _ints(parsed["offset"], -1)
     keys = _ints(pc.dictionary_encode(parsed["key"].combine_chunks()).indices, -1) if parsed.num_rows else np.zeros(0, np.int64)
     first = np.zeros(len(ids), dtype=bool)
     by_message = np.lexsort((offsets, ids, keys, partitions))
@@ -71,7 +72,7 @@ def _late_first_copies(records: pa.Table) -> tuple[np.ndarray, np.ndarray, np.nd
     late_sorted = first[order] & (earlier > floor) & (floor + rank + 1 < earlier)
     late = np.zeros(len(ids), dtype=bool)
     late[order] = late_sorted
-    return ids, partitions, offsets, late
+    return ids, _ints(parsed["partition"], -1), offsets, late
 
 
 def _max_at(size: int, index: np.ndarray, values: np.ndarray, present: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -83,16 +84,32 @@ def _max_at(size: int, index: np.ndarray, values: np.ndarray, present: np.ndarra
     return result, has
 
 
-def outcome_table(scenario: str, send_log: pa.Table, records: pa.Table) -> pa.Table:
+def _topic_codes(own_topic: str | None, *columns: pa.ChunkedArray | pa.Array) -> list[np.ndarray]:
+    """Each string column's topics as codes shared by all of them; a null is ``own_topic``, or -1
+    (unknown) without one."""
+    chunks: list[pa.Array] = []
+    for column in columns:
+        filled = pc.fill_null(column, own_topic) if own_topic is not None else column
+        chunks.extend(filled.chunks if isinstance(filled, pa.ChunkedArray) else [filled])
+    codes = _ints(pc.dictionary_encode(pa.chunked_array(chunks, pa.string())).combine_chunks().indices, -1)
+    bounds = np.cumsum([0, *(len(column) for column in columns)])
+    return [codes[lo:hi] for lo, hi in zip(bounds[:-1], bounds[1:], strict=True)]
+
+
+def outcome_table(scenario: str, send_log: pa.Table, records: pa.Table, own_topic: str | None = None) -> pa.Table:
     """``OUTCOME_TABLE`` rows of one scenario: one per id its sent send-log rows (state not
-    ``unsent``) or its records name; rows of one id in the send log are merged into one message."""
+    ``unsent``) or its records name; rows of one id in the send log are merged into one message.
+    ``own_topic``: the scenario's own topic, which a null ``topic`` in either table stands for
+    (without it a null topic is unknown, and never misdirected)."""
     state = send_log["state"]
     sent_log = send_log.filter(pc.fill_null(pc.not_equal(state, UNSENT), False))
     sent_ids = _ints(sent_log["id"], -1)
     code = np.full(len(sent_ids), _INVALID, dtype=np.int64)
     for index, name in enumerate(STATES):
         code[_flags(pc.equal(sent_log["state"], name))] = index
-    copy_ids, copy_partitions, copy_offsets, late = _late_first_copies(records)
+    parsed = records.filter(pc.is_valid(records["id"]))
+    sent_topics, copy_topics = _topic_codes(own_topic, sent_log["topic"], parsed["topic"])
+    copy_ids, copy_partitions, copy_offsets, late = _late_first_copies(parsed, copy_topics)
 
     ids, inverse = np.unique(np.concatenate([sent_ids, copy_ids]), return_inverse=True)
     inverse = inverse.reshape(-1)
@@ -108,16 +125,23 @@ def outcome_table(scenario: str, send_log: pa.Table, records: pa.Table) -> pa.Ta
     offset, has_offset = _max_at(n, at_sent, _ints(sent_log["offset"], 0), _valid(sent_log["offset"]))
     expected, has_expected = _max_at(n, at_sent, _ints(sent_log["expected_partition"], 0), _valid(sent_log["expected_partition"]))
     copies = np.bincount(at_copy, minlength=n).astype(np.int64)
+    # The topic it was sent to (-1: unknown); a copy read from another is misdirected.
+    sent_topic, _ = _max_at(n, at_sent, sent_topics, sent_topics >= 0)
+    sent_topic[~is_sent] = -1
+    wrong_topic = (copy_topics >= 0) & (sent_topic[at_copy] >= 0) & (copy_topics != sent_topic[at_copy])
+    misdirected = np.zeros(n, dtype=bool)
+    np.logical_or.at(misdirected, at_copy, wrong_topic)
     reordered = np.zeros(n, dtype=bool)
     np.logical_or.at(reordered, at_copy, late)
 
     # A copy at a location the send log acked it at: sort the sent rows' and the copies' locations
     # together. A sent row's unknown location (null, or -1) never equals a copy's.
+    location_topic = np.concatenate([sent_topics, copy_topics])
     location_partition = np.concatenate([_ints(sent_log["partition"], -1), copy_partitions])
     location_offset = np.concatenate([_ints(sent_log["offset"], -1), copy_offsets])
     from_log = np.arange(len(inverse)) < len(sent_ids)
-    order = np.lexsort((location_offset, location_partition, inverse))
-    run = np.cumsum(_starts(inverse[order], location_partition[order], location_offset[order])) - 1
+    order = np.lexsort((location_offset, location_partition, location_topic, inverse))
+    run = np.cumsum(_starts(inverse[order], location_topic[order], location_partition[order], location_offset[order])) - 1
     run_has_log = np.zeros(run[-1] + 1 if len(run) else 0, dtype=bool)
     run_has_copy = np.zeros_like(run_has_log)
     np.logical_or.at(run_has_log, run, from_log[order])
@@ -141,11 +165,11 @@ def outcome_table(scenario: str, send_log: pa.Table, records: pa.Table) -> pa.Ta
         [UNEXPECTED, "aborted_visible", "aborted_clean", "lost", "delivered", "acked_duplicated", "indeterminate", "failed_clean", "unknown_absent"],
         "invalid_state",  # a state outside the contract has no outcome; the identities then report it
     )
-    # Misrouted: acked into, or stored in, a partition other than the one its key maps to.
+    # Misrouted: acked into, or stored (in the topic it was sent to) in, a partition other than the one its key maps to.
     stored_elsewhere = np.zeros(n, dtype=bool)
-    np.logical_or.at(stored_elsewhere, at_copy, has_expected[at_copy] & (copy_partitions != expected[at_copy]))
+    np.logical_or.at(stored_elsewhere, at_copy, has_expected[at_copy] & (copy_partitions != expected[at_copy]) & ~wrong_topic)
     misrouted = acked & has_expected & ((has_partition & (partition != expected)) | stored_elsewhere)
-    offset_mismatch = acked & has_offset & (offset >= 0) & has_partition & (copies > 0) & ~at_ack & ~misrouted
+    offset_mismatch = acked & has_offset & (offset >= 0) & has_partition & (copies > 0) & ~at_ack & ~misrouted & ~misdirected
     named_state = np.array([*STATES, None], dtype=object)[np.where(state_code >= 0, state_code, len(STATES))]
     columns = {
         "scenario": pa.array([scenario] * n, pa.string()),
@@ -160,6 +184,7 @@ def outcome_table(scenario: str, send_log: pa.Table, records: pa.Table) -> pa.Ta
         "misrouted": pa.array(misrouted),
         "offset_mismatch": pa.array(offset_mismatch),
         "reordered": pa.array(reordered),
+        "misdirected": pa.array(misdirected & is_sent),
     }
     return pa.Table.from_arrays([columns[field.name] for field in OUTCOME_TABLE], schema=OUTCOME_TABLE)
 
@@ -227,7 +252,7 @@ def matrix_row(send_log: pa.Table, records: pa.Table, outcomes: pa.Table, window
     row |= {
         "duplicated": int(duplicated.sum()),
         "duplicates": int((copies[duplicated] - 1).sum()),
-        **{name: int(_flags(outcomes[name]).sum()) for name in ("reordered", "misrouted", "offset_mismatch")},
+        **{name: int(_flags(outcomes[name]).sum()) for name in ("reordered", "misrouted", "offset_mismatch", "misdirected")},
         "records_read": records.num_rows,
         UNEXPECTED: int(records["id"].null_count) + int(copies[outcome == UNEXPECTED].sum()),
     }

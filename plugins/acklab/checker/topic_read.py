@@ -71,11 +71,12 @@ def read_partitions(bootstrap: str, partitions: Sequence[tuple[str, int]], scena
                 raise TopicReadError(f"no record and no end for {STALL_TIMEOUT_S:.0f}s from {sorted(pending)[:5]} ({len(pending)} partitions)")
     finally:
         consumer.close()
-    return _table(chunks, [scenario_of[topic] for topic in topics], [key.decode("utf-8", "replace") for key in keys])
+    return _table(chunks, topics, [scenario_of[topic] for topic in topics], [key.decode("utf-8", "replace") for key in keys])
 
 
-def _table(chunks: Sequence[Mapping[str, np.ndarray]], scenarios: Sequence[str], keys: Sequence[str]) -> pa.Table:
-    """``TOPIC_RECORDS`` rows from ``read_back``'s columns (indexes into ``scenarios`` and ``keys``)."""
+def _table(chunks: Sequence[Mapping[str, np.ndarray]], topics: Sequence[str], scenarios: Sequence[str], keys: Sequence[str]) -> pa.Table:
+    """``TOPIC_RECORDS`` rows from ``read_back``'s columns (indexes into ``topics``, whose scenarios are
+    ``scenarios``, and into ``keys``)."""
     column = {name: np.concatenate([chunk[name] for chunk in chunks]) for name in ("topic", "partition", "offset", "key", "id", "seq")}
     no_prefix = column["id"] < 0
     key = pa.DictionaryArray.from_arrays(pa.array(column["key"], mask=column["key"] < 0), pa.array(keys, pa.string()))
@@ -86,6 +87,7 @@ def _table(chunks: Sequence[Mapping[str, np.ndarray]], scenarios: Sequence[str],
         "key": key.cast(pa.string()),
         "id": pa.array(column["id"], mask=no_prefix),
         "seq": pa.array(column["seq"], mask=no_prefix),
+        "topic": pa.DictionaryArray.from_arrays(column["topic"], pa.array(topics, pa.string())).cast(pa.string()),
     }
     return pa.Table.from_arrays([arrays[field.name] for field in TOPIC_RECORDS], schema=TOPIC_RECORDS)
 

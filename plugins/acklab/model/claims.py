@@ -150,6 +150,7 @@ ZERO_BECAUSE: Mapping[str, str] = {
     "reordered": "Records of a key must sit in send order within their partition.",
     "offset_mismatch": "An acknowledged record must sit at the offset its acknowledgement named.",
     "misrouted": "A keyed record, retried or not, must land in the partition its key hashes to.",
+    "misdirected": "A record must land in the topic it was sent to (KAFKA-19012: a reused buffer sent records to another topic).",
     "aborted_visible": "A read_committed reader must not see records of aborted transactions.",
     "hanging_partitions": "Every transaction must end: a partition whose last stable offset stays below its high watermark "
     "after the transactions timed out holds a hanging transaction that stalls read_committed readers (KAFKA-14402).",
@@ -166,19 +167,19 @@ PROMISES: Mapping[Guarantee, Promise] = {
     Guarantee.AT_MOST_ONCE: Promise(
         "acks=0: the producer never hears from the broker, so it never retries: records may be "
         "lost, never duplicated.",
-        ("duplicates", "misrouted"),
+        ("duplicates", "misrouted", "misdirected"),
     ),
     Guarantee.LEADER_DURABLE: Promise(
         "A record is acknowledged once the leader has it (acks=1, or an ISR that may shrink to the "
         "leader, or an out-of-sync replica that may be elected): it may be lost when the leader "
         "fails or is cut off from its followers, and retries may duplicate and reorder.",
-        ("misrouted",),
+        ("misrouted", "misdirected"),
     ),
     Guarantee.AT_LEAST_ONCE: Promise(
         "acks=all with min.insync.replicas >= 2 and clean election: no acknowledged record is "
         "lost (a leader cut off from its followers cannot acknowledge alone); retries may "
         "duplicate, and with more than one request in flight, reorder.",
-        ("lost", "offset_mismatch", "misrouted"),
+        ("lost", "offset_mismatch", "misrouted", "misdirected"),
     ),
     Guarantee.AT_LEAST_ONCE_ORDERED: Promise(
         "at-least-once with one request in flight per connection: retries may duplicate; order is "
@@ -186,18 +187,18 @@ PROMISES: Mapping[Guarantee, Promise] = {
         "librdkafka documents that retries may reorder unless enable.idempotence is set (a leader "
         "change opens another connection), so there that order holds is the belief "
         "`in-flight-1-keeps-order`, checked apart (acklab.model.beliefs), not promised.",
-        ("lost", "offset_mismatch", "misrouted"),
+        ("lost", "offset_mismatch", "misrouted", "misdirected"),
     ),
     Guarantee.EXACTLY_ONCE: Promise(
         "Idempotent producer on a replicated topic: the broker drops retried batches by producer "
         "id and sequence, so each record is written once, in send order per partition (within "
         "one producer session).",
-        ("lost", "duplicates", "reordered", "offset_mismatch", "misrouted"),
+        ("lost", "duplicates", "reordered", "offset_mismatch", "misrouted", "misdirected"),
     ),
     Guarantee.TRANSACTIONAL: Promise(
         "Transactional producer: exactly-once, and records of aborted transactions are invisible "
         "to read_committed readers.",
-        ("lost", "duplicates", "reordered", "offset_mismatch", "misrouted", "aborted_visible", "hanging_partitions"),
+        ("lost", "duplicates", "reordered", "offset_mismatch", "misrouted", "misdirected", "aborted_visible", "hanging_partitions"),
     ),
 }
 # Without a fault nothing is lost, duplicated or moved, whatever the class.

@@ -33,6 +33,7 @@ from acklab.workload import families
 from acklab.workload.processing import ProcessorJob
 from acklab.workload.processors import ProcessorGroup
 from acklab.workload.producer import START_TIMEOUT_S, LoadResult, Progress, run_load
+from acklab.workload.spec import scenario_topics
 from acklab.workload.worker import PARENT_GONE, SIGTERM_STOP
 
 log = logging.getLogger(__name__)
@@ -175,7 +176,7 @@ def _run_group(
     topics_ready = threading.Event()
 
     def create_topics() -> None:
-        every = [*topics, *(output_topic(topic) for topic in pipelines)]
+        every = [*(name for topic in topics for name in scenario_topics(topic, load_spec.topics)), *(output_topic(topic) for topic in pipelines)]
         with cluster.admin() as admin:
             admin.create_topics(every, assignment)
             for topic in every:
@@ -239,7 +240,8 @@ def _run_group(
     transactional = {t: run.scenario(s.name).send_log for t, s in zip(topics, group, strict=True) if s.profile.transaction is not None}
     planted = planted_counts(cluster, outcome, topics, {step.fault for step in group[0].schedule}, transactional)
     entries = [
-        _entry(plan, scenario, topic, future.result(), outcome, unplanned, run, hanging.get(topic), planted[topic], drained.get(topic))
+        _entry(plan, scenario, topic, future.result(), outcome, unplanned, run, hanging.get(topic), planted[topic], drained.get(topic),
+               load_spec.topics)
         for scenario, topic, future in zip(group, topics, futures, strict=True)
     ]
     if watch is None:
@@ -461,8 +463,10 @@ def _entry(
     hanging: dict[int, Hanging] | str | None = None,
     planted: Mapping[str, int | None] | None = None,
     pipeline: PipelineEvidence | None = None,
+    topics: int = 1,
 ) -> ScenarioEntry:
-    """The scenario's manifest entry: what was planned, what the load saw, what the fault did,
+    """The scenario's manifest entry (`topics`: how many topics its load spread over, its own topic
+    `topic` first): what was planned, what the load saw, what the fault did,
     (transactional scenarios) the partitions left with a hanging transaction (`open_transactions`),
     and (planting faults) what the proxy planted in its topic (`planted_counts`).
 
@@ -499,6 +503,7 @@ def _entry(
         client_version=result.client_version,
         librdkafka_version=result.librdkafka_version,
         topic=topic,
+        topics=scenario_topics(topic, topics) if topics > 1 else [],
         partitions=plan.topology.partitions,
         send_log=run.relative(files.send_log),
         load_started=result.started,

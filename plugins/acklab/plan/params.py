@@ -16,7 +16,7 @@ from acklab.nemesis.schedule import FaultStep
 from acklab.workload import families
 from acklab.workload.processing import GroupProtocol, ProcessorConfig, Style
 from acklab.workload.profiles import Partitioner, profile_names
-from acklab.workload.spec import MAX_MESSAGES, MAX_PRODUCERS
+from acklab.workload.spec import MAX_MESSAGES, MAX_PRODUCERS, MAX_TOPICS
 
 MAX_PROCESSORS = 8  # processor instances per pipeline scenario (each a process)
 
@@ -77,6 +77,11 @@ class RunParams(BaseModel):
     message_bytes: int = Field(100, ge=16, le=1_000_000, description="Bytes per message value")
     keys: int = Field(16, ge=1, le=100_000, description="Keys per producer")
     producers: int = Field(1, ge=1, le=MAX_PRODUCERS, description="Producer processes per scenario")
+    topics: int = Field(
+        1, ge=1, le=MAX_TOPICS,
+        description="Topics each scenario's load spreads over (key k of each producer to topic k mod topics; at most keys): a record "
+        "read from another topic than the one it was sent to is counted misdirected",
+    )
     partitioner: Partitioner | None = Field(None, description="Key partitioner (null = the profile's)")
     fault_at_s: float = Field(2.0, ge=0, description="Seconds into the load when the fault starts")
     fault_duration_s: float = Field(10.0, gt=0, description="Seconds the fault lasts")

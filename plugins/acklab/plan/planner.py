@@ -180,6 +180,8 @@ def make_plan(params: RunParams | dict[str, object]) -> RunPlan:
             profile = parse_model(ProducerProfile, {**profile.model_dump(), "partitioner": params.partitioner}, "params.partitioner")
         profiles.append(profile)
     pipelines = _pipelines(params, schedules, topology)
+    if pipelines and params.topics > 1:
+        raise SpecError(f"params.topics: a pipeline reads one input topic; topics {params.topics} is for producer scenarios (1 with processing)")
     if pipelines:
         input_profile = get_profile(params.input_profile, params.custom_profiles)
         if input_profile.transaction is not None:

@@ -73,6 +73,7 @@ class RunRequest(BaseModel):
     message_bytes: int = DEFAULTS.message_bytes
     keys: int = DEFAULTS.keys
     producers: int = DEFAULTS.producers
+    topics: int = DEFAULTS.topics
     partitioner: str | None = None
     kafka_version: list[str] | None = None
     client: list[str] | None = None
@@ -158,6 +159,7 @@ class RunRequest(BaseModel):
             "message_bytes": self.message_bytes,
             "keys": self.keys,
             "producers": self.producers,
+            "topics": self.topics,
             "partitioner": self.partitioner,
             "backend": self.backend,
             "fault_at_s": self.fault_at_s,

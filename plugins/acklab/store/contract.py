@@ -48,8 +48,9 @@ COUNT_DOCS: Mapping[str, str] = {
     "duplicates": "their extra copies",
     UNEXPECTED: "records whose id is unparseable or was never sent",
     "reordered": "messages whose first copy has a lower seq than an earlier first copy of the same key in that partition",
-    "misrouted": "acked messages acked into, or stored in, another partition than the one their key maps to",
-    "offset_mismatch": "acked messages present in the topic, not misrouted, but with no copy at their acked (partition, offset)",
+    "misrouted": "acked messages acked into, or stored (in the topic they were sent to) in, another partition than the one their key maps to",
+    "offset_mismatch": "acked messages present in the topic, not misrouted or misdirected, but with no copy at their acked (partition, offset)",
+    "misdirected": "sent messages with a copy in another of the scenario's topics than the one they were sent to (whatever their state)",
     "aborted": "messages of aborted transactions",
     "aborted_acked": "messages of aborted transactions that were acked before the abort",
     "aborted_clean": f"class aborted_clean: {OUTCOME_DOCS['aborted_clean']}",
@@ -58,7 +59,7 @@ COUNT_DOCS: Mapping[str, str] = {
 COUNT_COLUMNS = (
     "planned", "sent", UNSENT, "refused", "fatal", "acked", "failed", "unknown", "records_read", "delivered", "lost",
     "duplicated", "duplicates", "acked_duplicated", "failed_clean", "indeterminate", "unknown_absent", UNEXPECTED,
-    "reordered", "misrouted", "offset_mismatch", "aborted", "aborted_acked", "aborted_clean", "aborted_visible",
+    "reordered", "misrouted", "offset_mismatch", "misdirected", "aborted", "aborted_acked", "aborted_clean", "aborted_visible",
 )
 METRIC_DOCS: Mapping[str, str] = {
     "ack_latency_p50_ms": "median of ack_ts - send_ts over acked messages (exact, microsecond resolution)",

@@ -251,6 +251,10 @@ class ScenarioEntry(BaseModel):
         None, description="the transaction protocol its transactions run (1, or 2: KIP-890 part 2, a late EndTxn fenced); null: no transactions"
     )
     topic: str | None = Field(None, description="the scenario's own topic")
+    topics: list[str] = Field(
+        default_factory=list,
+        description="every topic its load sent to, its own topic first (`acklab.workload.spec.scenario_topics`); empty: its own topic alone",
+    )
     partitions: int | None = Field(None, description="its partition count")
     send_log: str | None = Field(None, description="path of the send log, relative to the run folder")
     load_started: float | None = Field(None, description="epoch seconds of the first send")
@@ -314,6 +318,11 @@ class ScenarioEntry(BaseModel):
     earlier_attempts: list[EarlierAttempt] = Field(
         default_factory=list, description="runs of this scenario whose evidence was incomplete, so its group ran it again (below); the entry is the last run's"
     )
+
+    @property
+    def load_topics(self) -> list[str]:
+        """Every topic the scenario's load sent to (none without a topic)."""
+        return self.topics or ([self.topic] if self.topic else [])
 
 
 class Manifest(BaseModel):

@@ -58,6 +58,7 @@ SEND_LOG = pa.schema(
             "write that never reached the wire; a Java `send()` that waited max.block.ms and then failed is a failure, not a refusal",
         ),
         column("fatal", pa.bool_(), "failed by the producer's fatal error: not acknowledged before it, whether sent or not"),
+        column("topic", pa.string(), "the topic the message was sent to (one of the scenario's topics, `acklab.workload.spec.scenario_topics`); null: the scenario's own topic"),
     ]
 )
 # Columns later workloads added; a send log without one reads as this default.
@@ -69,6 +70,7 @@ SEND_LOG_DEFAULTS: Mapping[str, Any] = {
     "retriable": None,
     "refused": False,
     "fatal": False,
+    "topic": None,
 }
 
 # Each statistic: librdkafka's statistic it is (summed over broker connections), then the Java
@@ -108,8 +110,11 @@ TOPIC_RECORDS = pa.schema(
         column("key", pa.string(), "record key (utf-8)"),
         column("id", pa.int64(), "message id from the value's `<id>:<seq>:` prefix; null if it has none"),
         column("seq", pa.int64(), "per-key sequence number from the same prefix"),
+        column("topic", pa.string(), "the topic it was read from (one of the scenario's topics); null in an archive written before topics were recorded: the scenario's own topic"),
     ]
 )
+# Columns later audits added; an archive without one reads it as null.
+TOPIC_RECORDS_ADDED = ("topic",)
 
 PIPELINE_OUTPUT_RECORDS = pa.schema(
     [
@@ -140,8 +145,9 @@ OUTCOME_TABLE = pa.schema(
         column("copies", pa.int64(), "topic records carrying the id", nullable=False),
         column("outcome", pa.string(), f"exactly one of {', '.join(OUTCOMES)}", nullable=False),
         column("misrouted", pa.bool_(), "acked, and the acked partition or a partition holding a copy != expected_partition (known)", nullable=False),
-        column("offset_mismatch", pa.bool_(), "acked with a partition and an offset >= 0, present, not misrouted, but no copy at the acked (partition, offset)", nullable=False),
+        column("offset_mismatch", pa.bool_(), "acked with a partition and an offset >= 0, present, not misrouted or misdirected, but no copy at the acked (topic, partition, offset)", nullable=False),
         column("reordered", pa.bool_(), "its first copy has a lower seq than an earlier first copy of the same key in that partition", nullable=False),
+        column("misdirected", pa.bool_(), "sent, and a copy of it was read from another of the scenario's topics than the one it was sent to", nullable=False),
     ]
 )
 

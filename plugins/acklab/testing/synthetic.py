@@ -23,11 +23,13 @@ import pyarrow.parquet as pq
 
 from acklab.store.runs import FaultRecord, Manifest, RunDir, ScenarioEntry
 from acklab.store.schemas import SEND_LOG, TOPIC_RECORDS
+from acklab.workload.spec import scenario_topics
 
 SCENARIO = "synthetic__leader-kill"
+TOPIC = "acklab-synthetic"  # the scenario's own topic; its load spreads over `scenario_topics(TOPIC, topics)`
 # Per-message probabilities of the planted classes (the rest is delivered once).
 RATES = {"lost": 2e-4, "acked_duplicated": 2e-4, "failed_clean": 1e-4, "indeterminate": 1e-4,
-         "unknown_absent": 1e-4, "misrouted": 1e-4, "offset_mismatch": 1e-4, "reordered": 1e-4}
+         "unknown_absent": 1e-4, "misrouted": 1e-4, "offset_mismatch": 1e-4, "reordered": 1e-4, "misdirected": 1e-4}
 UNEXPECTED_PER_CHUNK = 3  # records of ids never sent
 UNPARSEABLE_PER_CHUNK = 2  # records without an id
 FAULT_START_FRACTION, FAULT_S = 0.3, 5.0  # no acks while the fault lasts
@@ -59,9 +61,15 @@ def generate(
     chunk: int = 1_000_000,
     seed: int = 0,
     rates: Mapping[str, float] = RATES,
+    topics: int = 2,
 ) -> SyntheticRun:
-    """Write evidence of one scenario of `messages` messages sent at `rate` msg/s from `t0 = 1.7e9`,
-    with anomalies planted at `rates` (keys of `RATES`)."""
+    """Write evidence of one scenario of `messages` messages sent at `rate` msg/s from `t0 = 1.7e9`
+    over `topics` topics (key k of each producer to topic k mod topics, as `LoadSpec.topics`), with
+    anomalies planted at `rates` (keys of `RATES`; a misdirected record is stored in the next topic,
+    which needs `topics` >= 2)."""
+    if rates.get("misdirected") and topics < 2:
+        raise ValueError("a misdirected record needs another topic: topics >= 2")
+    topic_names = scenario_topics(TOPIC, topics)
     t0 = 1.7e9
     fault = (t0 + FAULT_START_FRACTION * messages / rate, t0 + FAULT_START_FRACTION * messages / rate + FAULT_S)
     key_names = [f"p{p}-k{k}" for p in range(producers) for k in range(keys)]
@@ -71,19 +79,19 @@ def generate(
     send_log_path.parent.mkdir(parents=True, exist_ok=True)
     records_path.parent.mkdir(parents=True, exist_ok=True)
     expected: Counter[str] = Counter()
-    next_offset = np.zeros(partitions, dtype=np.int64)
+    next_offset = np.zeros(topics * partitions, dtype=np.int64)  # per topic and partition
     around_fault = [-np.inf, np.inf]  # last ack before the fault, first ack after its start
     with pq.ParquetWriter(send_log_path, SEND_LOG) as send_log, pq.ParquetWriter(records_path, TOPIC_RECORDS) as records:
         for index, start in enumerate(range(0, messages, chunk)):
             ids = np.arange(start, min(start + chunk, messages), dtype=np.int64)
             rng = np.random.default_rng([seed, index])
-            sent, topic = _chunk(ids, messages, partitions, producers, keys, rate, t0, fault, next_offset, rng, rates, expected)
+            sent, topic = _chunk(ids, messages, partitions, producers, keys, topics, rate, t0, fault, next_offset, rng, rates, expected)
             acks = sent["ack_ts"][sent["state"] == 0]
             around_fault[0] = max(around_fault[0], acks[acks < fault[0]].max(initial=-np.inf))
             around_fault[1] = min(around_fault[1], acks[acks >= fault[0]].min(initial=np.inf))
-            send_log.write_table(_send_log_table(sent, key_names))
-            records.write_table(_records_table(topic, key_names, messages, index, expected))
-    _write_manifest(run, messages, partitions, producers, fault)
+            send_log.write_table(_send_log_table(sent, key_names, topic_names))
+            records.write_table(_records_table(topic, key_names, topic_names, messages, index, expected))
+    _write_manifest(run, messages, partitions, producers, fault, topic_names)
     expected["sent"] = expected["planned"] = messages
     expected["records_read"] += int(sum(next_offset))
     # At this rate normal ack gaps are milliseconds, so the longest one spans the fault.
@@ -98,6 +106,7 @@ def _chunk(
     partitions: int,
     producers: int,
     keys: int,
+    topics: int,
     rate: float,
     t0: float,
     fault: tuple[float, float],
@@ -114,6 +123,7 @@ def _chunk(
     key = (producer * keys + local % keys).astype(np.int32)
     seq = local // keys
     expected_partition = (key % partitions).astype(np.int32)
+    sent_topic = (local % keys % topics).astype(np.int32)  # key_topic of the producer's key
 
     draw = rng.random(n)
     edges = np.cumsum([rates[c] for c in ("lost", "acked_duplicated", "failed_clean", "indeterminate", "unknown_absent")])
@@ -122,6 +132,9 @@ def _chunk(
     plain = cls == 5
     misrouted = plain & (rng.random(n) < rates["misrouted"])
     plain &= ~misrouted
+    misdirected = plain & (rng.random(n) < rates.get("misdirected", 0.0))
+    plain &= ~misdirected
+    stored_topic = np.where(misdirected, (sent_topic + 1) % topics, sent_topic).astype(np.int32)
     # Reordered: m's record moves right after that of the next message of its key (m + keys, same
     # producer, same chunk); neither may take part in another move, so each move makes m late once.
     partner_ok = np.zeros(n, dtype=bool)
@@ -132,7 +145,7 @@ def _chunk(
     neighbour[:-keys] |= chosen[keys:]
     reordered = chosen & ~neighbour
 
-    acked = plain | misrouted | lost | dup
+    acked = plain | misrouted | misdirected | lost | dup
     failed = failed_clean | indeterminate
     copies = np.where(dup, 2, np.where(lost | failed_clean | unknown, 0, 1))
     partition = np.where(misrouted, (expected_partition + 1) % partitions, expected_partition).astype(np.int32)
@@ -152,20 +165,21 @@ def _chunk(
     rec_first[1:] = rec_message[1:] != rec_message[:-1]
     rec_key = order_key[rec_message] + np.where(rec_first, 0.0, 0.25)
     rec_partition = partition[rec_message]
+    rec_place = stored_topic[rec_message] * partitions + rec_partition  # its (topic, partition)
     rec_offset = np.empty(len(rec_message), dtype=np.int64)
     offset = np.full(n, -1, dtype=np.int64)
-    for p in range(partitions):
-        in_p = np.flatnonzero(rec_partition == p)
+    for place in range(len(next_offset)):
+        in_p = np.flatnonzero(rec_place == place)
         in_p = in_p[np.argsort(rec_key[in_p], kind="stable")]
-        rec_offset[in_p] = next_offset[p] + np.arange(len(in_p))
-        next_offset[p] += len(in_p)
+        rec_offset[in_p] = next_offset[place] + np.arange(len(in_p))
+        next_offset[place] += len(in_p)
     offset[rec_message[rec_first]] = rec_offset[rec_first]
     # Absent acked messages were acked at an offset that no longer holds them (e.g. truncated).
-    offset[lost] = next_offset[partition[lost]]
+    offset[lost] = next_offset[sent_topic[lost] * partitions + partition[lost]]
     mismatched = plain & (rng.random(n) < rates["offset_mismatch"])
     offset[mismatched] += 1_000_000_000
 
-    for name, mask in (("delivered", plain | misrouted), ("lost", lost), ("acked_duplicated", dup),
+    for name, mask in (("delivered", plain | misrouted | misdirected), ("misdirected", misdirected), ("lost", lost), ("acked_duplicated", dup),
                        ("duplicated", dup), ("duplicates", dup), ("failed_clean", failed_clean),
                        ("indeterminate", indeterminate), ("unknown_absent", unknown), ("misrouted", misrouted),
                        ("offset_mismatch", mismatched), ("reordered", reordered), ("acked", acked),
@@ -175,9 +189,9 @@ def _chunk(
     state = np.where(acked, 0, np.where(failed, 1, 2)).astype(np.int8)
     sent = dict(id=ids, key=key, seq=seq, producer=producer.astype(np.int32), expected_partition=expected_partition,
                 send_ts=send_ts, ack_ts=ack_ts, partition=np.where(acked, partition, -1),
-                offset=np.where(acked, offset, -1), state=state)
+                offset=np.where(acked, offset, -1), state=state, topic=sent_topic)
     topic = dict(partition=rec_partition, offset=rec_offset, key=key[rec_message], id=ids[rec_message],
-                 seq=seq[rec_message])
+                 seq=seq[rec_message], topic=stored_topic[rec_message])
     return sent, topic
 
 
@@ -185,7 +199,7 @@ def _dictionary(indices: np.ndarray, values: list[str], mask: np.ndarray | None 
     return pa.DictionaryArray.from_arrays(pa.array(indices, pa.int32(), mask=mask), pa.array(values)).cast(pa.string())
 
 
-def _send_log_table(c: dict[str, np.ndarray], key_names: list[str]) -> pa.Table:
+def _send_log_table(c: dict[str, np.ndarray], key_names: list[str], topic_names: list[str]) -> pa.Table:
     n = len(c["id"])
     failed = c["state"] == 1
     producers = sorted({name.split("-")[0] for name in key_names}, key=lambda p: int(p[1:]))
@@ -207,16 +221,18 @@ def _send_log_table(c: dict[str, np.ndarray], key_names: list[str]) -> pa.Table:
             "state": _dictionary(c["state"], ["acked", "failed", "unknown"]),
             "refused": np.zeros(n, dtype=bool),
             "fatal": np.zeros(n, dtype=bool),
+            "topic": _dictionary(c["topic"], topic_names),
         },
         schema=SEND_LOG,
     )
 
 
 def _records_table(
-    c: dict[str, np.ndarray], key_names: list[str], messages: int, index: int, expected: Counter[str]
+    c: dict[str, np.ndarray], key_names: list[str], topic_names: list[str], messages: int, index: int, expected: Counter[str]
 ) -> pa.Table:
     """The chunk's records plus planted unexpected and unparseable ones, all of key 0 in partition 0
-    past every real offset, with increasing seqs above every real one (so none is reordered)."""
+    of the first topic past every real offset, with increasing seqs above every real one (so none is
+    reordered)."""
     extra = UNEXPECTED_PER_CHUNK + UNPARSEABLE_PER_CHUNK
     serial = index * extra + np.arange(extra)
     parsed = np.arange(extra) < UNEXPECTED_PER_CHUNK
@@ -231,12 +247,13 @@ def _records_table(
             "key": _dictionary(np.concatenate([c["key"], np.zeros(extra, np.int32)]), key_names),
             "id": pa.array(np.concatenate([c["id"], messages + serial]), mask=np.concatenate([np.zeros(len(c["id"]), bool), ~parsed])),
             "seq": pa.array(np.concatenate([c["seq"], 10**12 + serial]), mask=np.concatenate([np.zeros(len(c["id"]), bool), ~parsed])),
+            "topic": _dictionary(np.concatenate([c["topic"], np.zeros(extra, np.int32)]), topic_names),
         },
         schema=TOPIC_RECORDS,
     )
 
 
-def _write_manifest(run: RunDir, messages: int, partitions: int, producers: int, fault: tuple[float, float]) -> None:
+def _write_manifest(run: RunDir, messages: int, partitions: int, producers: int, fault: tuple[float, float], topic_names: list[str]) -> None:
     scenario = ScenarioEntry(
         scenario=SCENARIO,
         profile="synthetic",
@@ -245,6 +262,8 @@ def _write_manifest(run: RunDir, messages: int, partitions: int, producers: int,
         partitioner="consistent_random",
         producers=producers,
         partitions=partitions,
+        topic=topic_names[0],
+        topics=topic_names if len(topic_names) > 1 else [],
         send_log=run.relative(run.scenario(SCENARIO).send_log),
         fault_timeline=[FaultRecord(fault="leader-kill", started=fault[0], ended=fault[1])],
         fault_effective=True,

@@ -54,6 +54,7 @@ def start_driver(job: WorkerJob, version: str) -> subprocess.Popen[str]:
         "producers": job.producers,
         "bootstrap.servers": job.bootstrap_servers,
         "topic": job.topic,
+        "key.topics": ",".join(job.key_topics),
         "first.id": job.first_id,
         "count": job.count,
         "max.id": job.max_id,
@@ -89,6 +90,7 @@ def collect(job: WorkerJob, version: str) -> dict[str, object]:
         [partition_for(k, result["partitions"], job.partitioner) for k in keys],
         transactional=job.transaction is not None,
         metadata={"client_version": result["client_version"], "librdkafka_version": ""},
+        key_topics=job.key_topics,
         retriable_codes=np.asarray(result["retriable_codes"], dtype=np.int32),
     )
     fatal = (result["fatal_code"], result["fatal_ts"]) if result["fatal_code"] is not None else None

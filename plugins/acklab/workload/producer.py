@@ -123,6 +123,7 @@ def run_load(
             flush_timeout_s=profile.delivery_timeout_ms / 1000 + 10,
             scenario_dir=files.root,
             partitions=partitions,
+            topics=spec.topics,
         )
         for n, (first_id, count) in enumerate(spec.ranges())
     ]

@@ -86,20 +86,19 @@ cdef class Sender:
     of the record being handed over: after an exception, the one `produce()` raised it for."""
 
     cdef object produce
-    cdef object topic
     cdef readonly Py_ssize_t position
 
-    def __init__(self, produce, topic):
-        self.produce, self.topic, self.position = produce, topic, 0
+    def __init__(self, produce):
+        self.produce, self.position = produce, 0
 
-    def send(self, list values, list keys, Py_ssize_t start, Py_ssize_t stop):
-        """`produce(topic, values[j], keys[j])` for j = start .. stop - 1; returns stop."""
+    def send(self, list values, list keys, list topics, Py_ssize_t start, Py_ssize_t stop):
+        """`produce(topics[j], values[j], keys[j])` for j = start .. stop - 1; returns stop."""
         cdef Py_ssize_t j
-        if start < 0 or stop > len(values) or stop > len(keys):
-            raise IndexError(f"records {start}..{stop - 1} of {len(values)} values and {len(keys)} keys")
+        if start < 0 or stop > len(values) or stop > len(keys) or stop > len(topics):
+            raise IndexError(f"records {start}..{stop - 1} of {len(values)} values, {len(keys)} keys and {len(topics)} topics")
         for j in range(start, stop):
             self.position = j
-            self.produce(self.topic, values[j], keys[j])
+            self.produce(topics[j], values[j], keys[j])
         return stop
 
 

@@ -26,7 +26,7 @@ NO_ERROR = 0
 UNREPORTED = np.iinfo(np.int32).min  # outside librdkafka's codes (local -200..-100, protocol >= -1)
 BATCH_ROWS = 1 << 18
 # Dictionary-encode only the string columns: trying it on ids and times costs 3x the write time.
-WRITE_OPTIONS = {"use_dictionary": ["key", "producer", "error", "state"]}
+WRITE_OPTIONS = {"use_dictionary": ["key", "producer", "error", "state", "topic"]}
 TXN_OUTCOMES = ("committed", "aborted", "unknown")
 LOG_STATES = (*STATES, UNSENT)  # the `state` column's values, by code
 # A producer's per-message reports, as another process hands them over (`read_reports`): each column's
@@ -68,13 +68,16 @@ class ProducerLog:
         transactional: bool = False,
         metadata: dict[str, str] | None = None,
         retriable_codes: np.ndarray = RETRIABLE_CODES,
+        key_topics: Sequence[str] | None = None,
     ) -> None:
         """`metadata`: key-value pairs for the file (e.g. the client versions), as `acklab.<key>`;
-        `retriable_codes`: the error codes whose errors are retriable (default: librdkafka's)."""
+        `retriable_codes`: the error codes whose errors are retriable (default: librdkafka's);
+        `key_topics`: the topic each key is sent to (`WorkerJob.key_topics`)."""
         self.path, self.producer, self.first_id, self.keys = path, producer, first_id, keys
         self.schema = SEND_LOG.with_metadata({f"acklab.{k}": v for k, v in (metadata or {}).items()})
         self.capacity = capacity
         self.key_partitions = np.asarray(key_partitions, dtype=np.int32)
+        self.key_topics = list(key_topics) if key_topics is not None else None
         self.transactional = transactional
         self.send_ts = np.full(capacity, np.nan)
         self.ack_ts = np.full(capacity, np.nan)
@@ -240,6 +243,7 @@ class ProducerLog:
             "state": _strings(state, list(LOG_STATES)),
             "refused": pa.array(self.refused[lo:hi]),
             "fatal": pa.array(fatal),
+            "topic": _strings(key_index, self.key_topics) if self.key_topics is not None else pa.nulls(hi - lo, pa.string()),
         }
         return pa.table(columns, schema=self.schema)
 

@@ -14,6 +14,20 @@ def key(producer: int, k: int) -> str:
     return f"p{producer}-k{k}"
 
 
+MAX_TOPICS = 16
+
+
+def scenario_topics(topic: str, count: int) -> list[str]:
+    """The topics of a scenario whose own topic is `topic` and whose load spreads over `count`
+    topics: `topic` itself, then `<topic>-t1` .. `<topic>-t<count-1>`."""
+    return [topic, *(f"{topic}-t{n}" for n in range(1, count))]
+
+
+def key_topic(k: int, count: int) -> int:
+    """Which of a scenario's `count` topics (an index into `scenario_topics`) key `k` of every producer goes to."""
+    return k % count
+
+
 def id_width(max_id: int) -> int:
     """Digits of the zero-padded id and seq in a value: those of the largest id."""
     return len(str(max_id))
@@ -34,11 +48,18 @@ class LoadSpec(BaseModel):
     message_bytes: int = Field(100, ge=16, le=1_000_000, description="bytes per message value")
     keys: int = Field(16, ge=1, le=100_000, description="keys per producer (p<n>-k0 .. p<n>-k<keys-1>)")
     producers: int = Field(1, ge=1, le=MAX_PRODUCERS, description="producer processes")
+    topics: int = Field(
+        1, ge=1, le=MAX_TOPICS,
+        description="topics the load spreads over, all of the topology's partitions and replicas: key k of each producer goes to "
+        "topic k mod topics, so a record read from a topic it was not sent to is counted (`misdirected`)",
+    )
 
     @model_validator(mode="after")
     def _consistent(self) -> LoadSpec:
         if self.producers > self.messages:
             raise ValueError(f"producers ({self.producers}) > messages ({self.messages})")
+        if self.topics > self.keys:
+            raise ValueError(f"topics ({self.topics}) > keys ({self.keys}): every topic needs a key")
         if self.message_bytes < (least := min_value_bytes(self.messages)):
             raise ValueError(f"message_bytes ({self.message_bytes}) must be >= {least} to hold the id and seq of {self.messages} messages")
         return self

@@ -47,7 +47,7 @@ from acklab.workload.partitioners import partition_for
 from acklab.workload.profiles import Partitioner, TransactionSpec
 from acklab.workload.records import ReportSink, Sender, ValueFormat
 from acklab.workload.sendlog import EvidenceError, ProducerLog
-from acklab.workload.spec import key
+from acklab.workload.spec import key, key_topic, scenario_topics
 
 log = logging.getLogger("acklab.workload.worker")
 CHUNK = 64  # messages between two polls at full speed
@@ -98,6 +98,13 @@ class WorkerJob(BaseModel):
     flush_timeout_s: float
     scenario_dir: Path
     partitions: int | None = None  # the topic's partition count; None: read from the metadata
+    topics: int = 1  # the scenario's topics (`acklab.workload.spec.scenario_topics` of `topic`); key k goes to `key_topics[k]`
+
+    @property
+    def key_topics(self) -> list[str]:
+        """The topic each of the producer's keys is sent to."""
+        names = scenario_topics(self.topic, self.topics)
+        return [names[key_topic(k, self.topics)] for k in range(self.keys)]
 
     @property
     def name(self) -> str:
@@ -153,6 +160,7 @@ class Worker:
             [partition_for(k, self.partitions, job.partitioner) for k in self.keys],
             transactional=job.transaction is not None,
             metadata=client_versions(),
+            key_topics=job.key_topics,
         )
         if job.transaction is not None:
             self.producer.init_transactions(job.flush_timeout_s)
@@ -239,7 +247,8 @@ class Worker:
 
     def _produce(self, end: int) -> None:
         """Send local messages `log.sent .. end - 1`, CHUNK at a time, paced to the job's rate."""
-        sender = Sender(self.producer.produce, self.job.topic)
+        sender = Sender(self.producer.produce)
+        key_topics = self.job.key_topics
         send, poll, polled = sender.send, self.producer.poll, self._polled
         send_ts, now, rate = self.log.send_ts, time.time, self.job.rate
         chunk = pacing_chunk(rate)
@@ -247,19 +256,21 @@ class Worker:
             lo = self.log.sent
             hi = min(end, lo + BLOCK)
             values = self.format.values(self.job.first_id, lo, hi, len(self.keys))
-            rotated = self.keys[lo % len(self.keys) :] + self.keys[: lo % len(self.keys)]
+            turn = lo % len(self.keys)
+            rotated = self.keys[turn:] + self.keys[:turn]
             keys = rotated * -(-(hi - lo) // len(rotated))
+            topics = (key_topics[turn:] + key_topics[:turn]) * -(-(hi - lo) // len(rotated))
             for start in range(0, hi - lo, chunk):
                 stop, stamped, j = min(hi - lo, start + chunk), start, start
                 try:
                     while j < stop:
                         try:
-                            j = send(values, keys, j, stop)
+                            j = send(values, keys, topics, j, stop)
                         except BufferError:  # queue full: record what was accepted, then wait
                             j = sender.position
                             send_ts[lo + stamped : lo + j] = now()
                             stamped, self.log.sent = j, lo + j
-                            self._produce_blocking(lo + j, values[j], keys[j])
+                            self._produce_blocking(lo + j, values[j], keys[j], topics[j])
                             j += 1
                         except KafkaException as exc:
                             j = sender.position
@@ -288,14 +299,14 @@ class Worker:
             if self.reports.count >= FOLD_EVERY:
                 self._fold()
 
-    def _produce_blocking(self, index: int, value: bytes, message_key: bytes) -> None:
+    def _produce_blocking(self, index: int, value: bytes, message_key: bytes, topic: str) -> None:
         """Hand local message `index` to a full queue, serving delivery reports until it is taken."""
         while True:
             self.producer.poll(0.01)
             self._polled()
             self._tick()
             try:
-                self.producer.produce(self.job.topic, value, message_key)
+                self.producer.produce(topic, value, message_key)
                 return
             except BufferError:
                 continue

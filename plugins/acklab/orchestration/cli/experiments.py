@@ -43,6 +43,7 @@ def run(
     message_bytes: Annotated[int, typer.Option(help="bytes per message value")] = DEFAULTS.message_bytes,
     keys: Annotated[int, typer.Option(help="keys per producer")] = DEFAULTS.keys,
     producers: Annotated[int, typer.Option(help="producer processes per scenario")] = DEFAULTS.producers,
+    topics: Annotated[int, typer.Option(help="topics each scenario's load spreads over (key k to topic k mod topics; records in the wrong one are misdirected)")] = DEFAULTS.topics,
     partitioner: Annotated[str | None, typer.Option(help="consistent_random or murmur2_random (default: the profile's)")] = None,
     kafka_version: Annotated[list[str] | None, typer.Option(help="override the topology's Kafka version (repeatable: a version comparison)")] = None,
     client: Annotated[list[str] | None, typer.Option(help="producer client FAMILY:VERSION, e.g. java:3.9.1 or librdkafka:2.16.1 (repeatable: a comparison)")] = None,
@@ -77,7 +78,7 @@ def run(
     request = RunRequest(  # typer ships its own click: compare a parameter's source by name
         given=tuple(name for name in ctx.params if ctx.get_parameter_source(name).name != "DEFAULT"),
         preset=preset, presets_file=presets_file, params_file=params_file, topology=topology, profile=profile, fault=fault, schedule=schedule, messages=messages,
-        rate=rate, duration_s=duration_s, message_bytes=message_bytes, keys=keys, producers=producers, partitioner=partitioner,
+        rate=rate, duration_s=duration_s, message_bytes=message_bytes, keys=keys, producers=producers, topics=topics, partitioner=partitioner,
         kafka_version=kafka_version, client=client, client_version=client_version, producer_config=producer_config,
         profiles_file=profiles_file, librdkafka=librdkafka, backend=backend, fault_at_s=fault_at_s, fault_duration_s=fault_duration_s,
         standard=standard, one_at_a_time=one_at_a_time, processing=processing, processors=processors, input_profile=input_profile,

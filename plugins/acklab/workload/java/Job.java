@@ -12,6 +12,7 @@ final class Job {
     final double durationS; // 0 = none
     final long flushTimeoutMs, statsIntervalMs;
     final String topic, prefix, bootstrapServers, configFile, progressFile;
+    final String[] keyTopics; // the topic each key is sent to (the worker's WorkerJob.key_topics)
     final String partitions; // empty: learnt from the topic's metadata
     final boolean transactional;
     final int recordsPerTxn;
@@ -30,6 +31,12 @@ final class Job {
         durationS = Double.parseDouble(job.getProperty("duration.s", "0"));
         flushTimeoutMs = (long) (Double.parseDouble(job.getProperty("flush.timeout.s")) * 1000);
         topic = job.getProperty("topic");
+        String listed = job.getProperty("key.topics", "");
+        keyTopics = new String[keys];
+        String[] named = listed.isEmpty() ? new String[0] : listed.split(",");
+        for (int k = 0; k < keys; k++) {
+            keyTopics[k] = named.length == keys ? named[k] : topic;
+        }
         prefix = job.getProperty("out.prefix");
         bootstrapServers = job.getProperty("bootstrap.servers");
         configFile = job.getProperty("config.file");

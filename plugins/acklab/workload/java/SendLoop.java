@@ -10,7 +10,7 @@ import org.apache.kafka.clients.producer.RecordMetadata;
 
 /**
  * The send loop: sends local indices {@code sent .. end - 1} in order at the job's rate (value
- * {@code <id>:<seq>:} padded with {@code x}, key {@code p<n>-k<i % keys>}), each delivery report into
+ * {@code <id>:<seq>:} padded with {@code x}, key {@code p<n>-k<i % keys>}, to that key's topic), each delivery report into
  * the SendLog, and every TICK_MS publishes progress and checks the job's duration. Per record it
  * allocates only what send() needs (the value, the record, its callback).
  */
@@ -56,7 +56,8 @@ final class SendLoop {
             writeDigits(value, width + 1, index / keys, width);
             sendTs[index] = Clock.now();
             sent = index + 1;
-            producer.send(new ProducerRecord<>(job.topic, keyBytes[index % keys], value), (metadata, exception) -> {
+            int k = index % keys;
+            producer.send(new ProducerRecord<>(job.keyTopics[k], keyBytes[k], value), (metadata, exception) -> {
                 report(index, metadata, exception, Thread.currentThread() == sender);
             });
             long nowNanos = System.nanoTime();
