@@ -1,7 +1,7 @@
 """The documented-bug presets on real clusters, through the CLI as a user runs them: KAFKA-14402 red
 before Kafka 3.6 (a hanging transaction, with the stale write's producer id and the stuck offset) and
 green on 3.6.2 (the replay refused), then made into an `acklab repro` folder; librdkafka #4953, open,
-red on the newest confluent-kafka. The presets that need other client versions (KAFKA-14417,
+red on the newest confluent-kafka. The presets that need other client versions (KAFKA-14417, KAFKA-19012,
 librdkafka #4736) are in the `versions` family."""
 
 from __future__ import annotations
@@ -142,3 +142,31 @@ def test_librdkafka_4736_is_red_on_2_4_0_and_green_on_2_5_0(tmp_path: Path) -> N
     by_version = {row["client_version"]: row for rows in json_pair_rows(done.stdout).values() for row in rows}
     assert "Unable to reconstruct MessageSet" in (by_version["2.4.0"]["fatal_error"] or ""), by_version["2.4.0"]
     assert by_version["2.5.0"]["fatal"] == 0 and by_version["2.5.0"]["failed"] == 0
+
+
+@pytest.mark.versions
+def test_kafka_19012_sends_records_to_another_topic_on_kafka_clients_3_9_1_not_on_3_9_2(tmp_path: Path) -> None:
+    """KAFKA-19012 found by version: under stall-write an expired batch's buffer is reused while its
+    request is still being written, so on 3.9.1 the broker appends another batch's records to its
+    topic or partition (misdirected or misrouted), and `acklab repro`'s records.txt names them; on
+    3.9.2 none lands elsewhere. The rows, not the run's status, are checked: the negative controls
+    run with the preset's 60 kB records, and planted-reorder may plant nothing then (the run is then
+    invalid, as it must be)."""
+    for version in ("3.9.1", "3.9.2"):
+        java_client.fetch_client(version)
+    runs = tmp_path / "runs"
+    done = acklab(runs, "run", "--preset", "kafka-19012", "--client", "java:3.9.1", "--client", "java:3.9.2", "--json")
+    assert done.returncode in (1, 4), done.stderr[-3000:]
+    by_version = {row["client_version"]: row for rows in json_pair_rows(done.stdout).values() for row in rows}
+    red, green = by_version["3.9.1"], by_version["3.9.2"]
+    assert red["fault_effective"] and green["fault_effective"], (red, green)
+    assert red["misdirected"] + red["misrouted"] > 0, red
+    assert green["misdirected"] == 0 and green["misrouted"] == 0, green
+    assert green["lost"] == 0 and red["lost"] == 0  # acks=1 under a stalled write: failed, not lost
+
+    (run_id,) = [pair["results"]["run_id"] for pair in json.loads(done.stdout)["pairs"] if "3.9.1" in pair["label"]]
+    made = acklab(runs, "repro", run_id, "expiring-writes__stall-write", "--shrink-runs", "0")
+    assert made.returncode == 0, made.stderr[-3000:]
+    (folder,) = (runs / "repros").iterdir()
+    records = (folder / "records.txt").read_text()
+    assert '"misdirected": true' in records or '"misrouted": true' in records, records[:3000]

@@ -136,13 +136,18 @@ def write_folder(
     write_json(out / "versions.json", versions)
 
     outcomes = pq.read_table(run.audit.outcomes, filters=[("scenario", "=", scenario)])
-    flagged = pc.or_(outcomes["misrouted"], pc.or_(outcomes["offset_mismatch"], outcomes["reordered"]))
+    moved = pc.or_(outcomes["misdirected"], outcomes["misrouted"])
+    flagged = pc.or_(moved, pc.or_(outcomes["offset_mismatch"], outcomes["reordered"]))
     odd = pc.or_(pc.invert(pc.is_in(outcomes["outcome"], value_set=pa.array(NOT_AFFECTED))), flagged)
-    affected = outcomes.filter(odd).slice(0, AFFECTED).to_pylist()
+    # Records in another topic or partition first: they are few, and the rest may be many.
+    chosen = outcomes.filter(odd)
+    chosen = pa.concat_tables([chosen.filter(chosen["misdirected"]), chosen.filter(pc.invert(chosen["misdirected"]))])
+    affected = chosen.slice(0, AFFECTED).to_pylist()
     send_log = pq.read_table(run.root / entry.send_log).to_pandas() if entry.send_log else None
     records = pq.read_table(run.audit.topic_records, filters=[("scenario", "=", scenario)]).to_pandas()
-    lines = [f"{len(affected)} of {int(pc.sum(odd).as_py() or 0)} affected records (outcome other than {' / '.join(NOT_AFFECTED)}, or misrouted, "
-             "offset_mismatch, reordered); per record: its outcome, its send-log line, its copies in the topic\n"]
+    lines = [f"{len(affected)} of {int(pc.sum(odd).as_py() or 0)} affected records (outcome other than {' / '.join(NOT_AFFECTED)}, or misdirected, "
+             "misrouted, offset_mismatch, reordered; misdirected first); per record: its outcome, its send-log line, its copies in "
+             "the scenario's topics\n"]
     for row in affected:
         lines.append(f"\nid {row['id']}: {json.dumps({k: v for k, v in row.items() if k != 'scenario'}, default=str)}")
         if send_log is not None:

@@ -4,7 +4,7 @@ reproduced and what acklab measured (`Finding`).
 
 A presets file names a check as a one-key mapping, the check's name to its arguments
 (`{matrix_count: {column: lost, op: "==", value: 0}}`); a check of one argument may take it alone
-(`{all_of: [...]}`). Checks combine through the checks that hold others: `all_of`, and by version
+(`{all_of: [...]}`). Checks combine through the checks that hold others: `all_of`, `any_of`, and by version
 `fixed_in` and `affected_versions`. docs/checks.md is generated from this module (`acklab.report.checks_doc`).
 
 A check never asks which client family ran: what differs between families is the family's to say
@@ -377,6 +377,18 @@ class AllOf(Check):
     def __call__(self, e: Evidence) -> Finding:
         results = [check(e) for check in self.checks]
         return Finding(all(ok for ok, _ in results), "; ".join(text for _, text in results))
+
+
+@register("any_of")
+class AnyOf(Check):
+    """At least one of `checks` holds; what each measured is joined with '; '. Takes its list alone
+    (`{any_of: [check, check]}`)."""
+
+    checks: list[AnyCheck] = Field(min_length=1, description="the checks of which one must hold")
+
+    def __call__(self, e: Evidence) -> Finding:
+        results = [check(e) for check in self.checks]
+        return Finding(any(ok for ok, _ in results), "; ".join(text for _, text in results))
 
 
 Component = Literal["kafka", "client"]

@@ -32,10 +32,14 @@ final class Job {
         flushTimeoutMs = (long) (Double.parseDouble(job.getProperty("flush.timeout.s")) * 1000);
         topic = job.getProperty("topic");
         String listed = job.getProperty("key.topics", "");
-        keyTopics = new String[keys];
-        String[] named = listed.isEmpty() ? new String[0] : listed.split(",");
-        for (int k = 0; k < keys; k++) {
-            keyTopics[k] = named.length == keys ? named[k] : topic;
+        if (listed.isEmpty()) {
+            keyTopics = new String[keys];
+            java.util.Arrays.fill(keyTopics, topic);
+        } else {
+            keyTopics = listed.split(",");
+            if (keyTopics.length != keys) {
+                throw new IllegalArgumentException("key.topics names " + keyTopics.length + " topics for " + keys + " keys");
+            }
         }
         prefix = job.getProperty("out.prefix");
         bootstrapServers = job.getProperty("bootstrap.servers");
