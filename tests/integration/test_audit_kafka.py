@@ -19,7 +19,7 @@ from acklab.cluster.topology import load_topology
 from acklab.store.runs import AuditDir, Manifest, RunDir, ScenarioEntry
 from acklab.workload.producer import run_load
 from acklab.workload.profiles import ProducerProfile, get_profile
-from acklab.workload import java_client
+from acklab.workload import families, java_client
 from acklab.workload.spec import LoadSpec, key_topic, scenario_topics
 
 from .helpers import assert_nothing_left
@@ -52,6 +52,8 @@ def test_audit_reads_committed_records_and_reaudits_from_the_archive() -> None:
             for each in scenario_topics(topic, topics):
                 cluster.create_topic(each, 3, 3)
             profile = _profile(profile_name)
+            if client is not None:
+                profile = families.of(client).resolve(profile, client)  # its family's partitioner (Java: murmur2)
             spec = LoadSpec(messages=messages, producers=2, topics=topics)
             result = run_load(cluster.bootstrap_servers, topic, profile, spec, run.scenario(name), client=client, partitions=3)
             scenarios.append(
