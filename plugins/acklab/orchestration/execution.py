@@ -170,8 +170,8 @@ def _run_group(
     )
     nemesis = Nemesis(FaultContext(cluster, topics[0], topology.min_insync_replicas, processors=processors), group[0].schedule)
     moves_leaders = any(FAULTS[step.fault].moves_leaders for step in group[0].schedule)
-    watch = None if moves_leaders else LeaderWatch(cluster, topics)
     load_spec = plan.load_of(group)
+    watch = None if moves_leaders else LeaderWatch(cluster, [name for topic in topics for name in scenario_topics(topic, load_spec.topics)])
     log.info("group %d (%s): %d scenario(s), %d messages each", index, plan.group_label(group), len(group), load_spec.messages)
     topics_ready = threading.Event()
 
@@ -246,7 +246,10 @@ def _run_group(
     ]
     if watch is None:
         return entries
-    disturbed = [entry.model_copy(update={"disturbances": watch.of_topic(entry.topic or "")}) for entry in entries]
+    disturbed = [
+        entry.model_copy(update={"disturbances": list(dict.fromkeys(d for topic in entry.load_topics for d in watch.of_topic(topic)))})
+        for entry in entries
+    ]
     for entry in disturbed:
         if entry.disturbances:
             log.warning("scenario %s: unplanned during the load: %s", entry.scenario, "; ".join(entry.disturbances))
