@@ -17,9 +17,9 @@ from acklab.checker.submit import DRIVER_OPTIONS, audit_job, class_archive, subm
 from acklab.cluster.cluster import Cluster
 from acklab.cluster.topology import load_topology
 from acklab.store.runs import AuditDir, Manifest, RunDir, ScenarioEntry
+from acklab.workload import families, java_client
 from acklab.workload.producer import run_load
 from acklab.workload.profiles import ProducerProfile, get_profile
-from acklab.workload import families, java_client
 from acklab.workload.spec import LoadSpec, key_topic, scenario_topics
 
 from .helpers import assert_nothing_left
