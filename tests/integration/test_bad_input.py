@@ -58,6 +58,7 @@ CLI_CASES: list[tuple[list[str], str]] = [
     (["run", "--messages", "0"], "messages: Input should be greater than or equal to 1"),
     (["run", "--producers", "0"], "producers: Input should be greater than or equal to 1"),
     (["run", "--producers", "5", "--messages", "4"], "producers (5) > messages (4)"),
+    (["run", "--topics", "3", "--keys", "2"], "topics (3) > keys (2): every topic needs a key"),
     (["run", "--message-bytes", "8"], "message_bytes: Input should be greater than or equal to 16"),
     (["run", "--message-bytes", "1000000"], "refused by the producer of profile leader-ack (librdkafka"),
     (["run", "--messages", "100000000", "--message-bytes", "16"], "must be >= 18 to hold the id and seq"),
