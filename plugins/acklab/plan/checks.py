@@ -13,7 +13,7 @@ A check never asks which client family ran: what differs between families is the
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from statistics import median
 from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal, NamedTuple
@@ -372,23 +372,21 @@ class AllOf(Check):
     """Every one of `checks` holds; what each measured is joined with '; '. Takes its list alone
     (`{all_of: [check, check]}`)."""
 
+    holds: ClassVar[Callable[[Iterable[bool]], bool]] = all  # how the checks' answers combine
     checks: list[AnyCheck] = Field(min_length=1, description="the checks that must all hold")
 
     def __call__(self, e: Evidence) -> Finding:
         results = [check(e) for check in self.checks]
-        return Finding(all(ok for ok, _ in results), "; ".join(text for _, text in results))
+        return Finding(self.holds(ok for ok, _ in results), "; ".join(text for _, text in results))
 
 
 @register("any_of")
-class AnyOf(Check):
+class AnyOf(AllOf):
     """At least one of `checks` holds; what each measured is joined with '; '. Takes its list alone
     (`{any_of: [check, check]}`)."""
 
+    holds: ClassVar[Callable[[Iterable[bool]], bool]] = any
     checks: list[AnyCheck] = Field(min_length=1, description="the checks of which one must hold")
-
-    def __call__(self, e: Evidence) -> Finding:
-        results = [check(e) for check in self.checks]
-        return Finding(any(ok for ok, _ in results), "; ".join(text for _, text in results))
 
 
 Component = Literal["kafka", "client"]
