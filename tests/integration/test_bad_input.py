@@ -125,6 +125,10 @@ CLI_CASES: list[tuple[list[str], str]] = [
 # (DAG, params JSON, text the one line must contain): checked as the trigger form and `plan` would.
 DAG_CASES: list[tuple[str, dict, str]] = [
     ("kafka_delivery_matrix", {"faults": ["meteor"]}, "params.faults: 'meteor' is not one of"),
+    ("kafka_explore", {"faults": ["planted-loss"]}, "params.faults: 'planted-loss' is not one of"),
+    ("kafka_explore", {"budget_minutes": 0}, "params.budget_minutes: 0 is less than or equal to the minimum of 0"),
+    ("kafka_explore", {"client_versions": ["2.1.0"]}, "client 2.1.0 is not set up"),
+    ("kafka_explore", {"topology": "../../etc/x"}, "params.topology: '../../etc/x' is not one of"),
     ("kafka_delivery_matrix", {"messages": 0}, "params.messages: 0 is less than the minimum of 1"),
     ("kafka_delivery_matrix", {"rate": -1}, "params.rate"),
     ("kafka_delivery_matrix", {"topology": "nine-brokers"}, "params.topology: 'nine-brokers' is not one of"),

@@ -13,7 +13,7 @@ from acklab.plan.planner import make_plan
 from acklab.services import airflow_pool
 from acklab.workload.profiles import catalog
 
-DAG_IDS = {"kafka_delivery_matrix", "kafka_delivery_smoke", "kafka_field_notes", "kafka_version_regression"}
+DAG_IDS = {"kafka_delivery_matrix", "kafka_delivery_smoke", "kafka_explore", "kafka_field_notes", "kafka_version_regression"}
 
 
 @pytest.fixture(scope="module")
@@ -138,3 +138,29 @@ def test_field_notes_dag_runs_every_field_note_preset(dagbag) -> None:
     assert {t.task_id for t in by_id["publish"].upstream_list} == {"run_preset"}
     planned = tasks.plan_presets({name: dag.params[name] for name in dag.params}, create=False)
     assert [run["params"]["preset"] for run in planned] == list(FIELD_NOTES) and len(FIELD_NOTES) == 10
+
+
+def test_explore_dag_runs_one_exploration_in_the_pool_and_checks_its_params(dagbag) -> None:
+    """One task holding the pool slot, telling of changed verdicts; its defaults a valid space, a
+    seed from the logical date; a trigger's bad values refused by the form or in one line by the task."""
+    from airflow.sdk.definitions.param import ParamValidationError
+
+    from acklab.base.spec import SpecError
+    from acklab.orchestration import tasks
+
+    dag = dagbag.dags["kafka_explore"]
+    assert dag.timetable.expression == "0 0 * * 0"  # @weekly
+    (task,) = dag.tasks
+    assert task.task_id == "explore" and task.pool == airflow_pool.NAME and task.on_failure_callback
+    params = {name: dag.params[name] for name in dag.params}
+    space, seed, budget_s = tasks.explore_space(params, 20261206)
+    assert (seed, budget_s, space.topology, space.faults, space.profiles) == (20261206, 3600.0, "three-brokers", (), ())
+    assert tasks.explore_space({**params, "seed": 7}, 20261206)[1] == 7
+    for name, value in (("budget_minutes", 0), ("faults", ["planted-loss"]), ("profiles", ["nope"]), ("topology", "/etc/passwd"), ("seed", "x")):
+        param = dag.params.get_param(name)
+        with pytest.raises(ParamValidationError):
+            param.resolve(value)
+    for bad, message in (({"topology": "../x"}, "a name in clusters/"), ({"budget_minutes": -1}, "budget_minutes -1"),
+                         ({"clients": ["nope"]}, "client 'nope'")):
+        with pytest.raises(SpecError, match=message):
+            tasks.explore_space({**params, **bad}, 1)

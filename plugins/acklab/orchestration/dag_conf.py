@@ -62,7 +62,9 @@ def check_dag_conf(dag_id: str, conf: str) -> None:
         except ParamValidationError as exc:
             message = str(exc.__cause__ or exc).splitlines()[0]
             raise SpecError(f"params.{name}: {message}") from None
-    if "kafka_versions" in values:
+    if "budget_minutes" in values:  # the exploration DAG: its space is its plan
+        tasks.explore_space(values, default_seed=0)
+    elif "kafka_versions" in values:
         tasks.plan_versions(values, create=False)
     elif "profiles" not in values:  # the field-notes DAG: its presets are its plan
         tasks.plan_presets(values, create=False)

@@ -24,7 +24,16 @@ from airflow.sdk import DAG, Asset, TriggerRule, dag, get_current_context, setup
 from acklab.base.paths import spark_job
 from acklab.checker.spark_job import APPLICATION, SPARK_CONF
 from acklab.orchestration.notify import VerdictChangeNotifier
-from acklab.orchestration.params import client_versions_param, clients_param, dag_params, kafka_versions_param, preset_param, version_params
+from acklab.orchestration.params import (
+    client_versions_param,
+    clients_param,
+    dag_params,
+    explore_params,
+    kafka_versions_param,
+    preset_param,
+    version_params,
+)
+from acklab.plan.explore import MAX_BUDGET_MINUTES
 from acklab.plan.params import RunParams
 from acklab.services import airflow_pool
 
@@ -219,6 +228,29 @@ def field_notes_dag(dag_id: str, schedule: str | None, doc: str) -> DAG:
         publish(run_preset.expand(run=plan()))
 
     return notes()
+
+
+def explore_dag(dag_id: str, schedule: str | None, budget_minutes: float, doc: str) -> DAG:
+    """One exploration (`acklab.orchestration.explore`), whole in one task holding the pool slot (its
+    trials' clusters are alive one at a time); the task fails when a finding is confirmed."""
+
+    @dag(
+        dag_id=dag_id, schedule=schedule, start_date=datetime(2026, 1, 1), catchup=False, max_active_runs=1,
+        dagrun_timeout=timedelta(minutes=MAX_BUDGET_MINUTES) + LEASE, tags=["acklab", "kafka", "explore"], doc_md=doc,
+        params=explore_params(budget_minutes),
+    )
+    def exploration() -> None:
+        @task(pool=airflow_pool.NAME, execution_timeout=timedelta(minutes=MAX_BUDGET_MINUTES) + LEASE, **_tell())
+        def explore(**context: Any) -> dict[str, Any]:
+            from acklab.orchestration import tasks
+
+            params = dict(context["params"])
+            seed = int(context["logical_date"].strftime("%Y%m%d"))
+            return _user_errors(lambda: tasks.explore_run(params, seed, _dag_run(context)))
+
+        explore()
+
+    return exploration()
 
 
 def _runs_dag(dag_id: str, schedule: str | None, params: dict[str, Any], doc: str, tags: list[str], *, plan: str, finish: str) -> DAG:

@@ -134,3 +134,24 @@ def client_versions_param(versions: list[str]) -> Param:
         description=f"confluent-kafka versions of the producers, with each Kafka version (each set up by `acklab setup --client-version`; the locked one is {families.default().locked}); "
         "with neither these nor clients, each run's own client: a preset's, else the locked confluent-kafka",
     )
+
+
+def explore_params(budget_minutes: float) -> dict[str, Param]:
+    """The exploration DAG's params: its budget and seed, and the space's clients, Kafka versions,
+    catalog profiles and faults (`acklab.plan.explore.ExploreSpace`)."""
+    from acklab.plan.explore import MAX_BUDGET_MINUTES, explorable_faults
+
+    faults = explorable_faults()
+    return {
+        "budget_minutes": Param(budget_minutes, type="number", exclusiveMinimum=0, maximum=MAX_BUDGET_MINUTES, description="Stop starting trials after this many minutes"),
+        "seed": Param(None, type=["null", "integer"], description="The seed (null: the logical date's YYYYMMDD); the same seed and space draw the same trials"),
+        "topology": Param("three-brokers", type="string", enum=topology_names(), description="The cluster topology of every trial"),
+        "kafka_versions": Param([], type="array", uniqueItems=True, items={"type": "string", "pattern": KAFKA_VERSION_PATTERN},
+                                description="Kafka versions a trial may draw (empty: the topology's)"),
+        "clients": clients_param([]),
+        "client_versions": client_versions_param([]),
+        "profiles": Param([], type="array", uniqueItems=True, items={"type": "string", "enum": profile_names()}, examples=profile_names(),
+                          description="Catalog profiles a trial may draw and re-tune (empty: every one)"),
+        "faults": Param([], type="array", uniqueItems=True, items={"type": "string", "enum": faults}, examples=faults,
+                        description="Catalog faults a trial may draw (empty: every one acting on producers)"),
+    }

@@ -213,11 +213,15 @@ Evidence: `records.txt` (the affected records: outcome, send-log line, topic cop
 """
 
 
-def repro(run: RunDir, scenario: str, *, shrink_runs: int = MAX_SHRINK_RUNS, execute: Callable[[dict[str, Any]], tuple[RunDir, Verdict]]) -> Repro:
-    """The repro folder of `scenario`, red in `run`: run alone again, then shrunk with up to
-    `shrink_runs` more runs made by `execute` (params -> the run and its verdict). SpecError if the
-    row is not red, or not red again when run alone."""
+def repro(
+    run: RunDir, scenario: str, *, shrink_runs: int = MAX_SHRINK_RUNS, execute: Callable[[dict[str, Any]], tuple[RunDir, Verdict]],
+    overrides: dict[str, Any] | None = None,
+) -> Repro:
+    """The repro folder of `scenario`, red in `run`: run alone again (its params with `overrides`),
+    then shrunk with up to `shrink_runs` more runs made by `execute` (params -> the run and its
+    verdict). SpecError if the row is not red, or not red again when run alone."""
     params, _ = scenario_params(run, scenario)
+    params.update(overrides or {})
     status = run.read_result().get("scenarios", {}).get(scenario) if run.result.exists() else None
     if status != "fail":
         raise SpecError(f"{scenario} of run {run.run_id} is not red ({status or 'no verdict'}): nothing to reproduce")

@@ -223,3 +223,52 @@ def publish_presets(summaries: list[dict[str, Any]]) -> dict[str, Any]:
     if report.status == "fail":
         raise RuntimeError(f"field notes run failed: {'; '.join(line for line in report.lines if not line.startswith(' '))}")
     return {"status": report.status, "html": str(report.html)}
+
+
+def explore_space(params: dict[str, Any], default_seed: int) -> tuple[Any, int, float]:
+    """The exploration DAG's params as (space, seed, budget seconds), checked before anything runs
+    (SpecError in one line). A trigger is untrusted: the topology is a name in clusters/, profiles
+    and faults the catalog's. Without a seed, `default_seed` (the DAG gives its logical date's
+    YYYYMMDD: each week draws anew, and a week's draws are repeated by its date)."""
+    from acklab.base.spec import parse_model
+    from acklab.orchestration.explore import check_space
+    from acklab.plan.explore import ExploreSpace, check_budget
+
+    if params.get("topology") not in topology_names():
+        raise SpecError(f"topology {params.get('topology')!r}: a name in clusters/ ({', '.join(topology_names())})")
+    clients = [*(params.get("clients") or []), *librdkafka_clients(params.get("client_versions"))]
+    space = parse_model(ExploreSpace, {
+        "topology": params["topology"], **({"clients": clients} if clients else {}),
+        **({"kafka_versions": params["kafka_versions"]} if params.get("kafka_versions") else {}),
+        "profiles": params.get("profiles") or [], "faults": params.get("faults") or [],
+    }, "params")
+    check_space(space)
+    seed = params.get("seed")
+    return space, default_seed if seed is None else int(seed), check_budget(float(params["budget_minutes"]))
+
+
+def explore_run(params: dict[str, Any], default_seed: int, dag_run: tuple[str, str]) -> dict[str, Any]:
+    """A whole exploration in this task (`acklab.orchestration.explore`): every trial and confirming
+    run kept in the history under `dag_run`. Raises if a finding was confirmed (a violation found)."""
+    from acklab.orchestration.explore import explore
+    from acklab.store.runs import ExplorationDir
+
+    space, seed, budget_s = explore_space(params, default_seed)
+
+    def execute(trial: dict[str, Any]) -> tuple[RunDir, Any]:
+        result = run_pipeline(trial, progress=ProgressMeter(log.info))
+        write_result(result.run, result.verdict, dag_run, result.drawing)
+        for line in result.verdict.summary_lines():
+            log.info("%s", line)
+        return result.run, result.verdict
+
+    folder = ExplorationDir.create(seed)
+    log.info("exploring for %.0f s with seed %d: %s", budget_s, seed, folder.root)
+    summary = explore(space, seed, budget_s, execute, folder=folder)
+    confirmed = [f for f in summary["findings"] if f["confirmed"]]
+    log.info("%d trials (%d scenarios) in %.0f s; %d confirmed finding(s)", summary["trials"], summary["scenarios"], summary["elapsed_s"], len(confirmed))
+    for finding in summary["findings"]:
+        log.info("finding %d: %s; known: %s; report: %s; %s", finding["number"], finding["summary"], finding["known"], finding["report"], finding["why_not"] or "")
+    if confirmed:
+        raise GuaranteeViolation(f"exploration {folder.root.name}: {len(confirmed)} confirmed finding(s): " + "; ".join(f["report"] for f in confirmed))
+    return {"exploration": str(folder.summary), "trials": summary["trials"], "findings": len(summary["findings"])}

@@ -58,6 +58,12 @@ class Check(BaseModel, ABC):
     def __call__(self, e: Evidence) -> Finding:
         """Whether the claim holds on the scenario's evidence `e`, and what was measured."""
 
+    def bug_side(self, e: Evidence) -> Finding | None:
+        """The check of the bug this check documents, on `e` if `e`'s version is one the bug is
+        documented in: whether `e` shows that bug. None for a check that documents no versioned bug,
+        or on a version the bug is not documented in (`acklab explore` labels findings with it)."""
+        return None
+
 
 CHECKS: dict[str, type[Check]] = {}
 """Every check, by the name a presets file gives it."""
@@ -416,6 +422,12 @@ class FixedIn(Check):
         ok, measured = (self.before if Version(ran) < Version(self.version) else self.after)(e)
         return Finding(ok, f"{self.component} {ran}: {measured}")
 
+    def bug_side(self, e: Evidence) -> Finding | None:
+        from packaging.version import Version
+
+        ran = _version_of(self.component, e)
+        return self.before(e) if ran and Version(ran) < Version(self.version) else None
+
 
 @register("affected_versions")
 class AffectedVersions(Check):
@@ -433,3 +445,6 @@ class AffectedVersions(Check):
             return Finding(False, f"{self.component} version not recorded")
         ok, measured = (self.affected if ran in self.versions else self.unaffected)(e)
         return Finding(ok, f"{self.component} {ran}: {measured}")
+
+    def bug_side(self, e: Evidence) -> Finding | None:
+        return self.affected(e) if _version_of(self.component, e) in self.versions else None

@@ -71,6 +71,22 @@ class TrackerState(BaseModel):
     checked: date = Field(description="when the tracker was read (YYYY-MM-DD)")
 
 
+class Signature(BaseModel):
+    """How an open bug (one no versioned check documents) shows in a red row of one of its client
+    families, on any version: `acklab explore` labels such a finding with the bug's tracker entry."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    families: tuple[str, ...] = Field(min_length=1, description="the client families the bug is in")
+    check: AnyCheck = Field(description="the check a red row of the bug passes (`acklab.plan.checks`)")
+
+    @field_validator("families")
+    @classmethod
+    def _known(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        if unknown := [name for name in value if name not in families.FAMILIES]:
+            raise ValueError(f"unknown client family {unknown[0]!r}; valid: {', '.join(families.FAMILIES)}")
+        return value
+
+
 class Preset(BaseModel):
     """A whole experiment (topology, profiles, fault schedule, load) under one name, with where it comes
     from, what its source claims, and how each claim is checked against the run."""
@@ -83,6 +99,9 @@ class Preset(BaseModel):
     tracker_state: TrackerState | None = Field(None, description="a bug preset's tracker entry as last read (the catalog's bugs all say it)")
     params: dict[str, Any] = Field(description="its run params (RunParams' fields but preset)")
     observations: tuple[Observation, ...] = Field(min_length=1, description="what its source claims, each with its check")
+    signature: Signature | None = Field(
+        None, description="an open bug's signature in any red row of its families (a fixed bug's is the bug side of its versioned checks)"
+    )
 
     @field_validator("params")
     @classmethod

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from acklab.base.spec import SpecError
 from acklab.plan.checks import Evidence
 from acklab.plan.preset_files import Preset, catalog_files, load_presets, resolve_presets_file
+from acklab.workload import families
 from acklab.workload.processing import scenario_line
 
 if TYPE_CHECKING:
@@ -126,3 +127,30 @@ def _line(entry: ScenarioEntry) -> str:
 def describe(seen: Mapping[str, Any]) -> str:
     """One line for an `observe` item: `CLAIM REPRODUCED: claim (scenario, client): measured`."""
     return f"CLAIM {seen['status'].upper()}: {seen['claim']} ({seen['scenario']}{', ' + seen['client'] if seen.get('client') else ''}): {seen['measured']}"
+
+
+def preset_families(found: Preset) -> set[str]:
+    """The client families a preset's run includes: its clients', else confluent-kafka's."""
+    specs = found.params.get("clients") or ([found.params["client"]] if found.params.get("client") else [])
+    return {spec.partition(":")[0] for spec in specs} or {families.DEFAULT}
+
+
+def known_bugs(e: Evidence) -> list[dict[str, str]]:
+    """The catalog's bugs (`BUGS`) a red row's evidence `e` shows: a fixed bug whose versioned check's
+    bug side (`Check.bug_side`) holds on `e`, on a client family its preset runs and its observation
+    is about; an open bug whose `signature` holds on a row of its families. Each as {preset, tracker,
+    state, measured}."""
+    family = e.entry.client_family
+    found = []
+    for name, bug in BUGS.items():
+        seen = None
+        if bug.signature is not None and family in bug.signature.families:
+            ok, measured = bug.signature.check(e)
+            seen = measured if ok else None
+        for observation in bug.observations if family in preset_families(bug) else ():
+            if seen is None and observation.applies_to(family) and (side := observation.check.bug_side(e)) is not None and side.reproduced:
+                seen = side.measured
+        if seen is not None:
+            state = bug.tracker_state.state if bug.tracker_state else "unknown"
+            found.append({"preset": name, "tracker": bug.tracker, "state": state, "measured": seen})
+    return found

@@ -35,6 +35,11 @@ families only lists them (`families: [java]`); a check itself never depends on t
 A check answers whether the claim was reproduced and what acklab measured; an observation whose
 scenario is missing or incomplete is `untested`. The run's verdict stays the guarantee model's.
 
+`acklab explore` labels a red row with the catalog bug it shows: a fixed bug when the bug side of a
+versioned check of its preset (`fixed_in`'s `before`, `affected_versions`' `affected`) holds on the
+row, on a version the bug is documented in; an open bug when its preset's `signature` (`{{families:
+[F], check: CHECK}}`, the check any red row of the bug passes) holds on a row of those families.
+
 This page is generated from `acklab.plan.checks`."""
 
 

@@ -52,6 +52,7 @@ FIELD_NOTES_DIR = "field-notes"  # FieldNotesDir folders, beside the runs
 COMPARISONS_DIR = "comparisons"  # in the runs root: version comparisons, one folder each
 KNOWN_BUGS_DIR = "known-bugs"  # in the runs root: the known-bugs page (index.html, known-bugs.json)
 REPROS_DIR = "repros"  # in the runs root: `acklab repro` folders, one per red row or bug preset
+EXPLORATIONS_DIR = "explorations"  # in the runs root: `acklab explore` runs, one folder each (ExplorationDir)
 
 
 def known_bugs_dir() -> Path:
@@ -599,6 +600,27 @@ class FieldNotesDir(PageDir):
 
     FOLDER = FIELD_NOTES_DIR
     SUMMARY = "field-notes.json"
+
+
+@dataclass(frozen=True)
+class ExplorationDir:
+    """One `acklab explore`: `exploration.json` (its space, seed, budget, every trial and finding) and a
+    maintainer-ready report per confirmed finding (`finding-<n>.md`, beside its repro folder's path)."""
+
+    root: Path
+
+    @classmethod
+    def create(cls, seed: int) -> ExplorationDir:
+        path = runs_dir() / EXPLORATIONS_DIR / (time.strftime("%Y%m%dT%H%M%S", time.gmtime()) + f"-seed{seed}-{secrets.token_hex(2)}")
+        path.mkdir(parents=True)
+        return cls(path)
+
+    @property
+    def summary(self) -> Path:
+        return self.root / "exploration.json"
+
+    def report(self, number: int) -> Path:
+        return self.root / f"finding-{number}.md"
 
 
 def write_json(path: Path, data: object) -> None:

@@ -24,6 +24,7 @@ for command in (
     experiments.run,
     catalog.presets,
     experiments.repro,
+    experiments.explore,
     catalog.check_params,
     experiments.audit,
     catalog.check_topology,

@@ -234,3 +234,69 @@ def report(require_pass: Annotated[bool, typer.Option(help="exit with the run's 
     print_result(run, result)
     if require_pass and result["status"] != "pass":
         raise typer.Exit(ExitCode.of(result["status"]))
+
+
+def explore(
+    budget_minutes: Annotated[float, typer.Option(help="stop starting trials after this many minutes (at most a week)")],
+    seed: Annotated[int, typer.Option(help="the seed: the same seed and options draw the same trials")],
+    client: Annotated[list[str] | None, typer.Option(help="client FAMILY[:VERSION] a trial may draw (repeatable; default: the locked confluent-kafka)")] = None,
+    client_version: Annotated[list[str] | None, typer.Option(help="confluent-kafka version a trial may draw (repeatable; shorthand of --client librdkafka:V)")] = None,
+    kafka_version: Annotated[list[str] | None, typer.Option(help="Kafka version a trial may draw (repeatable; default: the topology's)")] = None,
+    profile: Annotated[list[str] | None, typer.Option(help="catalog profile a trial may draw and re-tune (repeatable; default: every one)")] = None,
+    fault: Annotated[list[str] | None, typer.Option(help="catalog fault a trial may draw (repeatable; default: every one acting on producers)")] = None,
+    topology: Annotated[str, typer.Option(help="topology name in clusters/ of every trial")] = DEFAULTS.topology,
+    shrink_runs: Annotated[int, typer.Option(help="shrinking runs per finding, after the confirming one")] = 3,
+) -> None:
+    """Search for violations nobody scripted: trials drawn from the fault catalog, the profiles and the
+    versions (fault mixes, overlaps, targets, timings, rates, producers, re-tuned batching) until the
+    budget is spent; each red row confirmed alone with the negative controls, shrunk with `acklab
+    repro`, labelled with the known bug it shows, and written as a maintainer-ready report. Exit 0 if
+    nothing was found, 1 if a finding was confirmed, 2 bad input."""
+    from acklab.orchestration.explore import explore as run_exploration
+    from acklab.orchestration.pipeline import run_pipeline, write_result
+    from acklab.plan.explore import ExploreSpace, check_budget
+    from acklab.plan.planner import librdkafka_clients
+    from acklab.store.runs import ExplorationDir
+
+    log_to_console()
+
+    def space() -> ExploreSpace:
+        check_budget(budget_minutes)
+        if shrink_runs < 0:
+            raise UserError(f"--shrink-runs {shrink_runs}: give 0 or more")
+        from acklab.base.spec import parse_model
+
+        clients = [*(client or []), *librdkafka_clients(client_version)]
+        chosen = {
+            "topology": topology, **({"clients": clients} if clients else {}), **({"kafka_versions": kafka_version} if kafka_version else {}),
+            **({"profiles": profile} if profile else {}), **({"faults": fault} if fault else {}),
+        }
+        found = parse_model(ExploreSpace, chosen, "explore")
+        from acklab.orchestration.explore import check_space
+
+        check_space(found)
+        writable_runs()
+        return found
+
+    chosen = user_errors(space)
+
+    def execute(params: dict[str, Any]) -> tuple[RunDir, Any]:
+        steps = ", ".join(f"{s['fault']} {s.get('target', '')} at {s['at_s']} s for {s['duration_s']} s" for s in params.get("schedule") or [])
+        console.print(f"run: {', '.join(params['profiles'])} on {params.get('client')}; {steps}; {params['messages']} at {params['rate']:g}/s", highlight=False)
+        result = run_failures(lambda: run_pipeline(params))
+        write_result(result.run, result.verdict, drawing=result.drawing)
+        for line in result.verdict.summary_lines():
+            console.print(line, highlight=False)
+        return result.run, result.verdict
+
+    folder = ExplorationDir.create(seed)
+    console.print(f"exploring for {budget_minutes:g} min with seed {seed}: {folder.root}", highlight=False)
+    summary = user_errors(lambda: run_exploration(chosen, seed, budget_minutes * 60, execute, folder=folder, shrink_runs=shrink_runs))
+    confirmed = [f for f in summary["findings"] if f["confirmed"]]
+    typer.echo(f"{summary['trials']} trials ({summary['scenarios']} scenarios) in {summary['elapsed_s'] / 60:.1f} min; {len(confirmed)} confirmed finding(s)")
+    for finding in summary["findings"]:
+        what = f"report {finding['report']}" if finding["confirmed"] else f"not confirmed: {finding['why_not']}"
+        labels = ", ".join(f"{k['preset']} ({k['tracker']})" for k in finding["known"]) or "no known bug"
+        typer.echo(f"  finding {finding['number']} (trial {finding['trial']}, {finding['scenario']}): {labels}; {what}")
+    typer.echo(f"exploration: {folder.summary}")
+    raise typer.Exit(1 if confirmed else 0)

@@ -1,0 +1,262 @@
+"""`acklab explore` and the weekly exploration DAG: run trials drawn from the search space
+(`acklab.plan.explore`) until the budget is spent; confirm every red row once and shrink it with
+`acklab repro` (with the run's negative controls, so the confirming run proves it could go red);
+label it with the catalog's known bug it shows (`acklab.plan.presets.known_bugs`), and write a
+maintainer-ready report of each confirmed finding.
+
+A finding is reported once per fingerprint (the bug it shows, or its client and the expectations it
+failed): a red row of a fingerprint already found counts as seen again. A trial's own run has no
+negative controls (a trial proves nothing by passing: only a confirmed finding is reported), its
+confirming run has them. Every time spent counts against the budget; a finding is confirmed even when
+that overruns the budget, and no trial starts after it."""
+
+from __future__ import annotations
+
+import logging
+import re
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from acklab.base.spec import SpecError
+from acklab.checker.verdict import ScenarioVerdict, Verdict
+from acklab.cluster.topology import load_topology
+from acklab.plan.checks import Evidence
+from acklab.plan.explore import ExploreSpace, trials
+from acklab.store.runs import ExplorationDir, RunDir, write_json
+
+log = logging.getLogger(__name__)
+
+Execute = Callable[[dict[str, Any]], tuple[RunDir, Verdict]]
+"""Runs params end to end: the run folder and its verdict (`acklab.orchestration.pipeline`)."""
+
+MAX_REFUSED = 200  # draws the planner refuses in a row before the space is called too narrow
+MAX_ERRORS = 3  # trials that end without a verdict in a row before the exploration stops
+SHRINK_RUNS = 3  # shrinking runs per finding (after the confirming one)
+EXCERPT_LINES = 12
+
+
+@dataclass
+class Trial:
+    """One trial: its params, the run, its status, its red scenarios (or why it did not run)."""
+
+    number: int
+    params: dict[str, Any]
+    run_id: str | None = None
+    status: str | None = None
+    red: list[str] = field(default_factory=list)
+    error: str | None = None
+    seconds: float = 0.0
+
+
+@dataclass
+class Finding:
+    """A red row and what became of it: confirmed (red again alone, with its negative controls) and
+    shrunk into a repro folder with a report, or not confirmed; the known bugs it shows."""
+
+    number: int
+    trial: int
+    run_id: str
+    scenario: str
+    fingerprint: str
+    summary: str
+    known: list[dict[str, str]]
+    confirmed: bool = False
+    why_not: str | None = None
+    repro: str | None = None
+    report: str | None = None
+    seen_again: list[int] = field(default_factory=list)
+
+
+def check_space(space: ExploreSpace) -> None:
+    """SpecError in one line, before anything runs, if a client or Kafka version of `space` is not set
+    up, or one of its profiles does not run on one of its clients."""
+    from acklab.plan.planner import make_plan
+
+    for client in space.clients:
+        for kafka in space.kafka_versions:
+            make_plan({
+                "topology": space.topology, "client": client, "kafka_version": kafka, "profiles": space.profile_pool(), "faults": ["none"],
+                "negative_control": False,
+            })
+
+
+def fingerprint(row: ScenarioVerdict, client: str, known: list[dict[str, str]]) -> str:
+    """What makes two red rows one finding: the known bug they show, else the client and the
+    expectations failed (and the fatal error's name)."""
+    if known:
+        return "known: " + ", ".join(sorted(k["preset"] for k in known))
+    fatal = re.findall(r"\b[A-Z][A-Z_]{3,}\b", row.fatal_error or "")[:1]
+    return f"{client}: " + ", ".join(sorted({f.expects for f in row.failed} | set(fatal)))
+
+
+def explore(
+    space: ExploreSpace, seed: int, budget_s: float, execute: Execute, *, folder: ExplorationDir | None = None,
+    shrink_runs: int = SHRINK_RUNS, on_trial: Callable[[Trial], None] | None = None,
+) -> dict[str, Any]:
+    """Explore `space` with `seed` for `budget_s` seconds; the summary (also `exploration.json` in
+    `folder`, a new one by default). SpecError before anything runs if the space is refused."""
+    from acklab.cluster import links
+    from acklab.plan.planner import make_plan
+
+    check_space(space)
+    topology = load_topology(space.topology)
+    folder = folder or ExplorationDir.create(seed)
+    started = time.monotonic()
+    found: list[Finding] = []
+    done: list[Trial] = []
+    refused = errors = 0
+    summary: dict[str, Any] = {}
+
+    def write(status: str) -> None:
+        summary.update(
+            status=status, seed=seed, budget_s=budget_s, space=space.model_dump(), elapsed_s=round(time.monotonic() - started, 1),
+            trials=len(done), scenarios=sum(len(t.params["profiles"]) for t in done if t.run_id), refused_draws=refused,
+            findings=[asdict(f) for f in found], trial_log=[asdict(t) for t in done], folder=str(folder.root),
+        )
+        write_json(folder.summary, summary)
+
+    draws = trials(space, seed, topology.partitions, topology.broker_ids, links.unavailable() is None)
+    for params in draws:
+        if time.monotonic() - started >= budget_s:
+            break
+        try:
+            make_plan(params)
+        except SpecError as exc:
+            refused += 1
+            if refused > MAX_REFUSED and not done:
+                raise SpecError(f"explore: the space yields no trial the planner takes ({exc})") from None
+            continue
+        trial = Trial(len(done) + 1, params)
+        began = time.monotonic()
+        try:
+            run, verdict = execute(params)
+        except Exception as exc:  # a trial without a verdict is recorded; the next one runs
+            trial.error, trial.seconds = f"{type(exc).__name__}: {exc}"[:500], round(time.monotonic() - began, 1)
+            done.append(trial)
+            errors += 1
+            log.warning("trial %d ended without a verdict: %s", trial.number, trial.error)
+            if errors >= MAX_ERRORS:
+                write("stopped")
+                raise RuntimeError(f"explore: {errors} trials in a row ended without a verdict; the last: {trial.error}") from None
+            continue
+        errors = 0
+        trial.run_id, trial.status, trial.seconds = run.run_id, verdict.status, round(time.monotonic() - began, 1)
+        trial.red = [s.scenario for s in verdict.checked if s.status == "fail"]
+        done.append(trial)
+        if on_trial is not None:
+            on_trial(trial)
+        for row in (s for s in verdict.checked if s.status == "fail"):
+            _found(row, run, trial, found, folder, execute, shrink_runs)
+        write("running")
+    write("done")
+    return summary
+
+
+def _found(row: ScenarioVerdict, run: RunDir, trial: Trial, found: list[Finding], folder: ExplorationDir, execute: Execute, shrink_runs: int) -> None:
+    """Record a red row: seen again if its fingerprint is a finding's, else confirmed, shrunk and reported."""
+    from acklab.orchestration.repro import repro
+    from acklab.plan.presets import known_bugs
+
+    manifest = run.read_manifest()
+    entry = next(e for e in manifest.scenarios if e.scenario == row.scenario)
+    matrix_row = next(r for r in run.read_matrix() if r["scenario"] == row.scenario)
+    known = known_bugs(Evidence(matrix_row, entry, run, manifest.kafka_version))
+    client = f"{entry.client_family}:{entry.client_version}"
+    key = fingerprint(row, client, known)
+    same = next((f for f in found if f.fingerprint == key), None)
+    if same is not None:
+        same.seen_again.append(trial.number)
+        return
+    finding = Finding(len(found) + 1, trial.number, run.run_id, row.scenario, key, row.summary_line(), known)
+    found.append(finding)
+    try:
+        made = repro(run, row.scenario, shrink_runs=shrink_runs, execute=execute, overrides={"negative_control": True})
+    except SpecError as exc:
+        finding.why_not = str(exc)
+        return
+    status = made.red_run.read_result().get("status")
+    if status == "invalid":
+        finding.why_not = f"red again, but a negative control of run {made.red_run.run_id} was not caught: the run proves nothing"
+        return
+    finding.confirmed, finding.repro = True, str(made.folder)
+    report = folder.report(finding.number)
+    report.write_text(maintainer_report(finding, made.folder, made.params, made.steps))
+    finding.report = str(report)
+
+
+def maintainer_report(finding: Finding, repro: Path, params: dict[str, Any], steps: list[str]) -> str:
+    """A report a maintainer can act on: title, versions, minimal properties, the schedule, what was
+    expected and what happened, evidence excerpts, the repro folder."""
+    import json
+
+    from acklab.workload import families
+
+    versions = json.loads((repro / "versions.json").read_text())
+    family, _, _ = versions["client"].partition(" ")
+    config = repro / families.named(family).config_file
+    verdict = (repro / "verdict.txt").read_text().strip()
+    schedule = json.loads((repro / "schedule.json").read_text())
+    expectations = re.sub(r"^.*?: ", "", verdict.splitlines()[1]) if len(verdict.splitlines()) > 1 else verdict
+    known = "\n".join(
+        f"- **Known bug**: [{k['preset']}]({k['tracker']}), {k['state']} upstream (acklab's bug library): {k['measured']}" for k in finding.known
+    ) or "- **No known bug of acklab's library matches it**: possibly new; search the tracker before filing."
+    ran = schedule + [{}] * len(params.get("schedule") or [])
+    steps_text = "\n".join(
+        f"| {step.get('at_s', '')} | {step.get('duration_s', '')} | {step['fault']} | {record.get('target') or step.get('target', '')} | "
+        f"{json.dumps(step.get('options') or {})} | {record.get('effect', '')} |"
+        for step, record in zip(params.get("schedule") or [], ran, strict=False)
+    )
+
+    def excerpt(name: str) -> str:
+        text = (repro / name).read_text(errors="replace").splitlines() if (repro / name).exists() else []
+        return "\n".join(text[:EXCERPT_LINES]) or "(none)"
+
+    title = f"{versions['client']} on Kafka {versions['kafka']}: {finding.scenario} went red ({finding.fingerprint})"
+    return f"""# {title}
+
+{known}
+- Found by `acklab explore`, trial {finding.trial} (run {finding.run_id}); confirmed alone with its negative controls, then shrunk:
+{chr(10).join('  - ' + s for s in steps)}
+
+## Versions
+- Kafka {versions['kafka']} (KRaft, 3 brokers: `{repro / 'topology.yaml'}`, broker config `{repro / 'server.properties'}`)
+- client {versions['client']}{' (librdkafka ' + versions['librdkafka'] + ')' if versions.get('librdkafka') else ''}
+- acklab {versions.get('acklab')}
+
+## Producer properties (minimal: the profile as run)
+```
+{config.read_text().strip() if config.exists() else '(see the repro folder)'}
+```
+
+## Load and fault schedule
+{params['messages']} messages at {params.get('rate') or 'full'} msg/s, {params.get('producers', 1)} producer(s), {params.get('message_bytes', 100)}-byte values.
+
+| at (s) | for (s) | fault | target | options | what it did |
+|---|---|---|---|---|---|
+{steps_text}
+
+## Expected and observed
+{verdict}
+
+Expected (the client's documented guarantee for these properties, docs/guarantees.md): {expectations}
+
+## Evidence excerpts
+Records (`records.txt`):
+```
+{excerpt('records.txt')}
+```
+Client log (`client.log`):
+```
+{excerpt('client.log')}
+```
+Broker log (`broker.log`):
+```
+{excerpt('broker.log')}
+```
+
+## Reproduce
+`{repro / 'run.sh'}` (exits 1 while the bug is there); the folder holds the params, configs, schedule and evidence.
+"""
