@@ -118,39 +118,45 @@ def explore(
         )
         write_json(folder.summary, summary)
 
-    draws = trials(space, seed, topology.partitions, topology.broker_ids, links.unavailable() is None)
-    for params in draws:
-        if time.monotonic() - started >= budget_s:
-            break
-        try:
-            make_plan(params)
-        except SpecError as exc:
-            refused += 1
-            if refused > MAX_REFUSED and not done:
-                raise SpecError(f"explore: the space yields no trial the planner takes ({exc})") from None
-            continue
-        trial = Trial(len(done) + 1, params)
-        began = time.monotonic()
-        try:
-            run, verdict = execute(params)
-        except Exception as exc:  # a trial without a verdict is recorded; the next one runs
-            trial.error, trial.seconds = f"{type(exc).__name__}: {exc}"[:500], round(time.monotonic() - began, 1)
+    def loop() -> None:
+        nonlocal refused, errors
+        for params in trials(space, seed, topology.partitions, topology.broker_ids, links.unavailable() is None):
+            if time.monotonic() - started >= budget_s:
+                return
+            try:
+                make_plan(params)
+            except SpecError as exc:
+                refused += 1
+                if refused > MAX_REFUSED and not done:
+                    raise SpecError(f"explore: the space yields no trial the planner takes ({exc})") from None
+                continue
+            trial = Trial(len(done) + 1, params)
+            began = time.monotonic()
+            try:
+                run, verdict = execute(params)
+            except Exception as exc:  # a trial without a verdict is recorded; the next one runs
+                trial.error, trial.seconds = f"{type(exc).__name__}: {exc}"[:500], round(time.monotonic() - began, 1)
+                done.append(trial)
+                errors += 1
+                log.warning("trial %d ended without a verdict: %s", trial.number, trial.error)
+                if errors >= MAX_ERRORS:
+                    raise RuntimeError(f"explore: {errors} trials in a row ended without a verdict; the last: {trial.error}") from None
+                continue
+            errors = 0
+            trial.run_id, trial.status, trial.seconds = run.run_id, verdict.status, round(time.monotonic() - began, 1)
+            trial.red = [s.scenario for s in verdict.checked if s.status == "fail"]
             done.append(trial)
-            errors += 1
-            log.warning("trial %d ended without a verdict: %s", trial.number, trial.error)
-            if errors >= MAX_ERRORS:
-                write("stopped")
-                raise RuntimeError(f"explore: {errors} trials in a row ended without a verdict; the last: {trial.error}") from None
-            continue
-        errors = 0
-        trial.run_id, trial.status, trial.seconds = run.run_id, verdict.status, round(time.monotonic() - began, 1)
-        trial.red = [s.scenario for s in verdict.checked if s.status == "fail"]
-        done.append(trial)
-        if on_trial is not None:
-            on_trial(trial)
-        for row in (s for s in verdict.checked if s.status == "fail"):
-            _found(row, run, trial, found, folder, execute, shrink_runs)
-        write("running")
+            if on_trial is not None:
+                on_trial(trial)
+            for row in (s for s in verdict.checked if s.status == "fail"):
+                _found(row, run, trial, found, folder, execute, shrink_runs)
+            write("running")
+
+    try:
+        loop()
+    except BaseException:  # a killed or failed exploration says so in its summary
+        write("stopped")
+        raise
     write("done")
     return summary
 
