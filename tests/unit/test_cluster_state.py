@@ -47,3 +47,22 @@ def test_a_killed_process_of_another_parent_is_waited_for_until_it_has_exited() 
     os.kill(pid, signal.SIGKILL)
     assert wait_exited(orphan, 10)
     assert not process_matches(pid, orphan.create_time)
+
+
+def test_a_process_stays_itself_when_the_wall_clock_is_set(monkeypatch) -> None:
+    """The boot time psutil adds to a start time moves with the wall clock (an NTP step): a process
+    recorded before the step must still match after it, and be stopped by its owner, not leaked."""
+    import psutil
+    from psutil import _pslinux
+
+    child = _started(["sleep", "60"])
+    try:
+        stepped = psutil.boot_time() + 3.0
+        monkeypatch.setattr(_pslinux, "boot_time", lambda: stepped)
+        assert abs(psutil.Process(child.pid).create_time() - (child.create_time + stepped)) < 0.01  # the epoch form moved
+        assert process_matches(child.pid, child.create_time)
+        kill_and_wait(child)
+        assert child.pid is None
+    finally:
+        if child.pid is not None:
+            os.kill(child.pid, signal.SIGKILL)

@@ -150,7 +150,18 @@ def keep_alive(root: Path) -> Iterator[None]:
 
 
 def process_create_time(pid: int) -> float:
-    return psutil.Process(pid).create_time()
+    """When process `pid` started, in seconds since boot: what tells it from a later process given
+    the same pid. Since boot, not since the epoch: the epoch form is the boot time plus this, and the
+    boot time moves whenever the wall clock is set (an NTP step), so a process compared by it stops
+    being itself (seen exited, and never stopped: a leaked process)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except (FileNotFoundError, ProcessLookupError):
+        raise psutil.NoSuchProcess(pid) from None
+    return int(stat.rsplit(")", 1)[1].split()[19]) / CLOCK_TICKS  # field 22, starttime: clock ticks since boot (proc(5))
+
+
+CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 
 
 def _started(pid: int | None, create_time: float | None) -> psutil.Process | None:
@@ -159,7 +170,7 @@ def _started(pid: int | None, create_time: float | None) -> psutil.Process | Non
         return None
     try:
         process = psutil.Process(pid)
-        return process if create_time is None or abs(process.create_time() - create_time) < 0.01 else None
+        return process if create_time is None or abs(process_create_time(pid) - create_time) < 0.01 else None
     except psutil.NoSuchProcess:
         return None
 

@@ -59,11 +59,11 @@ def session_members(service: ServiceProcess) -> list[psutil.Process]:
     orphans it left if it died (a SIGKILLed scheduler's executor workers and their tasks). The
     session's id is the service's pid, which Linux does not reuse while the session has members."""
     members = []
-    for process in psutil.process_iter(["create_time"]):
+    for process in psutil.process_iter():
         try:
-            if process.pid != service.pid and os.getsid(process.pid) == service.pid and process.info["create_time"] >= service.create_time - 1:
+            if process.pid != service.pid and os.getsid(process.pid) == service.pid and process_create_time(process.pid) >= service.create_time - 1:
                 members.append(process)
-        except (ProcessLookupError, PermissionError):
+        except (ProcessLookupError, PermissionError, psutil.NoSuchProcess):
             continue
     return members
 
