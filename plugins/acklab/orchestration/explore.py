@@ -63,6 +63,7 @@ class Finding:
     fingerprint: str
     summary: str
     known: list[dict[str, str]]
+    failed: list[str] = field(default_factory=list)  # the expectations it failed: `suite: expects`
     confirmed: bool = False
     why_not: str | None = None
     repro: str | None = None
@@ -176,7 +177,8 @@ def _found(row: ScenarioVerdict, run: RunDir, trial: Trial, found: list[Finding]
     if same is not None:
         same.seen_again.append(trial.number)
         return
-    finding = Finding(len(found) + 1, trial.number, run.run_id, row.scenario, key, row.summary_line(), known)
+    failed = sorted({f"{f.suite}: {f.expects}" for f in row.failed} | ({f"fatal: {row.fatal_error}"} if row.fatal_error else set()))
+    finding = Finding(len(found) + 1, trial.number, run.run_id, row.scenario, key, row.summary_line(), known, failed)
     found.append(finding)
     try:
         made = repro(run, row.scenario, shrink_runs=shrink_runs, execute=execute, overrides={"negative_control": True})
@@ -205,7 +207,7 @@ def maintainer_report(finding: Finding, repro: Path, params: dict[str, Any], ste
     config = repro / families.named(family).config_file
     verdict = (repro / "verdict.txt").read_text().strip()
     schedule = json.loads((repro / "schedule.json").read_text())
-    expectations = re.sub(r"^.*?: ", "", verdict.splitlines()[1]) if len(verdict.splitlines()) > 1 else verdict
+    expectations = "\n".join(f"- {_documented(line)}" for line in finding.failed) or "- (see verdict.txt)"
     known = "\n".join(
         f"- **Known bug**: [{k['preset']}]({k['tracker']}), {k['state']} upstream (acklab's bug library): {k['measured']}" for k in finding.known
     ) or "- **No known bug of acklab's library matches it**: possibly new; search the tracker before filing."
@@ -247,7 +249,8 @@ def maintainer_report(finding: Finding, repro: Path, params: dict[str, Any], ste
 ## Expected and observed
 {verdict}
 
-Expected (the client's documented guarantee for these properties, docs/guarantees.md): {expectations}
+What was expected and failed (acklab's guarantee model, docs/guarantees.md):
+{expectations}
 
 ## Evidence excerpts
 Records (`records.txt`):
@@ -266,3 +269,16 @@ Broker log (`broker.log`):
 ## Reproduce
 `{repro / 'run.sh'}` (exits 1 while the bug is there); the folder holds the params, configs, schedule and evidence.
 """
+
+
+def _documented(failed: str) -> str:
+    """A failed expectation `suite: expects` with its claim's scope and reason, when the suite is a
+    claim of the guarantee registry (`acklab.model.claims`)."""
+    from acklab.model.claims import claim
+
+    suite, _, expects = failed.partition(": ")
+    try:
+        found = claim(suite)
+    except KeyError:
+        return f"`{expects}` ({suite})"
+    return f"`{expects}` ({suite}, {found.kind.value}: {found.text}) applies when {found.scope.when}"
