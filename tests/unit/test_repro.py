@@ -34,3 +34,17 @@ def test_shrinking_stops_at_its_run_limit_and_at_the_smallest_load() -> None:
     assert len(runs) == len(steps) == 3 and smallest["messages"] == 12_500
     smallest, run, steps = shrink({"messages": MIN_MESSAGES * 2 - 1, "schedule": []}, lambda c: None, limit=3)
     assert (smallest["messages"], run, steps) == (MIN_MESSAGES * 2 - 1, None, [])
+
+
+def test_shrinking_drops_each_setting_of_its_own_profile_that_the_red_row_does_not_need() -> None:
+    """Red while linger.ms is 500 (a typed setting) and whatever batch.size is: batch.size and the
+    requests in flight are dropped, linger.ms and the class-defining settings stay."""
+    spec = {"acks": "all", "enable_idempotence": True, "linger_ms": 500, "max_in_flight": 2, "overrides": {"batch.size": 1_000_000}}
+    params: dict[str, Any] = {"messages": MIN_MESSAGES, "schedule": [], "custom_profiles": {"idem-x1": spec}}
+
+    def red(candidate: dict[str, Any]) -> RunDir | None:
+        return RunDir.__new__(RunDir) if candidate["custom_profiles"]["idem-x1"].get("linger_ms") == 500 else None
+
+    smallest, run, steps = shrink(params, red, limit=20)
+    assert smallest["custom_profiles"]["idem-x1"] == {"acks": "all", "enable_idempotence": True, "linger_ms": 500, "overrides": {}}
+    assert "idem-x1 without linger_ms: not red, kept the previous" in steps and "idem-x1 without max_in_flight: still red" in steps

@@ -3,8 +3,8 @@
 The folder (in the run store's `repros/`) holds the params that reproduce the row (`params.json`,
 run by `run.sh`), the topology, broker and client configs, the fault schedule as it ran, the exact
 versions, the affected records with their send-log and topic-dump lines, and the matching client
-and broker log lines. Shrinking re-runs the scenario with fewer messages, a shorter fault and fewer
-fault steps, keeping each change while the row stays red for the same expectation.
+and broker log lines. Shrinking re-runs the scenario with fewer messages, a shorter fault, fewer
+fault steps and fewer settings of its own profile, keeping each change while the row stays red for the same expectation.
 """
 
 from __future__ import annotations
@@ -75,9 +75,29 @@ def failed_suites(verdict: Verdict, scenario: str) -> set[str]:
     return {failure.suite for failure in found.failed} or {"fatal"}
 
 
+SHRINKABLE_SETTINGS = ("linger_ms", "max_in_flight", "request_timeout_ms", "socket_timeout_ms", "delivery_timeout_ms", "retries")
+"""A typed profile's settings shrinking may drop (back to the profile model's default), and every
+`overrides` entry: the class-defining ones (acks, idempotence, transactions) stay."""
+
+
+def _fewer_settings(params: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+    """Candidates with one setting of the params' own typed profiles dropped."""
+    found = []
+    for name, spec in (params.get("custom_profiles") or {}).items():
+        keys = [k for k in SHRINKABLE_SETTINGS if k in spec] + [f"overrides.{k}" for k in spec.get("overrides") or {}]
+        for key in keys:
+            if key.startswith("overrides."):
+                smaller = {**spec, "overrides": {k: v for k, v in spec["overrides"].items() if k != key.removeprefix("overrides.")}}
+            else:
+                smaller = {k: v for k, v in spec.items() if k != key}
+            found.append((f"{name} without {key}", {**params, "custom_profiles": {**params["custom_profiles"], name: smaller}}))
+    return found
+
+
 def shrink(params: dict[str, Any], red: Callable[[dict[str, Any]], RunDir | None], limit: int = MAX_SHRINK_RUNS) -> tuple[dict[str, Any], RunDir | None, list[str]]:
     """The smallest params `red` still finds red (its run), trying in turn: half the messages,
-    half each fault step's duration, each fault step left out; at most `limit` runs."""
+    half each fault step's duration, each fault step left out, each setting of its own typed
+    profiles dropped; at most `limit` runs."""
     best, best_run, steps = params, None, []
 
     def candidates(current: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
@@ -90,7 +110,7 @@ def shrink(params: dict[str, Any], red: Callable[[dict[str, Any]], RunDir | None
             found.append(("fault steps half as long", {**current, "schedule": shorter}))
         if len(schedule) > 1:
             found += [(f"without step {n} ({step['fault']})", {**current, "schedule": schedule[:n] + schedule[n + 1 :]}) for n, step in enumerate(schedule)]
-        return found
+        return found + _fewer_settings(current)
 
     runs = 0
     progress = True
