@@ -48,3 +48,11 @@ def test_shrinking_drops_each_setting_of_its_own_profile_that_the_red_row_does_n
     smallest, run, steps = shrink(params, red, limit=20)
     assert smallest["custom_profiles"]["idem-x1"] == {"acks": "all", "enable_idempotence": True, "linger_ms": 500, "overrides": {}}
     assert "idem-x1 without linger_ms: not red, kept the previous" in steps and "idem-x1 without max_in_flight: still red" in steps
+
+
+def test_shrinking_never_halves_the_load_under_a_fault_that_would_then_start_after_it() -> None:
+    for at_s, halvings in ((6.0, []), (3.0, [50_000])):  # 10 s of load: halved to 5 s, then 2.5 s
+        tried: list[dict[str, Any]] = []
+        params = {"messages": 100_000, "rate": 10_000.0, "schedule": [{"fault": "ack-loss", "at_s": at_s, "duration_s": 1.0}]}
+        shrink(params, lambda c, tried=tried: tried.append(c) or RunDir.__new__(RunDir), limit=5)
+        assert [c["messages"] for c in tried] == halvings

@@ -185,6 +185,10 @@ def _found(row: ScenarioVerdict, run: RunDir, trial: Trial, found: list[Finding]
     except SpecError as exc:
         finding.why_not = str(exc)
         return
+    except Exception as exc:  # a confirming or shrinking run without a verdict: the finding stays unconfirmed, the search goes on
+        finding.why_not = f"a confirming or shrinking run ended without a verdict: {type(exc).__name__}: {exc}"[:500]
+        log.warning("finding %d: %s", finding.number, finding.why_not)
+        return
     status = made.red_run.read_result().get("status")
     if status == "invalid":
         finding.why_not = f"red again, but a negative control of run {made.red_run.run_id} was not caught: the run proves nothing"

@@ -102,7 +102,9 @@ def shrink(params: dict[str, Any], red: Callable[[dict[str, Any]], RunDir | None
 
     def candidates(current: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
         found = []
-        if current["messages"] // 2 >= MIN_MESSAGES:
+        halved_s = current["messages"] // 2 / current["rate"] if current.get("rate") else None
+        starts = [step.get("at_s", current.get("fault_at_s", 2.0)) for step in current.get("schedule") or [{}]]
+        if current["messages"] // 2 >= MIN_MESSAGES and (halved_s is None or max(starts) < halved_s):  # each fault still starts in the load
             found.append((f"messages {current['messages']} -> {current['messages'] // 2}", {**current, "messages": current["messages"] // 2}))
         schedule = current.get("schedule") or []
         if any(step.get("duration_s", 0) > 1 for step in schedule):

@@ -255,7 +255,7 @@ def explore(
     from acklab.orchestration.explore import explore as run_exploration
     from acklab.orchestration.pipeline import run_pipeline, write_result
     from acklab.plan.explore import ExploreSpace, check_budget
-    from acklab.plan.planner import librdkafka_clients
+    from acklab.plan.planner import librdkafka_clients, make_plan
     from acklab.store.runs import ExplorationDir
 
     log_to_console()
@@ -283,7 +283,8 @@ def explore(
     def execute(params: dict[str, Any]) -> tuple[RunDir, Any]:
         steps = ", ".join(f"{s['fault']} {s.get('target', '')} at {s['at_s']} s for {s['duration_s']} s" for s in params.get("schedule") or [])
         console.print(f"run: {', '.join(params['profiles'])} on {params.get('client')}; {steps}; {params['messages']} at {params['rate']:g}/s", highlight=False)
-        result = run_failures(lambda: run_pipeline(params))
+        plan = make_plan(params)  # a refused candidate is a SpecError: not red, and no run
+        result = run_failures(lambda: run_pipeline(plan))
         write_result(result.run, result.verdict, drawing=result.drawing)
         for line in result.verdict.summary_lines():
             console.print(line, highlight=False)
