@@ -149,6 +149,9 @@ def keep_alive(root: Path) -> Iterator[None]:
         thread.join()
 
 
+CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+
+
 def process_create_time(pid: int) -> float:
     """When process `pid` started, in seconds since boot: what tells it from a later process given
     the same pid. Since boot, not since the epoch: the epoch form is the boot time plus this, and the
@@ -159,9 +162,6 @@ def process_create_time(pid: int) -> float:
     except (FileNotFoundError, ProcessLookupError):
         raise psutil.NoSuchProcess(pid) from None
     return int(stat.rsplit(")", 1)[1].split()[19]) / CLOCK_TICKS  # field 22, starttime: clock ticks since boot (proc(5))
-
-
-CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 
 
 def _started(pid: int | None, create_time: float | None) -> psutil.Process | None:

@@ -12,6 +12,7 @@ that overruns the budget, and no trial starts after it."""
 
 from __future__ import annotations
 
+import json
 import logging
 import re
 import time
@@ -20,7 +21,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from acklab.base.spec import SpecError
+from acklab.base.spec import SpecError, parse_model
 from acklab.checker.verdict import ScenarioVerdict, Verdict
 from acklab.cluster.topology import load_topology
 from acklab.plan.checks import Evidence
@@ -71,17 +72,27 @@ class Finding:
     seen_again: list[int] = field(default_factory=list)
 
 
-def check_space(space: ExploreSpace) -> None:
-    """SpecError in one line, before anything runs, if a client or Kafka version of `space` is not set
-    up, or one of its profiles does not run on one of its clients."""
-    from acklab.plan.planner import make_plan
+def checked_space(
+    source: str, topology: str, clients: list[str] | None = None, client_versions: list[str] | None = None,
+    kafka_versions: list[str] | None = None, profiles: list[str] | None = None, faults: list[str] | None = None,
+) -> ExploreSpace:
+    """The space a user chose (`clients` and confluent-kafka's `client_versions` together; empty: the
+    defaults), checked before anything runs: SpecError in one line naming `source` if a value is
+    refused, a client or Kafka version is not set up, or a profile does not run on a client."""
+    from acklab.plan.planner import librdkafka_clients, make_plan
 
+    every_client = [*(clients or []), *librdkafka_clients(client_versions)]
+    space = parse_model(ExploreSpace, {
+        "topology": topology, **({"clients": every_client} if every_client else {}),
+        **({"kafka_versions": kafka_versions} if kafka_versions else {}), "profiles": profiles or [], "faults": faults or [],
+    }, source)
     for client in space.clients:
         for kafka in space.kafka_versions:
             make_plan({
                 "topology": space.topology, "client": client, "kafka_version": kafka, "profiles": space.profile_pool(), "faults": ["none"],
                 "negative_control": False,
             })
+    return space
 
 
 def fingerprint(row: ScenarioVerdict, client: str, known: list[dict[str, str]]) -> str:
@@ -97,12 +108,11 @@ def explore(
     space: ExploreSpace, seed: int, budget_s: float, execute: Execute, *, folder: ExplorationDir | None = None,
     shrink_runs: int = SHRINK_RUNS, on_trial: Callable[[Trial], None] | None = None,
 ) -> dict[str, Any]:
-    """Explore `space` with `seed` for `budget_s` seconds; the summary (also `exploration.json` in
-    `folder`, a new one by default). SpecError before anything runs if the space is refused."""
+    """Explore `space` (`checked_space`'s) with `seed` for `budget_s` seconds; the summary (also
+    `exploration.json` in `folder`, a new one by default). `execute` raises SpecError, running
+    nothing, for params the planner refuses: such a draw is drawn again."""
     from acklab.cluster import links
-    from acklab.plan.planner import make_plan
 
-    check_space(space)
     topology = load_topology(space.topology)
     folder = folder or ExplorationDir.create(seed)
     started = time.monotonic()
@@ -124,17 +134,15 @@ def explore(
         for params in trials(space, seed, topology.partitions, topology.broker_ids, links.unavailable() is None):
             if time.monotonic() - started >= budget_s:
                 return
-            try:
-                make_plan(params)
-            except SpecError as exc:
-                refused += 1
-                if refused > MAX_REFUSED and not done:
-                    raise SpecError(f"explore: the space yields no trial the planner takes ({exc})") from None
-                continue
             trial = Trial(len(done) + 1, params)
             began = time.monotonic()
             try:
                 run, verdict = execute(params)
+            except SpecError as exc:  # the planner refused the draw (two process faults overlapping, say): nothing ran
+                refused += 1
+                if refused > MAX_REFUSED and not done:
+                    raise SpecError(f"explore: the space yields no trial the planner takes ({exc})") from None
+                continue
             except Exception as exc:  # a trial without a verdict is recorded; the next one runs
                 trial.error, trial.seconds = f"{type(exc).__name__}: {exc}"[:500], round(time.monotonic() - began, 1)
                 done.append(trial)
@@ -202,8 +210,6 @@ def _found(row: ScenarioVerdict, run: RunDir, trial: Trial, found: list[Finding]
 def maintainer_report(finding: Finding, repro: Path, params: dict[str, Any], steps: list[str]) -> str:
     """A report a maintainer can act on: title, versions, minimal properties, the schedule, what was
     expected and what happened, evidence excerpts, the repro folder."""
-    import json
-
     from acklab.workload import families
 
     versions = json.loads((repro / "versions.json").read_text())

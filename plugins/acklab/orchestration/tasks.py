@@ -230,19 +230,15 @@ def explore_space(params: dict[str, Any], default_seed: int) -> tuple[Any, int, 
     (SpecError in one line). A trigger is untrusted: the topology is a name in clusters/, profiles
     and faults the catalog's. Without a seed, `default_seed` (the DAG gives its logical date's
     YYYYMMDD: each week draws anew, and a week's draws are repeated by its date)."""
-    from acklab.base.spec import parse_model
-    from acklab.orchestration.explore import check_space
-    from acklab.plan.explore import ExploreSpace, check_budget
+    from acklab.orchestration.explore import checked_space
+    from acklab.plan.explore import check_budget
 
     if params.get("topology") not in topology_names():
         raise SpecError(f"topology {params.get('topology')!r}: a name in clusters/ ({', '.join(topology_names())})")
-    clients = [*(params.get("clients") or []), *librdkafka_clients(params.get("client_versions"))]
-    space = parse_model(ExploreSpace, {
-        "topology": params["topology"], **({"clients": clients} if clients else {}),
-        **({"kafka_versions": params["kafka_versions"]} if params.get("kafka_versions") else {}),
-        "profiles": params.get("profiles") or [], "faults": params.get("faults") or [],
-    }, "params")
-    check_space(space)
+    space = checked_space(
+        "params", params["topology"], params.get("clients"), params.get("client_versions"), params.get("kafka_versions"),
+        params.get("profiles"), params.get("faults"),
+    )
     seed = params.get("seed")
     return space, default_seed if seed is None else int(seed), check_budget(float(params["budget_minutes"]))
 

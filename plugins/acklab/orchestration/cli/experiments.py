@@ -252,29 +252,20 @@ def explore(
     budget is spent; each red row confirmed alone with the negative controls, shrunk with `acklab
     repro`, labelled with the known bug it shows, and written as a maintainer-ready report. Exit 0 if
     nothing was found, 1 if a finding was confirmed, 2 bad input."""
+    from acklab.orchestration.explore import checked_space
     from acklab.orchestration.explore import explore as run_exploration
     from acklab.orchestration.pipeline import run_pipeline, write_result
-    from acklab.plan.explore import ExploreSpace, check_budget
-    from acklab.plan.planner import librdkafka_clients, make_plan
+    from acklab.plan.explore import check_budget
+    from acklab.plan.planner import make_plan
     from acklab.store.runs import ExplorationDir
 
     log_to_console()
 
-    def space() -> ExploreSpace:
+    def space() -> Any:
         check_budget(budget_minutes)
         if shrink_runs < 0:
             raise UserError(f"--shrink-runs {shrink_runs}: give 0 or more")
-        from acklab.base.spec import parse_model
-
-        clients = [*(client or []), *librdkafka_clients(client_version)]
-        chosen = {
-            "topology": topology, **({"clients": clients} if clients else {}), **({"kafka_versions": kafka_version} if kafka_version else {}),
-            **({"profiles": profile} if profile else {}), **({"faults": fault} if fault else {}),
-        }
-        found = parse_model(ExploreSpace, chosen, "explore")
-        from acklab.orchestration.explore import check_space
-
-        check_space(found)
+        found = checked_space("explore", topology, client, client_version, kafka_version, profile, fault)
         writable_runs()
         return found
 
