@@ -1,8 +1,8 @@
-"""The documented-bug presets on real clusters, through the CLI as a user runs them: KAFKA-14402 red
-before Kafka 3.6 (a hanging transaction, with the stale write's producer id and the stuck offset) and
-green on 3.6.2 (the replay refused), then made into an `acklab repro` folder; librdkafka #4953, open,
-red on the newest confluent-kafka. The presets that need other client versions (KAFKA-14417, KAFKA-19012,
-librdkafka #4736) are in the `versions` family."""
+"""The documented-bug presets on real clusters, through the CLI as a user runs them: librdkafka #4953,
+open, red on the newest confluent-kafka and made into an `acklab repro` folder; KAFKA-14417's fixed side
+on the newest kafka-clients. The presets that need other Kafka or client versions (KAFKA-14402 red on
+Kafka 3.5.2 and green on 3.6.2, KAFKA-14417, KAFKA-19012, librdkafka #4736 and #4849) are in the
+`versions` family."""
 
 from __future__ import annotations
 
@@ -31,6 +31,7 @@ def acklab(runs: Path, *args: str, timeout_s: float = 900) -> subprocess.Complet
     return subprocess.run([ACKLAB, *args], capture_output=True, text=True, timeout=timeout_s, env={**os.environ, "ACKLAB_RUNS": str(runs)})
 
 
+@pytest.mark.versions  # two older Kafka versions
 def test_kafka_14402_leaves_a_hanging_transaction_on_3_5_2_not_on_3_6_2_and_becomes_a_repro_folder(tmp_path: Path) -> None:
     runs = tmp_path / "runs"
     done = acklab(runs, "run", "--preset", "kafka-14402", "--kafka-version", "3.5.2", "--kafka-version", "3.6.2", "--json")
@@ -80,6 +81,18 @@ def test_librdkafka_4953_an_epoch_bump_duplicates_an_idempotent_producers_record
     assert held["started"] < rejected["started"] < held["ended"], entry["fault_timeline"]  # the two faults at once
     assert held["counts"]["dropped_responses"] >= 1 and rejected["counts"]["injected_errors"] == 1
     assert "CLAIM REPRODUCED" in done.stderr and "CLAIM NOT REPRODUCED" not in done.stderr, done.stderr[-3000:]
+
+    # the red row becomes a repro folder: confirmed red again alone, its duplicated records named
+    made = acklab(tmp_path / "runs", "repro", run.parent.name, entry["scenario"], "--shrink-runs", "0")
+    assert made.returncode == 0, made.stderr[-3000:]
+    (folder,) = (tmp_path / "runs" / "repros").iterdir()
+    assert "runs: 1 (1 to confirm it alone, 0 shrinking)" in made.stdout
+    assert {"README.md", "run.sh", "params.json", "librdkafka.json", "schedule.json", "versions.json", "records.txt", "verdict.txt"} <= {
+        path.name for path in folder.iterdir()
+    }
+    assert "duplicates == 0" in (folder / "verdict.txt").read_text()
+    assert '"outcome": "acked_duplicated"' in (folder / "records.txt").read_text()
+    assert json.loads((folder / "params.json").read_text())["client"] == f"librdkafka:{librdkafka.LOCKED}"
 
 
 def test_an_injected_init_producer_id_error_reaches_the_java_client_which_retries_it(tmp_path: Path) -> None:

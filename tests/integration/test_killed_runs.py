@@ -128,6 +128,7 @@ def test_ten_killed_tasks_leave_nothing_behind(seed: int) -> None:
 
 
 
+@pytest.mark.killed_runs
 def test_a_killed_scheduler_leaves_nothing_behind(acklab_env: dict[str, str], isolated_run_store: Path) -> None:
     """The Airflow stack's scheduler SIGKILLed (alone, as the OOM killer would) while a DAG run's group
     is under its fault. The executor worker it orphans may finish the group; after that, no task of

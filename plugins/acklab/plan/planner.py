@@ -284,12 +284,12 @@ def _controls(topology: Topology, client: Client, load: LoadSpec) -> list[Scenar
     """The run's negative controls (`CONTROL`), with the run's message size and keys."""
     family = families.of(client)
     own = parse_model(LoadSpec, {**CONTROL_LOAD, "message_bytes": load.message_bytes, "keys": load.keys}, "params (negative control)")
+    planted = {fault: plants for fault, plants in PLANTING.items() if topology.partitions >= plants.min_partitions}  # else nothing could be planted
+    profiles = {name: family.resolve(get_profile(name), client) for name in dict.fromkeys(p.control_profile for p in planted.values())}
+    family.validate(client, list(profiles.values()), own)  # one check of every control profile (one JVM for Java)
     controls = []
-    for fault, plants in PLANTING.items():
-        if topology.partitions < plants.min_partitions:  # nothing could be planted (the report lists the controls run)
-            continue
-        profile = family.resolve(get_profile(plants.control_profile), client)
-        family.validate(client, [profile], own)
+    for fault, plants in planted.items():
+        profile = profiles[plants.control_profile].model_copy(deep=True)
         shared = "probability" in FAULTS[fault].options.model_fields
         step = {"fault": fault, "at_s": CONTROL_AT_S, **({"options": {"probability": CONTROL_SHARE}} if shared else {})}
         steps = [parse_model(FaultStep, step, "negative control")]

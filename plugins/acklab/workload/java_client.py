@@ -292,18 +292,30 @@ def resolve(profile: ProducerProfile, target: Client) -> ProducerProfile:
     return profile.model_copy(update={"partitioner": "murmur2_random", "socket_timeout_ms": None})
 
 
+_ANSWERS: dict[tuple[str, str, str], dict[str, Any]] = {}  # (version, mode, properties as JSON) -> the driver's answer
+
+
 def _verdicts(target: Client, mode: str, configs: Sequence[Mapping[str, object]]) -> list[dict[str, Any]]:
-    """The driver's answer (`validate` or `validate-consumer` mode) on each of `configs`, one JSON object each."""
-    with tempfile.TemporaryDirectory(prefix="acklab-java-validate-") as work:
-        files = []
-        for n, properties in enumerate(configs):
-            path = Path(work) / f"{n}.properties"
-            write_properties(path, properties)
-            files.append(str(path))
-        done = subprocess.run(java_command(target.version, mode, *files), capture_output=True, text=True, timeout=120)
-    if done.returncode != 0:
-        raise SetupError(f"java client {target.version} could not check the properties: {done.stderr.strip().splitlines()[-1:]}")
-    return [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
+    """The driver's answer (`validate` or `validate-consumer` mode) on each of `configs`, one JSON object each.
+    An answer depends only on the version, the mode and the properties, so each is asked once per
+    process: the configs not asked before go to one JVM together."""
+    keys = [(target.version, mode, json.dumps(properties, sort_keys=True, default=str)) for properties in configs]
+    asked = {key: properties for key, properties in zip(keys, configs, strict=True) if key not in _ANSWERS}
+    if asked:
+        with tempfile.TemporaryDirectory(prefix="acklab-java-validate-") as work:
+            files = []
+            for n, properties in enumerate(asked.values()):
+                path = Path(work) / f"{n}.properties"
+                write_properties(path, properties)
+                files.append(str(path))
+            done = subprocess.run(java_command(target.version, mode, *files), capture_output=True, text=True, timeout=120)
+        if done.returncode != 0:
+            raise SetupError(f"java client {target.version} could not check the properties: {done.stderr.strip().splitlines()[-1:]}")
+        answers = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
+        if len(answers) != len(asked):
+            raise SetupError(f"java client {target.version} answered {len(answers)} of {len(asked)} property sets")
+        _ANSWERS.update(zip(asked, answers, strict=True))
+    return [dict(_ANSWERS[key]) for key in keys]
 
 
 def _named(answer: Mapping[str, Any], properties: Mapping[str, object]) -> str:

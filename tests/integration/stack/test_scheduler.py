@@ -23,7 +23,11 @@ SMOKE = "kafka_delivery_smoke"
 DAILY = "kafka_delivery_matrix"
 # 6 s of load: the leader kill at 1 s takes effect well before the load ends. The daily DAG's params
 # hold the standard pipelines: `processing: []` leaves them out.
-CONF = {"profiles": ["leader-ack", "idempotent"], "faults": ["leader-kill"], "processing": [], "messages": 30000, "rate": 5000, "fault_at_s": 1.0}
+# The scheduler's and the REST API's part; the negative controls through a DAG are test_dag_e2e's subject.
+CONF = {
+    "profiles": ["leader-ack", "idempotent"], "faults": ["leader-kill"], "processing": [], "messages": 30000, "rate": 5000, "fault_at_s": 1.0,
+    "negative_control": False,
+}
 RUN_TIMEOUT_S = 600
 
 
