@@ -1,9 +1,10 @@
-"""`acklab explore`'s pure parts: the seeded draw of trials from the space, the known-bug labels of a
+"""`acklab explore`'s pure parts: the seeded draw of trials from the space, the search guided by retries, the known-bug labels of a
 red row, the fingerprint that makes two red rows one finding, and bad input refused in one line."""
 
 from __future__ import annotations
 
 import itertools
+import random
 import subprocess
 import sys
 from pathlib import Path
@@ -16,7 +17,7 @@ from acklab.nemesis.faults import FAULTS
 from acklab.nemesis.schedule import FaultStep
 from acklab.orchestration.explore import fingerprint
 from acklab.plan.checks import Evidence
-from acklab.plan.explore import MENU, ExploreSpace, check_budget, explorable_faults, trials
+from acklab.plan.explore import MENU, ExploreSpace, Search, check_budget, explorable_faults, heavier, trials
 from acklab.plan.planner import make_plan
 from acklab.plan.presets import known_bugs
 from acklab.store.runs import RunDir, ScenarioEntry
@@ -72,6 +73,70 @@ def test_link_faults_are_drawn_only_where_links_can_be_cut() -> None:
     assert cutting
     assert not {s["fault"] for p in drawn(9, 200) for s in p["schedule"]} & cutting
     assert {s["fault"] for p in drawn(9, 200, links=True) for s in p["schedule"]} & cutting
+
+
+def _load(params: dict) -> tuple[float, dict[str, tuple[int, int]]]:
+    """A trial's load length and, per profile's catalog name, its (linger.ms, batch.size) as run."""
+    from acklab.workload.profiles import get_profile
+
+    tuned = {}
+    for name in params["profiles"]:
+        spec = (params.get("custom_profiles") or {}).get(name)
+        base = name.rsplit("-x", 1)[0] if spec else name
+        linger = spec.get("linger_ms", get_profile(base).linger_ms) if spec else get_profile(base).linger_ms
+        tuned[base] = (linger, (spec or {}).get("overrides", {}).get("batch.size", MENU.batch_size[0]))
+    return params["messages"] / params["rate"], tuned
+
+
+def test_a_heavier_variant_keeps_the_faults_and_the_load_length_and_steps_the_batching_up() -> None:
+    space = ExploreSpace(profiles=("idempotent", "leader-ack", "transactional"), faults=("error-inject", "leader-kill", "ack-loss"))
+    varied = 0
+    for number, params in enumerate(drawn(21, 40, space), start=100):
+        heavy = heavier(params, random.Random(number), number)
+        assert [s["fault"] for s in heavy["schedule"]] == [s["fault"] for s in params["schedule"]]
+        assert [s.get("target") for s in heavy["schedule"]] == [s.get("target") for s in params["schedule"]]
+        length, before = _load(params)
+        heavy_length, after = _load(heavy)
+        assert abs(heavy_length - length) < 0.01 and heavy["rate"] == min([r for r in MENU.rate if r > params["rate"]], default=params["rate"])
+        assert before.keys() == after.keys() and all(f"{name}-x{number}" in heavy["profiles"] for name in before)
+        for name, (linger, batch) in after.items():
+            assert linger == min([v for v in MENU.linger_ms if v > before[name][0]], default=before[name][0]), (params, heavy)
+            assert batch == min([v for v in MENU.batch_size if v > before[name][1]], default=before[name][1]), (params, heavy)
+        for step in heavy["schedule"]:
+            assert MENU.fault_at_s[0] <= step["at_s"] <= heavy_length * MENU.fault_at_s[1] + 0.05
+        try:
+            make_plan(heavy)
+        except SpecError as exc:  # a batch larger than the topic takes, say: chosen again by the explorer
+            assert "\n" not in str(exc)
+            continue
+        varied += 1
+    assert varied >= 30, varied
+    top = {**drawn(21, 1, space)[0], "rate": MENU.rate[-1], "messages": int(MENU.rate[-1] * 10)}
+    top["profiles"], top["custom_profiles"] = ["idempotent-x1"], {"idempotent-x1": {"enable_idempotence": True, "linger_ms": 1000, "overrides": {"batch.size": 10_000_000}}}
+    at_top = heavier(top, random.Random(0), 2)
+    assert (at_top["rate"], _load(at_top)[1]) == (MENU.rate[-1], {"idempotent": (1000, 10_000_000)})  # the menu's top stays
+
+
+def test_the_search_varies_only_trials_whose_client_retried_and_repeats_with_the_same_observations() -> None:
+    space = ExploreSpace(profiles=("idempotent", "leader-ack"), faults=("error-inject", "leader-kill"))
+
+    def chosen(retried_on: set[int], n: int = 60) -> list[tuple[dict, int | None]]:
+        search, out = Search(space, 7, 3, BROKERS, False), []
+        for number in range(1, n + 1):
+            params, varies = search.next()
+            out.append((params, varies))
+            search.observe(number, params, number in retried_on)
+        return out
+
+    never = chosen(set())
+    assert [varies for _, varies in never] == [None] * 60 and [p for p, _ in never] == drawn(7, 60, space)  # told of no retry: the draws
+    once = chosen({3})
+    assert once[:3] == never[:3] and chosen({3}) == once  # the same seed and observations: the same trials
+    variants = [(number, params) for number, (params, varies) in enumerate(once, start=1) if varies is not None]
+    assert {varies for _, varies in once if varies is not None} == {3}
+    assert 15 <= len(variants) <= 45, len(variants)  # about MENU.heavier_share of the trials after the retry
+    assert all(params["rate"] >= once[2][0]["rate"] and f"-x{number}" in params["profiles"][0] for number, params in variants)
+    assert [p for p, varies in once if varies is None] != never[: len([v for _, v in once if v is None])]  # the draws moved on
 
 
 def test_the_space_refuses_what_cannot_be_explored_in_one_line() -> None:

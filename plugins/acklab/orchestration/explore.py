@@ -1,5 +1,6 @@
-"""`acklab explore` and the weekly exploration DAG: run trials drawn from the search space
-(`acklab.plan.explore`) until the budget is spent; confirm every red row once and shrink it with
+"""`acklab explore` and the weekly exploration DAG: run the trials the search chooses
+(`acklab.plan.explore.Search`: drawn from the space, or heavier variants of trials whose client
+retried, as told by each trial's run) until the budget is spent; confirm every red row once and shrink it with
 `acklab repro` (with the run's negative controls, so the confirming run proves it could go red);
 label it with the catalog's known bug it shows (`acklab.plan.presets.known_bugs`), and write a
 maintainer-ready report of each confirmed finding.
@@ -25,7 +26,7 @@ from acklab.base.spec import SpecError, parse_model
 from acklab.checker.verdict import ScenarioVerdict, Verdict
 from acklab.cluster.topology import load_topology
 from acklab.plan.checks import Evidence
-from acklab.plan.explore import ExploreSpace, trials
+from acklab.plan.explore import ExploreSpace, Search
 from acklab.store.runs import ExplorationDir, RunDir, write_json
 
 log = logging.getLogger(__name__)
@@ -41,15 +42,18 @@ EXCERPT_LINES = 12
 
 @dataclass
 class Trial:
-    """One trial: its params, the run, its status, its red scenarios (or why it did not run)."""
+    """One trial: its params (a heavier variant of trial `varies`, or drawn), the run, its status, its
+    red scenarios (or why it did not run), and whether its client retried (kept for heavier variants)."""
 
     number: int
     params: dict[str, Any]
+    varies: int | None = None
     run_id: str | None = None
     status: str | None = None
     red: list[str] = field(default_factory=list)
     error: str | None = None
     seconds: float = 0.0
+    retried: bool = False
 
 
 @dataclass
@@ -95,6 +99,12 @@ def checked_space(
     return space
 
 
+def retried(run: RunDir) -> bool:
+    """Whether a producer of the run's scenarios (its negative controls apart) retried a request: the
+    client statistics' `txretries` (librdkafka) or `record-retry-total` (Java)."""
+    return any(int(e.producer_stats.get("txretries") or 0) > 0 for e in run.read_manifest().scenarios if not e.control)
+
+
 def fingerprint(row: ScenarioVerdict, client: str, known: list[dict[str, str]]) -> str:
     """What makes two red rows one finding: the known bug they show, else the client and the
     expectations failed (and the fatal error's name)."""
@@ -131,10 +141,10 @@ def explore(
 
     def loop() -> None:
         nonlocal refused, errors
-        for params in trials(space, seed, topology.partitions, topology.broker_ids, links.unavailable() is None):
-            if time.monotonic() - started >= budget_s:
-                return
-            trial = Trial(len(done) + 1, params)
+        search = Search(space, seed, topology.partitions, topology.broker_ids, links.unavailable() is None)
+        while time.monotonic() - started < budget_s:
+            params, varies = search.next()
+            trial = Trial(len(done) + 1, params, varies)
             began = time.monotonic()
             try:
                 run, verdict = execute(params)
@@ -154,7 +164,11 @@ def explore(
             errors = 0
             trial.run_id, trial.status, trial.seconds = run.run_id, verdict.status, round(time.monotonic() - began, 1)
             trial.red = [s.scenario for s in verdict.checked if s.status == "fail"]
+            trial.retried = retried(run)
+            search.observe(trial.number, params, trial.retried)
             done.append(trial)
+            log.info("trial %d (%s): %s%s", trial.number, f"heavier than trial {varies}" if varies else "drawn", verdict.status,
+                     ", the client retried" if trial.retried else "")
             if on_trial is not None:
                 on_trial(trial)
             for row in (s for s in verdict.checked if s.status == "fail"):

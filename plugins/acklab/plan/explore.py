@@ -1,16 +1,21 @@
-"""What `acklab explore` searches and how it draws a trial: the search space (`ExploreSpace`: clients,
-Kafka versions, profiles, faults) and every bound of a drawn trial (`MENU`), in one place. A trial is
-the run params of one run (`acklab.plan.params.RunParams`): a few catalog profiles, each perhaps
-re-tuned (linger, requests in flight, batch size), side by side under one fault schedule of one or two
-catalog faults, perhaps overlapping, with random targets, options, timings, rate and producer count.
+"""What `acklab explore` searches and how it chooses a trial: the search space (`ExploreSpace`: clients,
+Kafka versions, profiles, faults) and every bound of a trial (`MENU`), in one place. A trial is the run
+params of one run (`acklab.plan.params.RunParams`): a few catalog profiles, each perhaps re-tuned
+(linger, requests in flight, batch size), side by side under one fault schedule of one or two catalog
+faults, perhaps overlapping, with random targets, options, timings, rate and producer count.
 
-Drawing is pure and seeded: the same seed and space give the same trials in the same order
-(`trials`), so an exploration is repeated by its seed. A drawn trial the planner refuses (two faults on
-broker processes overlapping, a batch larger than the topic takes, ...) is drawn again by the caller;
-running trials, confirming and shrinking what goes red is `acklab.orchestration.explore`'s."""
+The search is guided by what the trials did (`Search`): a trial whose faults made the client retry
+is kept, and later trials are, as often as not, heavier variants of a kept one (`heavier`: the same
+faults under a higher rate and bigger batches), since batches under retry are where the clients'
+batching bugs live. It is pure and seeded: the same seed, space and observations give the same trials
+in the same order, so an exploration is repeated by its seed and its trial log. A trial the planner
+refuses (two faults on broker processes overlapping, a batch larger than the topic takes, ...) is
+chosen again by the caller; running trials, confirming and shrinking what goes red is
+`acklab.orchestration.explore`'s."""
 
 from __future__ import annotations
 
+import copy
 import random
 import typing
 from collections.abc import Iterator
@@ -42,6 +47,8 @@ class Menu(BaseModel):
     producers: tuple[int, ...] = (1, 1, 2)
     message_bytes: tuple[int, ...] = (100, 100, 1000)
     probability: tuple[float, ...] = (0.1, 0.5, 1.0)  # a proxy fault's share of requests (its default too)
+    heavier_share: float = 0.5  # once a trial made its client retry, the share of trials that are heavier variants of one
+    retimed_share: float = 0.5  # the share of heavier variants whose fault steps are also re-timed
 
 
 MENU = Menu()
@@ -173,10 +180,69 @@ def _options(model: type[BaseModel], answers_error: bool, rng: random.Random) ->
     return drawn
 
 
+def heavier(params: dict[str, Any], rng: random.Random, number: int) -> dict[str, Any]:
+    """`params` under a heavier load, as trial `number`: the rate and each profile's linger.ms and
+    batch.size one step up the menu (a catalog profile re-tuned from its own values, an unset
+    batch.size counted as the menu's smallest, Java's default; a value at the menu's top stays), the
+    same length of load and the same faults, their steps re-timed within it `MENU.retimed_share` of
+    the time."""
+    from acklab.workload.profiles import get_profile
+
+    load_s = params["messages"] / params["rate"]
+    rate = _up(MENU.rate, params["rate"])
+    given = params.get("custom_profiles") or {}
+    profiles, custom = [], {}
+    for name in params["profiles"]:
+        base = name.rsplit("-x", 1)[0] if name in given else name
+        catalog = get_profile(base)
+        spec = copy.deepcopy(given[name]) if name in given else catalog.model_dump(exclude={"name", "java", "java_only"}, exclude_defaults=True)
+        spec["linger_ms"] = _up(MENU.linger_ms, spec.get("linger_ms", catalog.linger_ms))
+        overrides = spec.get("overrides", {})
+        spec["overrides"] = {**overrides, "batch.size": _up(MENU.batch_size, overrides.get("batch.size", MENU.batch_size[0]))}
+        spec["description"] = f"{base} re-tuned by acklab explore: linger.ms {spec['linger_ms']}, batch.size {spec['overrides']['batch.size']}"
+        profiles.append(f"{base}-x{number}")
+        custom[f"{base}-x{number}"] = spec
+    schedule = copy.deepcopy(params.get("schedule") or [])
+    if rng.random() < MENU.retimed_share:
+        for step in schedule:
+            step["at_s"] = round(rng.uniform(MENU.fault_at_s[0], load_s * MENU.fault_at_s[1]), 1)
+            step["duration_s"] = round(rng.uniform(*MENU.fault_duration_s), 1)
+    return {**copy.deepcopy(params), "profiles": profiles, "custom_profiles": custom, "schedule": schedule, "rate": rate, "messages": int(rate * load_s)}
+
+
+def _up(menu: tuple[Any, ...], value: Any) -> Any:
+    """The smallest menu value above `value`, else `value` (at or above the menu's top)."""
+    return min((v for v in menu if v > value), default=value)
+
+
+class Search:
+    """An exploration's trials, in order: a fresh draw (`draw`) or, once some trial made its client
+    retry (`observe`), `MENU.heavier_share` of the time a heavier variant of one such trial (`heavier`).
+    Pure and seeded: the same seed, space and observations give the same trials."""
+
+    def __init__(self, space: ExploreSpace, seed: int, partitions: int, brokers: list[int], links: bool) -> None:
+        self.space, self.partitions, self.brokers, self.links = space, partitions, brokers, links
+        self._rng = random.Random(seed)
+        self._number = 0  # trials chosen so far (those the planner refused included): names re-tuned profiles
+        self._kept: list[tuple[int, dict[str, Any]]] = []
+
+    def next(self) -> tuple[dict[str, Any], int | None]:
+        """The next trial's params, and the number of the kept trial it is a heavier variant of (None: drawn)."""
+        self._number += 1
+        if self._kept and self._rng.random() < MENU.heavier_share:
+            trial, params = self._rng.choice(self._kept)
+            return heavier(params, self._rng, self._number), trial
+        return draw(self.space, self._rng, self.partitions, self.brokers, self.links, self._number), None
+
+    def observe(self, trial: int, params: dict[str, Any], retried: bool) -> None:
+        """What trial `trial` (run with `params`) did: kept for heavier variants if its client retried."""
+        if retried:
+            self._kept.append((trial, params))
+
+
 def trials(space: ExploreSpace, seed: int, partitions: int, brokers: list[int], links: bool) -> Iterator[dict[str, Any]]:
-    """The exploration's trials for `seed`, in order, endless: the same seed and space, the same trials."""
-    rng = random.Random(seed)
-    number = 0
+    """The fresh draws for `seed`, in order, endless (a `Search` told of no retry): the same seed and
+    space, the same trials."""
+    search = Search(space, seed, partitions, brokers, links)
     while True:
-        number += 1
-        yield draw(space, rng, partitions, brokers, links, number)
+        yield search.next()[0]
