@@ -38,7 +38,7 @@ def test_explore_confirms_shrinks_and_reports_what_it_finds(tmp_path: Path) -> N
             if json.loads(json.dumps(params)) == trial["params"]:
                 break
         assert varies == trial["varies"]
-        search.observe(trial["number"], params, trial["retried"])
+        search.observe(trial["number"], params, trial["reached"])
     for trial in summary["trial_log"]:  # a trial's run has no negative control: it proves nothing by passing
         manifest = json.loads((runs / trial["run_id"] / "manifest.json").read_text())
         assert not any(entry["control"] for entry in manifest["scenarios"])

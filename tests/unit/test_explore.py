@@ -1,4 +1,4 @@
-"""`acklab explore`'s pure parts: the seeded draw of trials from the space, the search guided by retries, the known-bug labels of a
+"""`acklab explore`'s pure parts: the seeded draw of trials from the space, the search guided by faults that reached the client, the known-bug labels of a
 red row, the fingerprint that makes two red rows one finding, and bad input refused in one line."""
 
 from __future__ import annotations
@@ -15,12 +15,12 @@ from acklab.base.spec import SpecError
 from acklab.checker.verdict import FailedExpectation, ScenarioVerdict
 from acklab.nemesis.faults import FAULTS
 from acklab.nemesis.schedule import FaultStep
-from acklab.orchestration.explore import fingerprint
+from acklab.orchestration.explore import fingerprint, reached
 from acklab.plan.checks import Evidence
 from acklab.plan.explore import MENU, ExploreSpace, Search, check_budget, explorable_faults, heavier, trials
 from acklab.plan.planner import make_plan
 from acklab.plan.presets import known_bugs
-from acklab.store.runs import RunDir, ScenarioEntry
+from acklab.store.runs import FaultRecord, Manifest, RunDir, ScenarioEntry
 
 BROKERS = [1, 2, 3]
 
@@ -117,26 +117,46 @@ def test_a_heavier_variant_keeps_the_faults_and_the_load_length_and_steps_the_ba
     assert (at_top["rate"], _load(at_top)[1]) == (MENU.rate[-1], {"idempotent": (1000, 10_000_000)})  # the menu's top stays
 
 
-def test_the_search_varies_only_trials_whose_client_retried_and_repeats_with_the_same_observations() -> None:
+def test_the_search_varies_only_trials_whose_faults_reached_the_client_and_repeats_with_the_same_observations() -> None:
     space = ExploreSpace(profiles=("idempotent", "leader-ack"), faults=("error-inject", "leader-kill"))
 
-    def chosen(retried_on: set[int], n: int = 60) -> list[tuple[dict, int | None]]:
+    def chosen(reached_on: set[int], n: int = 60) -> list[tuple[dict, int | None]]:
         search, out = Search(space, 7, 3, BROKERS, False), []
         for number in range(1, n + 1):
             params, varies = search.next()
             out.append((params, varies))
-            search.observe(number, params, number in retried_on)
+            search.observe(number, params, number in reached_on)
         return out
 
     never = chosen(set())
-    assert [varies for _, varies in never] == [None] * 60 and [p for p, _ in never] == drawn(7, 60, space)  # told of no retry: the draws
+    assert [varies for _, varies in never] == [None] * 60 and [p for p, _ in never] == drawn(7, 60, space)  # told of no fault reaching a client: the draws
     once = chosen({3})
     assert once[:3] == never[:3] and chosen({3}) == once  # the same seed and observations: the same trials
     variants = [(number, params) for number, (params, varies) in enumerate(once, start=1) if varies is not None]
     assert {varies for _, varies in once if varies is not None} == {3}
-    assert 15 <= len(variants) <= 45, len(variants)  # about MENU.heavier_share of the trials after the retry
+    assert 15 <= len(variants) <= 45, len(variants)  # about MENU.heavier_share of the trials after trial 3
     assert all(params["rate"] >= once[2][0]["rate"] and f"-x{number}" in params["profiles"][0] for number, params in variants)
     assert [p for p, varies in once if varies is None] != never[: len([v for _, v in once if v is None])]  # the draws moved on
+
+
+@pytest.mark.parametrize(
+    ("stats", "counts", "control", "expected"),
+    [
+        ({"txmsgs": 9000, "txretries": 0, "disconnects": 0}, {"requests.0.v7": 40, "responses.0": 40}, False, False),  # traffic seen, nothing refused
+        ({"txmsgs": 9000, "disconnects": 2}, {}, False, True),  # a broker killed under it
+        ({"txmsgs": 9000, "txretries": 0}, {"requests.0.v7": 165, "injected_errors": 165}, False, True),  # partition errors librdkafka counts nowhere
+        ({"txmsgs": 9000}, {"dropped_responses": 3}, False, True),
+        ({"txmsgs": 9000, "txretries": 4}, {"swallowed_requests": 5}, True, False),  # a negative control's trouble is not the trial's
+    ],
+)
+def test_a_trial_reached_its_client_when_the_client_or_the_faults_counts_say_so(
+    stats: dict, counts: dict, control: bool, expected: bool, tmp_path: Path
+) -> None:
+    run = RunDir(tmp_path)
+    entry = ScenarioEntry(scenario="p__f", control=control, producer_stats=stats, fault_timeline=[FaultRecord(fault="f", counts=counts)])
+    quiet = ScenarioEntry(scenario="q__none", producer_stats={"txmsgs": 10})
+    run.write_manifest(Manifest(run_id=tmp_path.name, scenarios=[quiet, entry]))
+    assert reached(run) is expected
 
 
 def test_the_space_refuses_what_cannot_be_explored_in_one_line() -> None:

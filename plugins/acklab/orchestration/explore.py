@@ -1,6 +1,6 @@
 """`acklab explore` and the weekly exploration DAG: run the trials the search chooses
-(`acklab.plan.explore.Search`: drawn from the space, or heavier variants of trials whose client
-retried, as told by each trial's run) until the budget is spent; confirm every red row once and shrink it with
+(`acklab.plan.explore.Search`: drawn from the space, or heavier variants of trials whose faults
+reached their client, as told by each trial's run) until the budget is spent; confirm every red row once and shrink it with
 `acklab repro` (with the run's negative controls, so the confirming run proves it could go red);
 label it with the catalog's known bug it shows (`acklab.plan.presets.known_bugs`), and write a
 maintainer-ready report of each confirmed finding.
@@ -43,7 +43,8 @@ EXCERPT_LINES = 12
 @dataclass
 class Trial:
     """One trial: its params (a heavier variant of trial `varies`, or drawn), the run, its status, its
-    red scenarios (or why it did not run), and whether its client retried (kept for heavier variants)."""
+    red scenarios (or why it did not run), and whether its faults reached its client (`reached`: kept
+    for heavier variants)."""
 
     number: int
     params: dict[str, Any]
@@ -53,7 +54,7 @@ class Trial:
     red: list[str] = field(default_factory=list)
     error: str | None = None
     seconds: float = 0.0
-    retried: bool = False
+    reached: bool = False
 
 
 @dataclass
@@ -99,10 +100,26 @@ def checked_space(
     return space
 
 
-def retried(run: RunDir) -> bool:
-    """Whether a producer of the run's scenarios (its negative controls apart) retried a request: the
-    client statistics' `txretries` (librdkafka) or `record-retry-total` (Java)."""
-    return any(int(e.producer_stats.get("txretries") or 0) > 0 for e in run.read_manifest().scenarios if not e.control)
+CLIENT_TROUBLE = ("txretries", "txerrs", "req_timeouts", "disconnects")  # client statistics counters (Java's named in store.schemas)
+WRITES_REFUSED = (  # fault counts of writes the proxy answered with an error or left unanswered
+    "injected_errors", "injected_topic_errors", "dropped_requests", "dropped_responses", "blackholed_requests", "blackholed_responses",
+    "lost_requests", "held_requests", "stalled_writes",
+)
+
+
+def reached(run: RunDir) -> bool:
+    """Whether the faults reached a client of the run's scenarios (its negative controls apart): the
+    client retried, met a request error, a timeout or a disconnect (its statistics: librdkafka counts
+    no retry of a write its partition answered with an error), or the proxy answered its writes with
+    an error or left them unanswered (the faults' counts)."""
+    for entry in run.read_manifest().scenarios:
+        if entry.control:
+            continue
+        if any(int(entry.producer_stats.get(counter) or 0) > 0 for counter in CLIENT_TROUBLE):
+            return True
+        if any(record.counts.get(count, 0) > 0 for record in entry.fault_timeline for count in WRITES_REFUSED):
+            return True
+    return False
 
 
 def fingerprint(row: ScenarioVerdict, client: str, known: list[dict[str, str]]) -> str:
@@ -164,11 +181,11 @@ def explore(
             errors = 0
             trial.run_id, trial.status, trial.seconds = run.run_id, verdict.status, round(time.monotonic() - began, 1)
             trial.red = [s.scenario for s in verdict.checked if s.status == "fail"]
-            trial.retried = retried(run)
-            search.observe(trial.number, params, trial.retried)
+            trial.reached = reached(run)
+            search.observe(trial.number, params, trial.reached)
             done.append(trial)
             log.info("trial %d (%s): %s%s", trial.number, f"heavier than trial {varies}" if varies else "drawn", verdict.status,
-                     ", the client retried" if trial.retried else "")
+                     ", its faults reached the client" if trial.reached else "")
             if on_trial is not None:
                 on_trial(trial)
             for row in (s for s in verdict.checked if s.status == "fail"):

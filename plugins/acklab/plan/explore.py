@@ -4,8 +4,8 @@ params of one run (`acklab.plan.params.RunParams`): a few catalog profiles, each
 (linger, requests in flight, batch size), side by side under one fault schedule of one or two catalog
 faults, perhaps overlapping, with random targets, options, timings, rate and producer count.
 
-The search is guided by what the trials did (`Search`): a trial whose faults made the client retry
-is kept, and later trials are, as often as not, heavier variants of a kept one (`heavier`: the same
+The search is guided by what the trials did (`Search`): a trial whose faults reached its client (a
+retry, a request error, a timeout, a disconnect, writes answered with an error or left unanswered) is kept, and later trials are, as often as not, heavier variants of a kept one (`heavier`: the same
 faults under a higher rate and bigger batches), since batches under retry are where the clients'
 batching bugs live. It is pure and seeded: the same seed, space and observations give the same trials
 in the same order, so an exploration is repeated by its seed and its trial log. A trial the planner
@@ -47,7 +47,7 @@ class Menu(BaseModel):
     producers: tuple[int, ...] = (1, 1, 2)
     message_bytes: tuple[int, ...] = (100, 100, 1000)
     probability: tuple[float, ...] = (0.1, 0.5, 1.0)  # a proxy fault's share of requests (its default too)
-    heavier_share: float = 0.5  # once a trial made its client retry, the share of trials that are heavier variants of one
+    heavier_share: float = 0.5  # once a trial's faults reached its client, the share of trials that are heavier variants of one
     retimed_share: float = 0.5  # the share of heavier variants whose fault steps are also re-timed
 
 
@@ -216,8 +216,8 @@ def _up(menu: tuple[Any, ...], value: Any) -> Any:
 
 
 class Search:
-    """An exploration's trials, in order: a fresh draw (`draw`) or, once some trial made its client
-    retry (`observe`), `MENU.heavier_share` of the time a heavier variant of one such trial (`heavier`).
+    """An exploration's trials, in order: a fresh draw (`draw`) or, once some trial's faults reached its
+    client (`observe`), `MENU.heavier_share` of the time a heavier variant of one such trial (`heavier`).
     Pure and seeded: the same seed, space and observations give the same trials."""
 
     def __init__(self, space: ExploreSpace, seed: int, partitions: int, brokers: list[int], links: bool) -> None:
@@ -234,14 +234,14 @@ class Search:
             return heavier(params, self._rng, self._number), trial
         return draw(self.space, self._rng, self.partitions, self.brokers, self.links, self._number), None
 
-    def observe(self, trial: int, params: dict[str, Any], retried: bool) -> None:
-        """What trial `trial` (run with `params`) did: kept for heavier variants if its client retried."""
-        if retried:
+    def observe(self, trial: int, params: dict[str, Any], reached: bool) -> None:
+        """What trial `trial` (run with `params`) did: kept for heavier variants if its faults reached its client."""
+        if reached:
             self._kept.append((trial, params))
 
 
 def trials(space: ExploreSpace, seed: int, partitions: int, brokers: list[int], links: bool) -> Iterator[dict[str, Any]]:
-    """The fresh draws for `seed`, in order, endless (a `Search` told of no retry): the same seed and
+    """The fresh draws for `seed`, in order, endless (a `Search` told of no fault reaching a client): the same seed and
     space, the same trials."""
     search = Search(space, seed, partitions, brokers, links)
     while True:
