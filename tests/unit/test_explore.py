@@ -99,6 +99,7 @@ def test_a_heavier_variant_keeps_the_faults_and_the_load_length_and_steps_the_ba
         heavy_length, after = _load(heavy)
         assert abs(heavy_length - length) < 0.01 and heavy["rate"] == min([r for r in MENU.rate if r > params["rate"]], default=params["rate"])
         assert before.keys() == after.keys() and all(f"{name}-x{number}" in heavy["profiles"] for name in before)
+        assert heavy["message_bytes"] == min(MENU.message_bytes) and heavy["producers"] == params["producers"]
         for name, (linger, batch) in after.items():
             assert linger == min([v for v in MENU.linger_ms if v > before[name][0]], default=before[name][0]), (params, heavy)
             assert batch == min([v for v in MENU.batch_size if v > before[name][1]], default=before[name][1]), (params, heavy)

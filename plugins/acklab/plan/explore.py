@@ -6,7 +6,7 @@ faults, perhaps overlapping, with random targets, options, timings, rate and pro
 
 The search is guided by what the trials did (`Search`): a trial whose faults reached its client (a
 retry, a request error, a timeout, a disconnect, writes answered with an error or left unanswered) is kept, and later trials are, as often as not, heavier variants of a kept one (`heavier`: the same
-faults under a higher rate and bigger batches), since batches under retry are where the clients'
+faults under a higher rate and batches of more records), since batches under retry are where the clients'
 batching bugs live. It is pure and seeded: the same seed, space and observations give the same trials
 in the same order, so an exploration is repeated by its seed and its trial log. A trial the planner
 refuses (two faults on broker processes overlapping, a batch larger than the topic takes, ...) is
@@ -181,11 +181,11 @@ def _options(model: type[BaseModel], answers_error: bool, rng: random.Random) ->
 
 
 def heavier(params: dict[str, Any], rng: random.Random, number: int) -> dict[str, Any]:
-    """`params` under a heavier load, as trial `number`: the rate and each profile's linger.ms and
-    batch.size one step up the menu (a catalog profile re-tuned from its own values, an unset
-    batch.size counted as the menu's smallest, Java's default; a value at the menu's top stays), the
-    same length of load and the same faults, their steps re-timed within it `MENU.retimed_share` of
-    the time."""
+    """`params` under a heavier load, as trial `number`: more records to a batch, as the rate and each
+    profile's linger.ms and batch.size go one step up the menu (a catalog profile re-tuned from its own
+    values, an unset batch.size counted as the menu's smallest, Java's default; a value at the menu's
+    top stays) and the values take the menu's smallest size; the same length of load and the same
+    faults, their steps re-timed within it `MENU.retimed_share` of the time."""
     from acklab.workload.profiles import get_profile
 
     load_s = params["messages"] / params["rate"]
@@ -207,7 +207,10 @@ def heavier(params: dict[str, Any], rng: random.Random, number: int) -> dict[str
         for step in schedule:
             step["at_s"] = round(rng.uniform(MENU.fault_at_s[0], load_s * MENU.fault_at_s[1]), 1)
             step["duration_s"] = round(rng.uniform(*MENU.fault_duration_s), 1)
-    return {**copy.deepcopy(params), "profiles": profiles, "custom_profiles": custom, "schedule": schedule, "rate": rate, "messages": int(rate * load_s)}
+    return {
+        **copy.deepcopy(params), "profiles": profiles, "custom_profiles": custom, "schedule": schedule, "rate": rate, "messages": int(rate * load_s),
+        "message_bytes": min(MENU.message_bytes),  # more records to a batch
+    }
 
 
 def _up(menu: tuple[Any, ...], value: Any) -> Any:
