@@ -1,7 +1,7 @@
 """`acklab explore` and the weekly exploration DAG: run the trials the search chooses
 (`acklab.plan.explore.Search`: drawn from the space, or heavier variants of trials whose faults
-reached their client, as told by each trial's run) until the budget is spent; confirm every red row once and shrink it with
-`acklab repro` (with the run's negative controls, so the confirming run proves it could go red);
+reached their client, as told by each trial's run) until the budget is spent; confirm every red row
+once and shrink it with `acklab repro` (with the run's negative controls, so the confirming run proves it could go red);
 label it with the catalog's known bug it shows (`acklab.plan.presets.known_bugs`), and write a
 maintainer-ready report of each confirmed finding.
 

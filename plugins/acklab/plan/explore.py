@@ -5,9 +5,10 @@ params of one run (`acklab.plan.params.RunParams`): a few catalog profiles, each
 faults, perhaps overlapping, with random targets, options, timings, rate and producer count.
 
 The search is guided by what the trials did (`Search`): a trial whose faults reached its client (a
-retry, a request error, a timeout, a disconnect, writes answered with an error or left unanswered) is kept, and later trials are, as often as not, heavier variants of a kept one (`heavier`: the same
-faults under a higher rate and batches of more records), since batches under retry are where the clients'
-batching bugs live. It is pure and seeded: the same seed, space and observations give the same trials
+retry, a request error, a timeout, a disconnect, writes answered with an error or left unanswered)
+is kept, and later trials are, as often as not, heavier variants of a kept one (`heavier`: the same
+faults under a higher rate and batches of more records), since batches under retry are where the
+clients' batching bugs live. It is pure and seeded: the same seed, space and observations give the same trials
 in the same order, so an exploration is repeated by its seed and its trial log. A trial the planner
 refuses (two faults on broker processes overlapping, a batch larger than the topic takes, ...) is
 chosen again by the caller; running trials, confirming and shrinking what goes red is
@@ -111,7 +112,6 @@ class ExploreSpace(BaseModel):
 
 def draw(space: ExploreSpace, rng: random.Random, partitions: int, brokers: list[int], links: bool, number: int) -> dict[str, Any]:
     """One trial's run params (trial `number` of the exploration names its tuned profiles)."""
-    from acklab.workload.profiles import get_profile
 
     pool = space.profile_pool()
     chosen = rng.sample(pool, min(len(pool), rng.choice(MENU.profiles_per_trial)))
@@ -120,14 +120,11 @@ def draw(space: ExploreSpace, rng: random.Random, partitions: int, brokers: list
         if rng.random() >= MENU.tuned_share:
             profiles.append(name)
             continue
-        spec = get_profile(name).model_dump(exclude={"name", "java", "java_only"}, exclude_defaults=True)
-        spec["linger_ms"] = rng.choice(MENU.linger_ms)
+        spec = _catalog_spec(name)
+        linger = rng.choice(MENU.linger_ms)
         if spec.get("max_in_flight", 5) > 1:
             spec["max_in_flight"] = rng.choice(MENU.max_in_flight)
-        spec["overrides"] = {**spec.get("overrides", {}), "batch.size": rng.choice(MENU.batch_size)}
-        spec["description"] = f"{name} re-tuned by acklab explore: linger.ms {spec['linger_ms']}, batch.size {spec['overrides']['batch.size']}"
-        tuned = f"{name}-x{number}"
-        custom[tuned] = spec
+        tuned, custom[tuned] = _retuned(name, spec, number, linger, rng.choice(MENU.batch_size))
         profiles.append(tuned)
     rate = rng.choice(MENU.rate)
     load_s = rng.choice(MENU.load_s)
@@ -145,11 +142,7 @@ def draw(space: ExploreSpace, rng: random.Random, partitions: int, brokers: list
 def _step(fault: str, rng: random.Random, load_s: float, partitions: int, brokers: list[int]) -> dict[str, Any]:
     """One fault step: a target it may take, its options drawn (`_options`), a start within the load."""
     spec = FAULTS[fault]
-    step: dict[str, Any] = {
-        "fault": fault,
-        "at_s": round(rng.uniform(MENU.fault_at_s[0], load_s * MENU.fault_at_s[1]), 1),
-        "duration_s": round(rng.uniform(*MENU.fault_duration_s), 1),
-    }
+    step: dict[str, Any] = {"fault": fault, **_timing(rng, load_s)}
     kinds = sorted(spec.targets - COORDINATORS - {"broker"})
     if spec.default_target is not None and rng.random() >= MENU.default_target_share and kinds:
         kind = rng.choice([*kinds, *(["broker"] if "broker" in spec.targets else [])])
@@ -160,6 +153,29 @@ def _step(fault: str, rng: random.Random, load_s: float, partitions: int, broker
     if options := _options(spec.options, spec.answers_error, rng):
         step["options"] = options
     return step
+
+
+def _timing(rng: random.Random, load_s: float) -> dict[str, float]:
+    """A fault step's start (0.5 s into a load of `load_s` seconds or later) and length, drawn."""
+    return {
+        "at_s": round(rng.uniform(MENU.fault_at_s[0], load_s * MENU.fault_at_s[1]), 1),
+        "duration_s": round(rng.uniform(*MENU.fault_duration_s), 1),
+    }
+
+
+def _catalog_spec(name: str) -> dict[str, Any]:
+    """Catalog profile `name` as a custom profile's spec (its typed fields that differ from the defaults)."""
+    from acklab.workload.profiles import get_profile
+
+    return get_profile(name).model_dump(exclude={"name", "java", "java_only"}, exclude_defaults=True)
+
+
+def _retuned(base: str, spec: dict[str, Any], number: int, linger_ms: int, batch_size: int) -> tuple[str, dict[str, Any]]:
+    """`spec` (of catalog profile `base`) with `linger_ms` and `batch.size`, named for trial `number`."""
+    spec["linger_ms"] = linger_ms
+    spec["overrides"] = {**spec.get("overrides", {}), "batch.size": batch_size}
+    spec["description"] = f"{base} re-tuned by acklab explore: linger.ms {linger_ms}, batch.size {batch_size}"
+    return f"{base}-x{number}", spec
 
 
 def _options(model: type[BaseModel], answers_error: bool, rng: random.Random) -> dict[str, Any]:
@@ -194,19 +210,15 @@ def heavier(params: dict[str, Any], rng: random.Random, number: int) -> dict[str
     profiles, custom = [], {}
     for name in params["profiles"]:
         base = name.rsplit("-x", 1)[0] if name in given else name
-        catalog = get_profile(base)
-        spec = copy.deepcopy(given[name]) if name in given else catalog.model_dump(exclude={"name", "java", "java_only"}, exclude_defaults=True)
-        spec["linger_ms"] = _up(MENU.linger_ms, spec.get("linger_ms", catalog.linger_ms))
-        overrides = spec.get("overrides", {})
-        spec["overrides"] = {**overrides, "batch.size": _up(MENU.batch_size, overrides.get("batch.size", MENU.batch_size[0]))}
-        spec["description"] = f"{base} re-tuned by acklab explore: linger.ms {spec['linger_ms']}, batch.size {spec['overrides']['batch.size']}"
-        profiles.append(f"{base}-x{number}")
-        custom[f"{base}-x{number}"] = spec
+        spec = copy.deepcopy(given[name]) if name in given else _catalog_spec(base)
+        linger = _up(MENU.linger_ms, spec.get("linger_ms", get_profile(base).linger_ms))
+        batch = _up(MENU.batch_size, spec.get("overrides", {}).get("batch.size", MENU.batch_size[0]))
+        tuned, custom[tuned] = _retuned(base, spec, number, linger, batch)
+        profiles.append(tuned)
     schedule = copy.deepcopy(params.get("schedule") or [])
     if rng.random() < MENU.retimed_share:
         for step in schedule:
-            step["at_s"] = round(rng.uniform(MENU.fault_at_s[0], load_s * MENU.fault_at_s[1]), 1)
-            step["duration_s"] = round(rng.uniform(*MENU.fault_duration_s), 1)
+            step.update(_timing(rng, load_s))
     return {
         **copy.deepcopy(params), "profiles": profiles, "custom_profiles": custom, "schedule": schedule, "rate": rate, "messages": int(rate * load_s),
         "message_bytes": min(MENU.message_bytes),  # more records to a batch
@@ -244,8 +256,8 @@ class Search:
 
 
 def trials(space: ExploreSpace, seed: int, partitions: int, brokers: list[int], links: bool) -> Iterator[dict[str, Any]]:
-    """The fresh draws for `seed`, in order, endless (a `Search` told of no fault reaching a client): the same seed and
-    space, the same trials."""
+    """The fresh draws for `seed`, in order, endless (a `Search` told of no fault reaching a client):
+    the same seed and space, the same trials."""
     search = Search(space, seed, partitions, brokers, links)
     while True:
         yield search.next()[0]
