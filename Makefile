@@ -133,6 +133,14 @@ bench-matrix: setup
 	$(BIN)/acklab reap
 	$(BIN)/python -m acklab.tools.bench_matrix --conf '$(or $(BENCH_MATRIX_CONF),{})'
 
+# The cost model of a run in shares: the shares DAG via `airflow dags test` as 1 share, then as 2
+# (one after the other on this host); prints each phase, the fixed costs and the projection for N
+# workers last. BENCH_SHARES_CONF='{"faults": [...]}' (default: the standard matrix).
+.PHONY: bench-shares
+bench-shares: setup
+	$(BIN)/acklab reap
+	$(BIN)/python -m acklab.tools.bench_shares --conf '$(or $(BENCH_SHARES_CONF),{})'
+
 # Importing the DAG files in a fresh interpreter after `import airflow.sdk` (median of 5):
 # the last line is `dag parse seconds: X`.
 .PHONY: bench-dag-parse
@@ -172,6 +180,15 @@ compose-deps: docker-deps
 test-compose: setup compose-deps
 	$(BIN)/python -m pytest tests -q -m compose
 
+# The DAGs on CeleryExecutor (docs/reference.md "Scale-out"): Debian's redis-server as the broker,
+# PostgreSQL, two Celery workers; the smoke DAG, the reduced matrix in two shares, a killed worker.
+.PHONY: celery-deps test-celery
+celery-deps:
+	@command -v redis-server >/dev/null || { apt-get update -qq && apt-get install -y -qq redis-server; }
+
+test-celery: setup postgres-deps celery-deps
+	$(BIN)/python -m pytest tests -q -m celery --durations=10
+
 # Debian packages of the deployment tests: PostgreSQL (without the package's own cluster) and Chromium.
 .PHONY: postgres-deps browser-deps
 postgres-deps:
@@ -184,12 +201,14 @@ browser-deps:
 
 # The Airflow stack as teams run it (api-server, scheduler, dag-processor; LocalExecutor) from
 # airflow_home, on its SQLite DB or with AIRFLOW_DB=postgres on a project-local PostgreSQL
-# (airflow_home/postgres); prints the UI's address and login. `make airflow-stop` stops exactly that.
+# (airflow_home/postgres); CELERY_WORKERS=2: CeleryExecutor with a Redis broker and two workers (on
+# PostgreSQL); prints the UI's address and login. `make airflow-stop` stops exactly that.
 AIRFLOW_PORT ?= 8080
 AIRFLOW_DB ?= sqlite
 .PHONY: airflow airflow-stop
-airflow: setup $(if $(filter postgres,$(AIRFLOW_DB)),postgres-deps)
-	$(BIN)/acklab airflow up --port $(AIRFLOW_PORT) $(if $(filter postgres,$(AIRFLOW_DB)),--postgres)
+CELERY_WORKERS ?= 0
+airflow: setup $(if $(filter postgres,$(AIRFLOW_DB)),postgres-deps) $(if $(filter-out 0,$(CELERY_WORKERS)),postgres-deps celery-deps)
+	$(BIN)/acklab airflow up --port $(AIRFLOW_PORT) $(if $(filter postgres,$(AIRFLOW_DB)),--postgres) --celery-workers $(CELERY_WORKERS)
 
 airflow-stop:
 	$(BIN)/acklab airflow down

@@ -13,7 +13,9 @@ from acklab.plan.planner import make_plan
 from acklab.services import airflow_pool
 from acklab.workload.profiles import catalog
 
-DAG_IDS = {"kafka_delivery_matrix", "kafka_delivery_smoke", "kafka_explore", "kafka_field_notes", "kafka_version_regression"}
+DAG_IDS = {
+    "kafka_delivery_matrix", "kafka_delivery_matrix_shares", "kafka_delivery_smoke", "kafka_explore", "kafka_field_notes", "kafka_version_regression",
+}
 
 
 @pytest.fixture(scope="module")
@@ -49,6 +51,22 @@ def test_matrix_dag_shape(dagbag, dag_id: str) -> None:
     group = tasks["run_group"]
     assert group.pool == airflow_pool.NAME and group.is_mapped, "scenario groups: mapped, serialized by the pool"
     assert {t.task_id for t in group.upstream_list} == {"provision_cluster", "scenario_groups"}
+
+
+def test_shares_dag_shape(dagbag) -> None:
+    """plan -> shares -> one mapped share task (no pool, no shared cluster) -> gather whatever they did
+    -> audit from the archive -> validate -> verdict; its defaults the standard matrix in 2 shares."""
+    from acklab.plan.params import standard_matrix
+
+    dag = dagbag.dags["kafka_delivery_matrix_shares"]
+    tasks = {t.task_id: t for t in dag.tasks}
+    assert set(tasks) == {"plan", "shares", "run_share", "gather", "audit", "validate", "verdict"}
+    assert tasks["run_share"].is_mapped and tasks["run_share"].pool != airflow_pool.NAME
+    assert tasks["gather"].trigger_rule == "all_done", "gather runs whatever the shares did: a dead share's scenarios become incomplete"
+    assert "--topic-records" in tasks["audit"].application_args
+    assert {t.task_id for t in tasks["audit"].upstream_list} == {"gather"}
+    assert dag.params["shares"] == 2
+    assert make_plan({name: dag.params[name] for name in dag.params if name not in ("preset", "shares")}).params == standard_matrix()
 
 
 def test_daily_dag_runs_the_standard_matrix(dagbag) -> None:

@@ -57,3 +57,21 @@ def test_compose_cli_accepts_the_file() -> None:
         pytest.skip("no docker compose CLI here (the YAML checks above still ran)")
     result = subprocess.run(command, capture_output=True, text=True, cwd=PROJECT_ROOT, timeout=60)
     assert result.returncode == 0, result.stderr
+
+
+def test_celery_variant_adds_a_loopback_broker_and_two_one_slot_workers() -> None:
+    """docker-compose.celery.yaml: Redis on 127.0.0.1, CeleryExecutor for every Airflow service, two
+    workers of one task slot with the project and the Docker socket, results in the metadata DB."""
+    services = yaml.safe_load((PROJECT_ROOT / "docker-compose.celery.yaml").read_text())["services"]
+    assert set(services) == {"redis", "airflow-worker-1", "airflow-worker-2"} | AIRFLOW
+    assert services["redis"]["command"][:3] == ["redis-server", "--bind", "127.0.0.1"]
+    for name in AIRFLOW:
+        assert services[name]["environment"]["AIRFLOW__CORE__EXECUTOR"] == "CeleryExecutor", name
+    for name in ("airflow-worker-1", "airflow-worker-2"):
+        worker = services[name]
+        assert worker["network_mode"] == "host" and "${PWD}:${PWD}" in worker["volumes"]
+        assert "/var/run/docker.sock:/var/run/docker.sock" in worker["volumes"]
+        assert worker["command"][:5] == ["airflow", "celery", "worker", "--concurrency", "1"] and "--skip-serve-logs" in worker["command"]
+        assert worker["environment"]["AIRFLOW__CELERY__BROKER_URL"].startswith("redis://127.0.0.1:")
+        assert worker["environment"]["AIRFLOW__CELERY__RESULT_BACKEND"].startswith("db+postgresql+psycopg2://")
+    assert "0.0.0.0" not in yaml.safe_dump(services)

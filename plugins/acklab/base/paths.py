@@ -18,6 +18,14 @@ def runs_dir() -> Path:
     return Path(os.environ.get("ACKLAB_RUNS", PROJECT_ROOT / "runs"))
 
 
+def work_dir() -> Path:
+    """Where a share of a run (`acklab.orchestration.shares`) keeps its cluster and evidence while it
+    runs: the run store unless ACKLAB_WORK says otherwise. A folder of this host: where workers
+    share the run store (an NFS path), ACKLAB_WORK names a local one, so that only this host's
+    reaper judges the clusters in it (by pids of this host)."""
+    return Path(os.environ.get("ACKLAB_WORK") or runs_dir())
+
+
 def clusters_dir() -> Path:
     """Topology specs (`clusters/*.yaml`)."""
     return PROJECT_ROOT / "clusters"

@@ -233,6 +233,33 @@ def audit_share(run: RunDir, share: Sequence[ScenarioEntry], source: Source, out
             writer.abandon()
 
 
+def archive_records(run: RunDir, scenarios: Sequence[ScenarioEntry], bootstrap: str, out: AuditDir, name: str) -> int:
+    """Read `scenarios`' topics (and their pipelines' committed output) from the cluster at `bootstrap`
+    into one file `name` of each records archive in `out` (`topic_records/`, `pipeline_records/`),
+    as the audit would archive them, so a later audit reads the archive instead (a run's shares
+    before their cluster goes). Returns the topic records written."""
+    source = Source(bootstrap=bootstrap, partitions=topic_partitions(bootstrap, [t for s in scenarios for t in s.load_topics]))
+    out.topic_records.mkdir(parents=True, exist_ok=True)
+    out.pipeline_records.mkdir(parents=True, exist_ok=True)
+    records = _Writer(out.topic_records / name, TOPIC_RECORDS)
+    outputs = _Writer(out.pipeline_records / name, PIPELINE_OUTPUT_RECORDS)
+    written = 0
+    try:
+        for batch in read_batches(scenarios, MESSAGES_PER_READ):
+            table = source.records(batch)
+            records.write(table)
+            written += table.num_rows
+            for scenario in batch:
+                if scenario.pipeline is not None:
+                    outputs.write(read_outputs(bootstrap, scenario.pipeline.output_topic, scenario.partitions or 0, scenario.scenario))
+        records.close()
+        outputs.close()
+    finally:
+        records.abandon()
+        outputs.abandon()
+    return written
+
+
 def pipeline_columns(run: RunDir, scenario: ScenarioEntry, send_log: pa.Table, source: Source, writer: _Writer | None) -> dict[str, Any]:
     """A pipeline scenario's matrix columns (`MATRIX_PIPELINE`: all null for a producer scenario):
     its committed output read from Kafka (and archived by `writer`) or from the archive, audited

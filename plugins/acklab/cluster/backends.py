@@ -9,6 +9,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Literal
 
+from acklab.base.paths import work_dir
 from acklab.cluster import links
 from acklab.cluster.runner import NodeRunner
 from acklab.cluster.state import STATE_FILE, ClusterState, kill_and_wait
@@ -45,8 +46,10 @@ def teardown(state: ClusterState, root: Path) -> None:
 
 
 def _states(runs_root: Path) -> list[tuple[Path, ClusterState]]:
+    """Every cluster state in a folder of `runs_root`, and of the shares' work folder (`work_dir()`) when it is elsewhere."""
     found = []
-    for state_file in sorted(runs_root.glob(f"*/cluster/{STATE_FILE}")):
+    roots = dict.fromkeys([runs_root.resolve(), work_dir().resolve()])
+    for state_file in sorted(f for root in roots for f in root.glob(f"*/cluster/{STATE_FILE}")):
         try:
             found.append((state_file.parent, ClusterState.load(state_file.parent)))
         except (ValueError, OSError):

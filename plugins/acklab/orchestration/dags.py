@@ -13,6 +13,7 @@ models, the catalogs' names); task bodies import their dependencies when they ru
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -31,6 +32,7 @@ from acklab.orchestration.params import (
     explore_params,
     kafka_versions_param,
     preset_param,
+    shares_param,
     version_params,
 )
 from acklab.plan.explore import MAX_BUDGET_MINUTES
@@ -66,9 +68,9 @@ AUDIT = {
 """The Spark audit's fixed arguments; the run's come from the collect (or run_groups) task."""
 
 
-def _collected(key: str) -> str:
-    """A template for one field of what the collect task returned."""
-    return "{{ ti.xcom_pull(task_ids='collect')['" + key + "'] }}"
+def _collected(key: str, task_id: str = "collect") -> str:
+    """A template for one field of what the collect (or gather) task returned."""
+    return "{{ ti.xcom_pull(task_ids='" + task_id + "')['" + key + "'] }}"
 
 
 def _user_errors(plan: Callable[[], T]) -> T:
@@ -181,6 +183,83 @@ def delivery_matrix_dag(dag_id: str, schedule: str | None, defaults: RunParams, 
         verdict(validated)
 
     return matrix()
+
+
+def share_retries() -> int:
+    """Retries of a share task (ACKLAB_SHARE_RETRIES, default 0, read when the DAG is parsed): a retry
+    is a new attempt on a new cluster, its evidence apart from the killed one's."""
+    return int(os.environ.get("ACKLAB_SHARE_RETRIES", "0"))
+
+
+def delivery_matrix_shares_dag(dag_id: str, schedule: str | None, defaults: RunParams, doc: str, tags: list[str]) -> DAG:
+    """The matrix DAG's run as shares that can run on any worker (`acklab.orchestration.shares`):
+    plan -> shares (the groups dealt, the plan published to the evidence store) -> one mapped task
+    per share (its own cluster, groups, records archive, teardown, evidence published) -> gather
+    (whatever the shares did) -> Spark audit from the archive -> validate -> verdict."""
+
+    @dag(
+        dag_id=dag_id, schedule=schedule, start_date=datetime(2026, 1, 1), catchup=False, max_active_runs=1,
+        dagrun_timeout=LEASE, tags=["acklab", "kafka", *tags], doc_md=doc,
+        params=dag_params(defaults, extra={"preset": preset_param(), "shares": shares_param()}),
+    )
+    def matrix_shares() -> None:
+        @task
+        def plan(**context: Any) -> dict[str, Any]:
+            from acklab.orchestration import tasks
+
+            return _user_errors(lambda: tasks.plan_run(dict(context["params"])))
+
+        @task
+        def shares(run: dict[str, Any], **context: Any) -> list[dict[str, Any]]:
+            from acklab.orchestration import tasks
+
+            return tasks.share_list(run, int(context["params"]["shares"]))
+
+        @task(map_index_template="{{ label }}", retries=share_retries(), execution_timeout=LEASE)
+        def run_share(run: dict[str, Any], share: dict[str, Any], **context: Any) -> dict[str, Any]:
+            from acklab.orchestration import tasks
+
+            _label(label=share["label"])
+            return tasks.run_share(run, share, int(context["ti"].try_number), LEASE.total_seconds())
+
+        @task(trigger_rule=TriggerRule.ALL_DONE)
+        def gather(run: dict[str, Any], dealt: list[dict[str, Any]]) -> dict[str, Any]:
+            from acklab.orchestration import tasks
+
+            return tasks.gather(run, list(dealt))
+
+        @task(outlets=[MATRIX])
+        def validate(audit: dict[str, Any], **context: Any) -> dict[str, Any]:
+            from acklab.orchestration import tasks
+
+            summary = tasks.validate(audit, _dag_run(context))
+            _publish(context, summary)
+            return summary
+
+        @task(**_tell())
+        def verdict(summary: dict[str, Any]) -> None:
+            from acklab.orchestration import tasks
+
+            tasks.gate(summary)
+
+        planned = plan()
+        dealt = shares(planned)
+        ran = run_share.partial(run=planned).expand(share=dealt)
+        gathered = gather(planned, dealt)
+        ran >> gathered
+        audit = AuditOperator(
+            **AUDIT,
+            application_args=[
+                "--manifest", _collected("manifest", "gather"), "--out", _collected("audit_out", "gather"),
+                "--topic-records", _collected("topic_records", "gather"),
+            ],
+        )
+        gathered >> audit
+        validated = validate(gathered)
+        audit >> validated
+        verdict(validated)
+
+    return matrix_shares()
 
 
 def version_regression_dag(

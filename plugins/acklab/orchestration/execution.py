@@ -57,12 +57,14 @@ def run_scenarios(cluster: Cluster, plan: RunPlan, run: RunDir, progress: Progre
     return write_manifest(cluster, plan, run)
 
 
-def write_manifest(cluster: Cluster, plan: RunPlan, run: RunDir) -> Manifest:
+def write_manifest(cluster: Cluster | None, plan: RunPlan, run: RunDir) -> Manifest:
     """Append the plan's scenario entries (each group wrote its scenarios' `entry.json`) to the
-    run's manifest; a missing entry is an error, never a silently smaller matrix."""
+    run's manifest; a missing entry is an error, never a silently smaller matrix. Without a cluster
+    (a run in shares, gone by now) the manifest names no bootstrap servers: it is audited from its
+    records archive."""
     _check_unique(plan, run)
     manifest = run.read_manifest() if run.manifest.exists() else Manifest(
-        run_id=run.run_id, bootstrap_servers=cluster.direct_bootstrap_servers, topology=plan.topology.model_dump()
+        run_id=run.run_id, bootstrap_servers=cluster.direct_bootstrap_servers if cluster else None, topology=plan.topology.model_dump()
     )
     missing = [s.name for s in plan.scenarios if not run.scenario(s.name).entry.exists()]
     if missing:

@@ -111,6 +111,18 @@ def preset_param() -> Param:
     )
 
 
+MAX_SHARES = 16
+
+
+def shares_param(default: int = 2) -> Param:
+    """The shares DAG's share count: its groups dealt into this many shares (fewer if it has fewer groups)."""
+    return Param(
+        default, type="integer", minimum=1, maximum=MAX_SHARES,
+        description="Deal the run's scenario groups into this many shares, each on its own cluster on whichever worker takes it "
+        "(fewer if the run has fewer groups)",
+    )
+
+
 def kafka_versions_param(versions: list[str]) -> Param:
     """The version-regression DAG's list of Kafka versions."""
     return Param(

@@ -134,6 +134,34 @@ def run_all_groups(run: dict[str, Any]) -> dict[str, Any]:
     return _audit(run, run_dir)
 
 
+def share_list(run: dict[str, Any], shares: int) -> list[dict[str, Any]]:
+    """The run's groups dealt into shares (`acklab.orchestration.shares`); its plan published for them."""
+    from acklab.orchestration import shares as sharing
+
+    dealt = sharing.share_list(run, shares)
+    log.info("run %s: %d share(s): %s", run["run_id"], len(dealt), "; ".join(share["label"] for share in dealt))
+    return dealt
+
+
+def run_share(run: dict[str, Any], share: dict[str, Any], attempt: int, lease_s: float) -> dict[str, Any]:
+    """One share, whole, on a cluster of its own, its evidence published (`acklab.orchestration.shares.run_share`);
+    the cluster is bound to this process under ACKLAB_BIND_CLUSTER_TO_PID=1, else to the task's heartbeat."""
+    from acklab.orchestration import shares as sharing
+
+    owner = os.getpid() if os.environ.get("ACKLAB_BIND_CLUSTER_TO_PID") == "1" else None
+    return sharing.run_share(
+        run["run_id"], share, attempt, lease_s=lease_s, heartbeat_s=None if owner else heartbeat_s(), owner_pid=owner,
+        progress=ProgressMeter(log.info),
+    )
+
+
+def gather(run: dict[str, Any], shares: list[dict[str, Any]]) -> dict[str, Any]:
+    """The shares' evidence into the run folder and its manifest; the audit job (from the records archive)."""
+    from acklab.orchestration import shares as sharing
+
+    return sharing.gather(run, shares, heartbeat_s())
+
+
 def _audit(run: dict[str, Any], run_dir: RunDir) -> dict[str, Any]:
     """The audit job's arguments, for SparkSubmitOperator (templated or mapped)."""
     job = audit_job(run_dir)

@@ -35,7 +35,11 @@ LAYOUT: tuple[tuple[str, str], ...] = (
     ("scenarios/<scenario>/processors/processor-<i>.<n>.{json,jsonl,stderr}", "a pipeline's processor instance i, incarnation n: its job, its log (`acklab.workload.processing`), its stderr"),
     ("scenarios/<scenario>.attempt-<n>/", "an earlier run of the scenario whose evidence was incomplete, so its group ran it again: the same files, kept, not audited"),
     ("cluster/", "the cluster: `cluster.json` (pids, ports, owner), node folders with their logs (data removed at teardown)"),
-    ("audit/topic_records.parquet", "every record the audit read from the scenario topics"),
+    ("shares.json", "a run in shares (`acklab.orchestration.shares`): each share's groups, the attempt gathered (null: none finished, its "
+     "scenarios are incomplete), the attempts that never finished, and the evidence store they were published to"),
+    ("shares/share-<k>/cluster/", "a run in shares: the cluster of share k's gathered attempt (its nodes' logs)"),
+    ("audit/topic_records.parquet", "every record the audit read from the scenario topics (a run in shares: one file per share, "
+     "each read by its share before its cluster went)"),
     ("audit/pipeline_records.parquet", "every committed output record of the pipelines' output topics (`acklab.store.schemas.PIPELINE_OUTPUT_RECORDS`)"),
     ("audit/outcomes.parquet", "one row per message (all scenarios'): its outcome class and flags"),
     ("audit/matrix.parquet, audit/matrix.json", "the delivery matrix: one row per scenario"),
@@ -52,6 +56,7 @@ FIELD_NOTES_DIR = "field-notes"  # FieldNotesDir folders, beside the runs
 COMPARISONS_DIR = "comparisons"  # in the runs root: version comparisons, one folder each
 KNOWN_BUGS_DIR = "known-bugs"  # in the runs root: the known-bugs page (index.html, known-bugs.json)
 REPROS_DIR = "repros"  # in the runs root: `acklab repro` folders, one per red row or bug preset
+STORE_DIR = "evidence-store"  # in the runs root: the default evidence store (`acklab.store.evidence_store`)
 EXPLORATIONS_DIR = "explorations"  # in the runs root: `acklab explore` runs, one folder each (ExplorationDir)
 
 
@@ -487,6 +492,13 @@ class RunDir(CiResults):
     def cluster(self) -> Path:
         return self.root / "cluster"
 
+    @property
+    def shares(self) -> Path:
+        return self.root / "shares.json"
+
+    def share_folder(self, share: int) -> Path:
+        return self.root / "shares" / f"share-{share}"
+
     def scenario(self, name: str) -> ScenarioDir:
         return ScenarioDir(self.root / "scenarios" / name)
 
@@ -549,7 +561,7 @@ class RunDir(CiResults):
 def runs() -> list[RunDir]:
     """Every run folder in the store, oldest first."""
     root = runs_dir()
-    others = {COMPARISONS_DIR, FIELD_NOTES_DIR}
+    others = {COMPARISONS_DIR, FIELD_NOTES_DIR, STORE_DIR}
     return sorted((RunDir(p) for p in root.iterdir() if p.is_dir() and p.name not in others), key=lambda r: r.run_id) if root.exists() else []
 
 

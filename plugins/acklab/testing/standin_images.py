@@ -5,7 +5,9 @@ machines that cannot pull images; the compose file itself keeps the official one
   (pip may install system-wide, as in the official image);
 - `postgres:16-bookworm` -> Debian bookworm's PostgreSQL 15 behind an entrypoint with the official
   image's contract for what the compose file uses (POSTGRES_USER/PASSWORD/DB, PGDATA, `postgres`
-  command, `pg_isready`: `templates/postgres-standin-entrypoint.sh`).
+  command, `pg_isready`: `templates/postgres-standin-entrypoint.sh`);
+- `redis:7-bookworm` -> Debian bookworm's `redis-server` (the Celery variant's broker; the compose
+  file gives its whole command line, so no entrypoint is needed).
 
 Each root filesystem is made by `mmdebstrap` from the host's Debian mirror and imported as one
 layer (`docker import`, cheap with the vfs storage driver). It trusts the host's CA bundle, so pip
@@ -81,6 +83,15 @@ POSTGRES = Standin(
         'ENTRYPOINT ["/usr/local/bin/docker-entrypoint.sh"]',
         'CMD ["postgres"]',
     ),
+)
+
+
+REDIS = Standin(
+    repository="acklab/standin-redis",
+    stands_for="redis:7-bookworm",
+    packages=("redis-server",),
+    hooks=(),
+    changes=(f"ENV PATH={BASE_PATH} LANG=C.UTF-8", 'CMD ["redis-server"]'),
 )
 
 

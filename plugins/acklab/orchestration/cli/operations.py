@@ -18,7 +18,7 @@ from acklab.orchestration.cli.common import (
 )
 
 docker_app = typer.Typer(help="The Docker backend's engine and image.", no_args_is_help=True)
-airflow_app = typer.Typer(help="The Airflow stack: api-server, scheduler, dag-processor (LocalExecutor).", no_args_is_help=True)
+airflow_app = typer.Typer(help="The Airflow stack: api-server, scheduler, dag-processor (LocalExecutor, or CeleryExecutor with workers).", no_args_is_help=True)
 
 
 def setup(
@@ -101,6 +101,9 @@ def _airflow_home() -> Path:
 def airflow_up(
     port: Annotated[int, typer.Option(help="the UI's port on 127.0.0.1 (0: any free one)")] = 8080,
     postgres: Annotated[bool, typer.Option(help="metadata DB on a project-local PostgreSQL instead of SQLite")] = False,
+    celery_workers: Annotated[int, typer.Option(
+        min=0, max=8, help="CeleryExecutor with this many workers (one task each) and a project-local Redis broker; implies --postgres",
+    )] = 0,
 ) -> None:
     """Start the stack in $AIRFLOW_HOME and print the UI's address and login."""
     from acklab.cluster.layout import free_ports
@@ -115,11 +118,11 @@ def airflow_up(
         console.print(f"port {port} is taken; using a free one", highlight=False)
         port = 0
     try:
-        state = airflow_stack.start(home, port=port or free_ports(1)[0], use_postgres=postgres)
+        state = airflow_stack.start(home, port=port or free_ports(1)[0], use_postgres=postgres or celery_workers > 0, celery_workers=celery_workers)
     except ServiceError as exc:
         console.print(f"[red]error:[/red] {exc}", highlight=False)
         raise typer.Exit(1) from None
-    typer.echo(f"Airflow UI: {state.url}  (metadata DB: {state.database})")
+    typer.echo(f"Airflow UI: {state.url}  (metadata DB: {state.database}; {state.executor}" + (f", {len(state.workers)} workers)" if state.workers else ")"))
     typer.echo(f"login: {state.user} / {state.password}")
     typer.echo(f"logs: {home / 'logs'}; stop: make airflow-stop (acklab airflow down)")
 

@@ -1,0 +1,151 @@
+"""The DAGs on CeleryExecutor with two workers: the smoke DAG green; a reduced matrix in two shares
+green with the verdicts of the same run on one host; a worker killed mid-share leaves its share's
+scenarios incomplete (never pass) and nothing behind."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+from acklab.base.paths import PROJECT_ROOT
+from acklab.services.airflow_stack import StackState
+from acklab.services.processes import ServiceProcess, session_members
+
+from ..airflow_rest import AirflowRest
+
+pytestmark = [pytest.mark.integration, pytest.mark.celery]
+
+SMOKE = "kafka_delivery_smoke"
+SHARES = "kafka_delivery_matrix_shares"
+BIN = Path(os.environ.get("VIRTUAL_ENV", PROJECT_ROOT / ".venv")) / "bin"
+# The reduced matrix: 2 profiles x 3 faults of one client, in two shares (two clusters on this host).
+REDUCED = {
+    "profiles": ["leader-ack", "idempotent"], "faults": ["none", "leader-kill", "follower-restart"], "client": "librdkafka",
+    "processing": [], "messages": 30000, "rate": 5000, "fault_at_s": 1.0, "negative_control": False,
+}
+RUN_TIMEOUT_S = 900
+
+
+def _run_folder(store: Path, run: dict) -> Path:
+    """The run folder of a DAG run: the one whose plan task's XCom names it."""
+    (folder,) = [p for p in store.iterdir() if (p / "manifest.json").exists() and p.name not in _seen]
+    _seen.add(folder.name)
+    return folder
+
+
+_seen: set[str] = set()
+
+
+def _workers_running(stack: StackState, task: str) -> set[str]:
+    """The workers whose log shows a workload of `task`."""
+    return {w.name for w in stack.workers if f"task_id='{task}'" in w.log_tail(2_000_000)}
+
+
+def test_smoke_dag_green_on_celery(celery_stack: StackState, celery_rest: AirflowRest, isolated_run_store: Path) -> None:
+    celery_rest.wait_for_dag(SMOKE)
+    celery_rest.set_paused(SMOKE, False)
+    conf = {k: v for k, v in REDUCED.items() if k != "faults"} | {"faults": ["leader-kill"]}
+    response = celery_rest.trigger(SMOKE, conf)
+    assert response.status_code == 200, response.text
+    run = celery_rest.wait_for_run(SMOKE, response.json()["dag_run_id"], RUN_TIMEOUT_S)
+    assert run["state"] == "success", celery_rest.failure_report(SMOKE, run["dag_run_id"])
+    assert _workers_running(celery_stack, "run_group"), "no Celery worker ran the groups"
+    result = json.loads((_run_folder(isolated_run_store, run) / "result.json").read_text())
+    assert result["status"] == "pass" and set(result["scenarios"]) == {"leader-ack__leader-kill", "idempotent__leader-kill"}
+
+
+def test_two_shares_on_two_workers_match_one_host(
+    celery_stack: StackState, celery_rest: AirflowRest, isolated_run_store: Path, acklab_env: dict[str, str], tmp_path: Path
+) -> None:
+    celery_rest.wait_for_dag(SHARES)
+    celery_rest.set_paused(SHARES, False)
+    response = celery_rest.trigger(SHARES, {**REDUCED, "shares": 2})
+    assert response.status_code == 200, response.text
+    run = celery_rest.wait_for_run(SHARES, response.json()["dag_run_id"], RUN_TIMEOUT_S)
+    assert run["state"] == "success", celery_rest.failure_report(SHARES, run["dag_run_id"])
+    folder = _run_folder(isolated_run_store, run)
+    shares = json.loads((folder / "shares.json").read_text())["shares"]
+    # 3 fault groups of 2 scenarios: 2 groups in one share, 1 in the other
+    assert [(s["gathered"], s["unfinished"]) for s in shares] == [(1, []), (1, [])] and sorted(s["scenarios"] for s in shares) == [2, 4]
+    assert _workers_running(celery_stack, "run_share") == {"worker-1", "worker-2"}, "the shares did not spread over both workers"
+    # Each share read its own topics into its part of the archive before its cluster went.
+    assert sorted(p.name for p in (folder / "audit" / "topic_records.parquet").glob("*.parquet")) == ["part-s001.parquet", "part-s002.parquet"]
+    assert not list(Path(acklab_env["ACKLAB_RUNS"]).glob("*.share-*.attempt-*")), "a share's work folder was left behind"
+    shared = json.loads((folder / "result.json").read_text())
+
+    # The same params on one host, one cluster (`acklab run`): the same verdicts.
+    params = tmp_path / "params.json"
+    params.write_text(json.dumps(REDUCED))
+    one_host = subprocess.run([str(BIN / "acklab"), "run", "--params", str(params)], env=acklab_env, capture_output=True, text=True, timeout=900)
+    assert one_host.returncode == 0, one_host.stdout[-3000:] + one_host.stderr[-3000:]
+    single = json.loads((_run_folder(isolated_run_store, run) / "result.json").read_text())
+    assert shared["status"] == single["status"] == "pass"
+    assert shared["scenarios"] == single["scenarios"] and len(shared["scenarios"]) == 6
+
+
+def _share_processes(store: Path) -> list[psutil.Process]:
+    """Processes whose command line names a share's work folder of the store (its cluster's JVMs, proxy)."""
+    found = []
+    for process in psutil.process_iter(["cmdline"]):
+        if any(".share-" in part and str(store) in part for part in process.info["cmdline"] or []):
+            found.append(process)
+    return found
+
+
+def _kill_worker(worker: ServiceProcess) -> None:
+    """The worker's host dies: SIGKILL the worker and every process of its session at once."""
+    for process in [psutil.Process(worker.pid), *session_members(worker)]:
+        try:
+            process.send_signal(signal.SIGKILL)
+        except psutil.NoSuchProcess:
+            continue
+
+
+def test_killed_worker_leaves_its_share_incomplete_and_nothing_behind(
+    celery_stack: StackState, celery_rest: AirflowRest, isolated_run_store: Path
+) -> None:
+    celery_rest.wait_for_dag(SHARES)
+    celery_rest.set_paused(SHARES, False)
+    response = celery_rest.trigger(SHARES, {**REDUCED, "messages": 150000, "shares": 2})
+    assert response.status_code == 200, response.text
+    run_id = response.json()["dag_run_id"]
+    # Kill worker-1 once both shares are loading (each worker holds one).
+    deadline = time.monotonic() + 300
+    while len(list(isolated_run_store.glob("*.share-*.attempt-1/scenarios/*/producers"))) < 2:
+        assert time.monotonic() < deadline, celery_rest.task_states(SHARES, run_id)
+        time.sleep(1)
+    time.sleep(3)
+    _kill_worker(celery_stack.workers[0])
+    run = celery_rest.wait_for_run(SHARES, run_id, RUN_TIMEOUT_S)
+    assert run["state"] == "failed", "a run with a killed share passed"
+    states = celery_rest.task_states(SHARES, run_id)
+    assert sorted(v for k, v in states.items() if k.startswith("run_share")) == ["failed", "success"], states
+    assert states["validate"] == "success" and states["verdict"] == "failed", states
+
+    folder = _run_folder(isolated_run_store, run)
+    result = json.loads((folder / "result.json").read_text())
+    shares = {s["share"]: s for s in json.loads((folder / "shares.json").read_text())["shares"]}
+    (killed,) = [s for s in shares.values() if s["gathered"] is None]
+    (kept,) = [s for s in shares.values() if s["gathered"] == 1]
+    assert killed["unfinished"] == [1]
+    assert result["status"] == "incomplete", result["status"]
+    manifest = json.loads((folder / "manifest.json").read_text())
+    share_of = {e["scenario"]: e for e in manifest["scenarios"]}
+    incomplete = {name for name, status in result["scenarios"].items() if status == "incomplete"}
+    assert len(incomplete) == killed["scenarios"] and "pass" not in {result["scenarios"][n] for n in incomplete}
+    assert all(f"share {killed['share']} never finished" in share_of[n]["incomplete_reason"] for n in incomplete)
+    assert {result["scenarios"][n] for n in result["scenarios"] if n not in incomplete} == {"pass"}
+    assert kept["scenarios"] + killed["scenarios"] == len(result["scenarios"]) == 6
+
+    # Nothing behind: the killed share's cluster reaped, its work folder published as an unfinished attempt and removed.
+    store = isolated_run_store / "evidence-store" / folder.name / f"share-{killed['share']}"
+    assert (store / "attempt-1").is_dir() and not (store / "attempt-1" / "finished.json").exists()
+    assert not list(isolated_run_store.glob("*.share-*")), "a share's work folder was left behind"
+    assert _share_processes(isolated_run_store) == [], "a share's cluster process survived"
