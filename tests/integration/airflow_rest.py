@@ -65,16 +65,22 @@ class AirflowRest:
         instances = self.get(f"/dags/{dag_id}/dagRuns/{run_id}/taskInstances")["task_instances"]
         return {f"{ti['task_id']}[{ti['map_index']}]" if ti["map_index"] >= 0 else ti["task_id"]: ti["state"] for ti in instances}
 
-    def task_log(self, dag_id: str, run_id: str, task_id: str, try_number: int = 1) -> str:
+    def task_log(self, dag_id: str, run_id: str, task_id: str, try_number: int = 1, map_index: int = -1) -> str:
         """The task's log as the UI shows it (the api-server reads the workers' log files)."""
-        content = self.get(f"/dags/{dag_id}/dagRuns/{run_id}/taskInstances/{task_id}/logs/{try_number}", full_content=True)["content"]
+        instance = f"{task_id}/{map_index}" if map_index >= 0 else task_id
+        content = self.get(f"/dags/{dag_id}/dagRuns/{run_id}/taskInstances/{instance}/logs/{try_number}", full_content=True)["content"]
         return "\n".join(_line(line) for line in content)
 
     def failure_report(self, dag_id: str, run_id: str) -> str:
-        """Task states and the log ends of failed tasks, for an assertion message."""
+        """Task states and the log ends of failed tasks (each mapped instance's), for an assertion message."""
         states = self.task_states(dag_id, run_id)
-        failed = sorted({key.split("[")[0] for key, state in states.items() if state == "failed"})
-        return f"{states}\n" + "\n".join(f"--- {task}:\n{self.task_log(dag_id, run_id, task)[-3000:]}" for task in failed)
+        failed = sorted(key for key, state in states.items() if state == "failed")
+
+        def log_end(key: str) -> str:
+            task, _, index = key.partition("[")
+            return self.task_log(dag_id, run_id, task, map_index=int(index.rstrip("]")) if index else -1)[-3000:]
+
+        return f"{states}\n" + "\n".join(f"--- {key}:\n{log_end(key)}" for key in failed)
 
 
 def _line(line: object) -> str:

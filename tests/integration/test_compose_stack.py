@@ -102,10 +102,21 @@ def stack(images: dict[str, str], acklab_env: dict[str, str], artifacts_dir: Pat
     finally:
         logs = run("logs", "--no-color", timeout_s=120)
         (folder / "compose.log").write_text(logs.stdout + logs.stderr)
+        _keep_task_logs(project, folder / "task-logs.tar")
         down = run("down", "-v", "--remove-orphans", timeout_s=600)
     assert down.returncode == 0, down.stdout + down.stderr
     left = docker.from_env().containers.list(all=True, filters={"label": f"com.docker.compose.project={project}"})
     assert left == [], f"containers left: {[c.name for c in left]}"
+
+
+def _keep_task_logs(project: str, tar: Path) -> None:
+    """The task logs of the stack's log volume (read through its api-server), before `down -v` drops it."""
+    servers = docker.from_env().containers.list(filters={"label": [f"com.docker.compose.project={project}", "com.docker.compose.service=airflow-api-server"]})
+    if servers:
+        chunks, _ = servers[0].get_archive("/opt/airflow/logs")
+        with tar.open("wb") as out:
+            for chunk in chunks:
+                out.write(chunk)
 
 
 def _service_sockets(project: str) -> dict[str, set[tuple[str, int]]]:
