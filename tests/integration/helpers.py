@@ -7,10 +7,12 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import socket
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import psutil
 
@@ -23,6 +25,21 @@ from acklab.plan.planner import RunPlan
 from acklab.store.runs import RunDir
 
 BIN = Path(sys.executable).parent
+
+
+def stop_stack_and_check(home: Path, state: Any, logs_to: Path) -> None:
+    """Stop the Airflow stack started in `home` (`acklab.services.airflow_stack`), keep its logs in
+    `logs_to`, remove `home`; then nothing it started may run and its port must not answer."""
+    from acklab.services import airflow_stack
+
+    airflow_stack.stop_stack(home)
+    shutil.rmtree(logs_to, ignore_errors=True)
+    shutil.copytree(home / "logs", logs_to, dirs_exist_ok=True)
+    survivors = [f"{p.name} ({p.pid})" for p in state.all_processes if p.alive()]
+    shutil.rmtree(home, ignore_errors=True)
+    assert survivors == [], f"stack processes still running: {survivors}"
+    with socket.socket() as sock:
+        assert sock.connect_ex(("127.0.0.1", int(state.url.rsplit(":", 1)[1]))) != 0, f"{state.url} still answers"
 
 
 def json_rows(stdout: str) -> list[dict]:

@@ -111,6 +111,29 @@ def _label(**values: Any) -> None:
     get_current_context().update(values)  # type: ignore[arg-type]
 
 
+def _validate_and_gate(audited: Any, audit: AuditOperator) -> None:
+    """A matrix DAG's last steps, in the DAG being defined: `validate` (GX, an event of MATRIX) on
+    what `audited` returned, once `audit` ran; then `verdict`, which fails the run unless it passed."""
+
+    @task(outlets=[MATRIX])
+    def validate(audit: dict[str, Any], **context: Any) -> dict[str, Any]:
+        from acklab.orchestration import tasks
+
+        summary = tasks.validate(audit, _dag_run(context))
+        _publish(context, summary)
+        return summary
+
+    @task(**_tell())
+    def verdict(summary: dict[str, Any]) -> None:
+        from acklab.orchestration import tasks
+
+        tasks.gate(summary)
+
+    validated = validate(audited)
+    audit >> validated
+    verdict(validated)
+
+
 def delivery_matrix_dag(dag_id: str, schedule: str | None, defaults: RunParams, doc: str, tags: list[str]) -> DAG:
     @dag(
         dag_id=dag_id, schedule=schedule, start_date=datetime(2026, 1, 1), catchup=False, max_active_runs=1,
@@ -154,20 +177,6 @@ def delivery_matrix_dag(dag_id: str, schedule: str | None, defaults: RunParams, 
 
             tasks.teardown_cluster(run)
 
-        @task(outlets=[MATRIX])
-        def validate(audit: dict[str, Any], **context: Any) -> dict[str, Any]:
-            from acklab.orchestration import tasks
-
-            summary = tasks.validate(audit, _dag_run(context))
-            _publish(context, summary)
-            return summary
-
-        @task(**_tell())
-        def verdict(summary: dict[str, Any]) -> None:
-            from acklab.orchestration import tasks
-
-            tasks.gate(summary)
-
         planned = plan()
         cluster = provision_cluster(planned)
         groups = run_group.partial(run=cluster).expand(group=scenario_groups(planned))
@@ -178,9 +187,7 @@ def delivery_matrix_dag(dag_id: str, schedule: str | None, defaults: RunParams, 
         )
         groups >> collected >> audit
         audit >> teardown_cluster(cluster)
-        validated = validate(collected)
-        audit >> validated
-        verdict(validated)
+        _validate_and_gate(collected, audit)
 
     return matrix()
 
@@ -228,20 +235,6 @@ def delivery_matrix_shares_dag(dag_id: str, schedule: str | None, defaults: RunP
 
             return tasks.gather(run, list(dealt))
 
-        @task(outlets=[MATRIX])
-        def validate(audit: dict[str, Any], **context: Any) -> dict[str, Any]:
-            from acklab.orchestration import tasks
-
-            summary = tasks.validate(audit, _dag_run(context))
-            _publish(context, summary)
-            return summary
-
-        @task(**_tell())
-        def verdict(summary: dict[str, Any]) -> None:
-            from acklab.orchestration import tasks
-
-            tasks.gate(summary)
-
         planned = plan()
         dealt = shares(planned)
         ran = run_share.partial(run=planned).expand(share=dealt)
@@ -255,9 +248,7 @@ def delivery_matrix_shares_dag(dag_id: str, schedule: str | None, defaults: RunP
             ],
         )
         gathered >> audit
-        validated = validate(gathered)
-        audit >> validated
-        verdict(validated)
+        _validate_and_gate(gathered, audit)
 
     return matrix_shares()
 

@@ -14,6 +14,7 @@ from collections.abc import Collection, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pyarrow.compute as pc
@@ -495,21 +496,11 @@ def _entry(
     )
     files = run.scenario(scenario.name)
     return ScenarioEntry(
-        scenario=scenario.name,
-        profile=scenario.profile.name,
-        producer_config=families.of(scenario.client).config(scenario.profile),
-        client_family=scenario.client.family,
-        fault=scenario.fault,
-        guarantee=str(scenario.expected.guarantee),
-        guarantee_reason=scenario.expected.reason,
-        expectations=[e.as_dict() for e in scenario.expected.expectations],
-        beliefs=list(scenario.beliefs),
-        transaction_version=scenario.expected.transaction_version or None,
+        **planned_fields(plan, scenario),
         client_version=result.client_version,
         librdkafka_version=result.librdkafka_version,
         topic=topic,
         topics=scenario_topics(topic, topics) if topics > 1 else [],
-        partitions=plan.topology.partitions,
         send_log=run.relative(files.send_log),
         load_started=result.started,
         load_ended=result.ended,
@@ -525,7 +516,6 @@ def _entry(
         hanging_detail="; ".join(h.detail(p) for p, h in hanging.items())
         if isinstance(hanging, dict) and hanging else None,
         **(planted or {}),
-        control=scenario.control,
         pipeline=pipeline,
         producer_stats={"path": run.relative(files.stats), **result.stats},
         fault_timeline=[FaultRecord.model_validate(event) for event in outcome.timeline_dicts()],
@@ -534,6 +524,24 @@ def _entry(
         evidence_complete=incomplete_reason is None,
         incomplete_reason=incomplete_reason,
     )
+
+
+def planned_fields(plan: RunPlan, scenario: ScenarioPlan) -> dict[str, Any]:
+    """The fields of a scenario's manifest entry that the plan decides, before anything runs."""
+    return {
+        "scenario": scenario.name,
+        "profile": scenario.profile.name,
+        "producer_config": families.of(scenario.client).config(scenario.profile),
+        "client_family": scenario.client.family,
+        "fault": scenario.fault,
+        "guarantee": str(scenario.expected.guarantee),
+        "guarantee_reason": scenario.expected.reason,
+        "expectations": [e.as_dict() for e in scenario.expected.expectations],
+        "beliefs": list(scenario.beliefs),
+        "transaction_version": scenario.expected.transaction_version or None,
+        "partitions": plan.topology.partitions,
+        "control": scenario.control,
+    }
 
 
 def load_shortfall(result: LoadResult) -> str | None:

@@ -40,7 +40,6 @@ from acklab.plan.planner import RunPlan, ScenarioPlan
 from acklab.store.evidence_store import EvidenceStore
 from acklab.store.runs import RunDir, ScenarioEntry, write_json
 from acklab.store.schemas import PIPELINE_OUTPUT_RECORDS, TOPIC_RECORDS
-from acklab.workload import families
 from acklab.workload.producer import Progress
 
 log = logging.getLogger(__name__)
@@ -218,13 +217,7 @@ def _cluster_live(root: Path) -> bool:
 
 def absent_entry(plan: RunPlan, scenario: ScenarioPlan, reason: str) -> ScenarioEntry:
     """The entry of a scenario whose share never finished: what was planned, no evidence, incomplete."""
-    return ScenarioEntry(
-        scenario=scenario.name, profile=scenario.profile.name, producer_config=families.of(scenario.client).config(scenario.profile),
-        client_family=scenario.client.family, fault=scenario.fault, guarantee=str(scenario.expected.guarantee),
-        guarantee_reason=scenario.expected.reason, expectations=[e.as_dict() for e in scenario.expected.expectations],
-        beliefs=list(scenario.beliefs), partitions=plan.topology.partitions, control=scenario.control,
-        evidence_complete=False, incomplete_reason=reason,
-    )
+    return ScenarioEntry(**execution.planned_fields(plan, scenario), evidence_complete=False, incomplete_reason=reason)
 
 
 def gather(run: dict[str, Any], shares: list[dict[str, Any]], heartbeat_s: float) -> dict[str, Any]:

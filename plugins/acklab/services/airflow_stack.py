@@ -97,9 +97,7 @@ def stack_env(home: Path, port: int, database_url: str | None, base: Mapping[str
         "SPARK_LOCAL_IP": "127.0.0.1",
     })
     env.setdefault("AIRFLOW__API_AUTH__JWT_SECRET", secrets.token_urlsafe(48))  # 64 bytes: HS512
-    if broker_url:
-        if not database_url:
-            raise ServiceError("CeleryExecutor needs the PostgreSQL metadata DB (--postgres)")
+    if broker_url:  # `start` has checked that the metadata DB is PostgreSQL
         env.update({
             "AIRFLOW__CORE__EXECUTOR": "CeleryExecutor",
             "AIRFLOW__CELERY__BROKER_URL": broker_url,

@@ -22,6 +22,7 @@ from __future__ import annotations
 import json
 import os
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -50,13 +51,19 @@ class EvidenceStore:
     def default(cls) -> EvidenceStore:
         return cls(store_url())
 
+    @cached_property
+    def _located(self) -> tuple[fsspec.AbstractFileSystem, str]:
+        """The URL's filesystem and the store's root path in it, resolved once."""
+        fs, root = url_to_fs(self.url)
+        return fs, root.rstrip("/")
+
     @property
     def _fs(self) -> fsspec.AbstractFileSystem:
-        return url_to_fs(self.url)[0]
+        return self._located[0]
 
     @property
     def _root(self) -> str:
-        return url_to_fs(self.url)[1].rstrip("/")
+        return self._located[1]
 
     def run(self, run_id: str) -> str:
         return f"{self._root}/{run_id}"

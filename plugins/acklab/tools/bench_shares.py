@@ -51,8 +51,9 @@ def _run(conf: dict[str, Any], shares: int) -> dict[str, Any]:
         raise SystemExit(f"expected one new run in {runs_dir()}, found {len(new)} (dags test exit {done.returncode})")
     run: RunDir = new[0]
     run.dags_test_log.write_text(done.stdout + done.stderr)
-    store = EvidenceStore(json.loads(run.shares.read_text())["store"])
-    finished = [store.attempts(run.run_id, s["share"]).get(s["gathered"]) for s in json.loads(run.shares.read_text())["shares"]]
+    record = json.loads(run.shares.read_text())
+    store = EvidenceStore(record["store"])
+    finished = [store.attempts(run.run_id, s["share"]).get(s["gathered"]) for s in record["shares"]]
     status = run.read_result()["status"] if run.result.exists() else "no result"
     return {"run": run, "wall": wall, "spans": task_spans(done.stdout + done.stderr), "shares": finished, "status": status}
 

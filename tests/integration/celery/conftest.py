@@ -3,8 +3,6 @@ Celery workers of one task slot each, all on 127.0.0.1, started once for this pa
 
 from __future__ import annotations
 
-import shutil
-import socket
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -15,6 +13,7 @@ from acklab.services import airflow_stack as stack
 from acklab.services.airflow_stack import StackState
 
 from ..airflow_rest import AirflowRest
+from ..helpers import stop_stack_and_check
 
 WORKERS = 2
 # A killed worker's task is failed 30 s after its last heartbeat; its cluster is orphaned 20 s after
@@ -33,14 +32,7 @@ def celery_stack(acklab_env: dict[str, str], artifacts_dir: Path) -> Iterator[St
     try:
         yield state
     finally:
-        stack.stop_stack(home)
-        shutil.rmtree(artifacts_dir / "celery-stack", ignore_errors=True)
-        shutil.copytree(home / "logs", artifacts_dir / "celery-stack", dirs_exist_ok=True)
-        survivors = [f"{p.name} ({p.pid})" for p in state.all_processes if p.alive()]
-        shutil.rmtree(home, ignore_errors=True)
-    assert survivors == [], f"stack processes still running: {survivors}"
-    with socket.socket() as sock:
-        assert sock.connect_ex(("127.0.0.1", int(state.url.rsplit(":", 1)[1]))) != 0, f"{state.url} still answers"
+        stop_stack_and_check(home, state, artifacts_dir / "celery-stack")
 
 
 @pytest.fixture(scope="package")

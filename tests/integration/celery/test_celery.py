@@ -33,14 +33,10 @@ REDUCED = {
 RUN_TIMEOUT_S = 900
 
 
-def _run_folder(store: Path, run: dict) -> Path:
-    """The run folder of a DAG run: the one whose plan task's XCom names it."""
-    (folder,) = [p for p in store.iterdir() if (p / "manifest.json").exists() and p.name not in _seen]
-    _seen.add(folder.name)
+def _new_run(store: Path, before: set[Path]) -> Path:
+    """The one run folder (with a manifest) the store gained since `before`."""
+    (folder,) = [p for p in set(store.iterdir()) - before if (p / "manifest.json").exists()]
     return folder
-
-
-_seen: set[str] = set()
 
 
 def _workers_running(stack: StackState, task: str) -> set[str]:
@@ -52,12 +48,13 @@ def test_smoke_dag_green_on_celery(celery_stack: StackState, celery_rest: Airflo
     celery_rest.wait_for_dag(SMOKE)
     celery_rest.set_paused(SMOKE, False)
     conf = {k: v for k, v in REDUCED.items() if k != "faults"} | {"faults": ["leader-kill"]}
+    before = set(isolated_run_store.iterdir())
     response = celery_rest.trigger(SMOKE, conf)
     assert response.status_code == 200, response.text
     run = celery_rest.wait_for_run(SMOKE, response.json()["dag_run_id"], RUN_TIMEOUT_S)
     assert run["state"] == "success", celery_rest.failure_report(SMOKE, run["dag_run_id"])
     assert _workers_running(celery_stack, "run_group"), "no Celery worker ran the groups"
-    result = json.loads((_run_folder(isolated_run_store, run) / "result.json").read_text())
+    result = json.loads((_new_run(isolated_run_store, before) / "result.json").read_text())
     assert result["status"] == "pass" and set(result["scenarios"]) == {"leader-ack__leader-kill", "idempotent__leader-kill"}
 
 
@@ -66,11 +63,12 @@ def test_two_shares_on_two_workers_match_one_host(
 ) -> None:
     celery_rest.wait_for_dag(SHARES)
     celery_rest.set_paused(SHARES, False)
+    before = set(isolated_run_store.iterdir())
     response = celery_rest.trigger(SHARES, {**REDUCED, "shares": 2})
     assert response.status_code == 200, response.text
     run = celery_rest.wait_for_run(SHARES, response.json()["dag_run_id"], RUN_TIMEOUT_S)
     assert run["state"] == "success", celery_rest.failure_report(SHARES, run["dag_run_id"])
-    folder = _run_folder(isolated_run_store, run)
+    folder = _new_run(isolated_run_store, before)
     shares = json.loads((folder / "shares.json").read_text())["shares"]
     # 3 fault groups of 2 scenarios: 2 groups in one share, 1 in the other
     assert [(s["gathered"], s["unfinished"]) for s in shares] == [(1, []), (1, [])] and sorted(s["scenarios"] for s in shares) == [2, 4]
@@ -83,9 +81,10 @@ def test_two_shares_on_two_workers_match_one_host(
     # The same params on one host, one cluster (`acklab run`): the same verdicts.
     params = tmp_path / "params.json"
     params.write_text(json.dumps(REDUCED))
+    before = set(isolated_run_store.iterdir())
     one_host = subprocess.run([str(BIN / "acklab"), "run", "--params", str(params)], env=acklab_env, capture_output=True, text=True, timeout=900)
     assert one_host.returncode == 0, one_host.stdout[-3000:] + one_host.stderr[-3000:]
-    single = json.loads((_run_folder(isolated_run_store, run) / "result.json").read_text())
+    single = json.loads((_new_run(isolated_run_store, before) / "result.json").read_text())
     assert shared["status"] == single["status"] == "pass"
     assert shared["scenarios"] == single["scenarios"] and len(shared["scenarios"]) == 6
 
@@ -113,6 +112,7 @@ def test_killed_worker_leaves_its_share_incomplete_and_nothing_behind(
 ) -> None:
     celery_rest.wait_for_dag(SHARES)
     celery_rest.set_paused(SHARES, False)
+    before = set(isolated_run_store.iterdir())
     response = celery_rest.trigger(SHARES, {**REDUCED, "messages": 150000, "shares": 2})
     assert response.status_code == 200, response.text
     run_id = response.json()["dag_run_id"]
@@ -129,7 +129,7 @@ def test_killed_worker_leaves_its_share_incomplete_and_nothing_behind(
     assert sorted(v for k, v in states.items() if k.startswith("run_share")) == ["failed", "success"], states
     assert states["validate"] == "success" and states["verdict"] == "failed", states
 
-    folder = _run_folder(isolated_run_store, run)
+    folder = _new_run(isolated_run_store, before)
     result = json.loads((folder / "result.json").read_text())
     shares = {s["share"]: s for s in json.loads((folder / "shares.json").read_text())["shares"]}
     (killed,) = [s for s in shares.values() if s["gathered"] is None]

@@ -5,7 +5,6 @@ logged-in headless Chromium (Debian's, driven by Playwright) per browser module.
 from __future__ import annotations
 
 import shutil
-import socket
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -19,6 +18,7 @@ from acklab.services import airflow_stack as stack
 from acklab.services.airflow_stack import StackState
 
 from ..airflow_rest import AirflowRest
+from ..helpers import stop_stack_and_check
 
 LOOPBACK = frozenset({"127.0.0.1", "localhost", "::1"})
 
@@ -34,15 +34,7 @@ def airflow_stack(acklab_env: dict[str, str], artifacts_dir: Path) -> Iterator[S
     try:
         yield state
     finally:
-        stack.stop_stack(home)
-        shutil.rmtree(artifacts_dir / "airflow-stack", ignore_errors=True)
-        shutil.copytree(home / "logs", artifacts_dir / "airflow-stack", dirs_exist_ok=True)
-        survivors = [f"{p.name} ({p.pid})" for p in state.all_processes if p.alive()]
-        shutil.rmtree(home, ignore_errors=True)
-    assert survivors == [], f"stack processes still running: {survivors}"
-    port = int(state.url.rsplit(":", 1)[1])
-    with socket.socket() as sock:
-        assert sock.connect_ex(("127.0.0.1", port)) != 0, f"{state.url} still answers"
+        stop_stack_and_check(home, state, artifacts_dir / "airflow-stack")
 
 
 @pytest.fixture(scope="package")
