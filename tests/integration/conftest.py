@@ -37,7 +37,8 @@ def acklab_env(tmp_path_factory: pytest.TempPathFactory, isolated_run_store: Pat
         "SPARK_LOCAL_IP": "127.0.0.1",  # the Spark driver's (and executors') sockets on loopback
     }
     subprocess.run([str(BIN / "airflow"), "db", "migrate"], env=env, check=True, capture_output=True)
-    subprocess.run([str(BIN / "airflow"), *airflow_pool.SET_ARGS], env=env, check=True, capture_output=True)
+    for command in airflow_pool.set_commands():
+        subprocess.run([str(BIN / "airflow"), *command], env=env, check=True, capture_output=True)
     return env
 
 

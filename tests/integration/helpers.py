@@ -93,6 +93,16 @@ def run_audited(plans: list[RunPlan]) -> RunDir:
     return run
 
 
+def assert_share_left_nothing(run: Path, share: int = 1) -> None:
+    """A run made of shares (a version pair is one): its gathered share's cluster torn down (no node,
+    port or data dir, `assert_nothing_left`), no work folder of the run left in the run store's
+    parent of work (`ACKLAB_WORK` defaults to the run store), no process naming one."""
+    assert_nothing_left(run / "shares" / f"share-{share}" / "cluster")
+    assert not list(run.parent.glob(f"{run.name}.share-*")), "a share's work folder was left behind"
+    named = [p.pid for p in psutil.process_iter(["cmdline"]) if any(f"{run.name}.share-" in part for part in p.info["cmdline"] or [])]
+    assert named == [], f"processes of the run's shares still running: {named}"
+
+
 def assert_nothing_left(cluster_root: Path) -> None:
     """No node process alive, no port still accepting connections, no data dir left."""
     state = ClusterState.load(cluster_root)

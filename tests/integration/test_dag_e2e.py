@@ -13,7 +13,7 @@ import sqlalchemy as sa
 from acklab.plan.planner import make_plan
 from acklab.store.history import RUNS, RunRecord, engine, record_run, runs_of
 
-from .helpers import assert_nothing_left, dags_test
+from .helpers import assert_nothing_left, assert_share_left_nothing, dags_test
 
 pytestmark = pytest.mark.integration
 COUNTS = ("sent", "acked", "failed", "unknown", "lost", "duplicates", "reordered", "records_read", "delivered")
@@ -105,7 +105,7 @@ def test_version_regression_dag_compares_two_versions(acklab_env: dict[str, str]
     assert versions == ["3.9.2", "4.3.1"]
     for run in map(Path, summary["runs"]):
         assert json.loads((run / "result.json").read_text())["scenarios"] == {"idempotent__leader-kill": "pass"}
-        assert_nothing_left(run / "cluster")
+        assert_share_left_nothing(run)
     html = (comparison.parent / "index.html").read_text()
     client = json.loads((Path(summary["runs"][0]) / "manifest.json").read_text())["scenarios"][0]["client_version"]
     assert f"heatmap-3.9.2-librdkafka-{client}.png" in html and f"heatmap-4.3.1-librdkafka-{client}.png" in html

@@ -27,7 +27,7 @@ from acklab.store.runs import RunDir
 from acklab.workload import families
 from acklab.workload import librdkafka as clients
 
-from .helpers import assert_nothing_left, dags_test
+from .helpers import assert_nothing_left, assert_share_left_nothing, dags_test
 
 pytestmark = pytest.mark.integration
 SMOKE = {"profiles": ["leader-ack", "idempotent"], "faults": ["leader-kill"], "messages": 30000, "rate": 3000, "fault_at_s": 1.0}
@@ -103,7 +103,7 @@ def test_a_bug_preset_runs_on_both_sides_of_its_fix_in_the_version_dag(
         (seen,) = result_json["observations"]
         assert seen["preset"] == preset and seen["status"] in {"reproduced", "not reproduced"} and seen["measured"], seen
         seen_verdicts[seen["measured"].partition(":")[0]] = (result_json["status"], seen["status"])
-        assert_nothing_left(run / "cluster")
+        assert_share_left_nothing(run)
     if verdicts is not None:
         assert seen_verdicts == {version: (status, "reproduced") for version, status in verdicts.items()}, seen_verdicts
     assert result.returncode == (0 if summary["status"] == "pass" else 1), output[-5000:]
@@ -135,5 +135,5 @@ def test_the_weekly_dag_compares_the_standard_pipelines_across_kafka_versions(ac
         for name in (name for name in expected if name.startswith("pipeline-eos__")):
             counters = ("processed_lost", "processed_duplicated", "aborted_visible", "zombie_writes", "unprocessed")
             assert [rows[name][c] for c in counters] == [0] * len(counters), (name, rows[name])
-        assert_nothing_left(run / "cluster")
+        assert_share_left_nothing(run)
     assert kafka_versions == {DEFAULT_KAFKA_VERSION, "3.9.2"}

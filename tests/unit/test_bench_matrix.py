@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -48,3 +49,28 @@ def test_each_finished_sql_execution_and_job_outside_one_is_a_span_then_the_appl
         ("sql 1 (collect at audit.py:520)", 6.25),
         ("spark application", 59.0),
     ]
+
+
+def test_the_remainder_splits_each_group_around_its_loads_and_adds_up_to_wall_minus_loads() -> None:
+    from acklab.store.runs import GroupTiming, PipelineEvidence, ScenarioEntry
+    from acklab.tools.bench_matrix import group_split, remainder
+
+    def entry(name: str, group: GroupTiming, started: float, ended: float, family: str = "librdkafka", pipeline: bool = False) -> ScenarioEntry:
+        evidence = PipelineEvidence(style="eos", processors=2, group_id="g", output_topic="t-out", logs="p", ends={}, committed={}, exits={}) if pipeline else None
+        return ScenarioEntry(scenario=name, profile=name, topic=name, send_log="s", messages_planned=1, client_family=family, group=group,
+                             load_started=started, load_ended=ended, pipeline=evidence)
+
+    java = GroupTiming(index=0, started=100.0, ended=130.0, scenarios=2)
+    pipeline = GroupTiming(index=1, started=131.0, ended=170.0, scenarios=1)
+    scenarios = [entry("a", java, 103.0, 123.0, "java"), entry("b", java, 104.0, 124.0, "java"), entry("c", pipeline, 132.0, 152.0, pipeline=True)]
+    split = group_split(scenarios)
+    assert split == {0: ("java", 3.0, 20.0, 6.0), 1: ("pipeline", 1.0, 20.0, 18.0)}
+    groups = {0: 30.0, 1: 39.0}
+    spans = [("plan", -1, 2.0), ("run_group", 0, 31.0), ("run_group", 1, 40.0), ("audit", -1, 10.0)]
+    lines = remainder(90.0, split, groups, spans)
+    assert "remainder java groups (1): before the loads 3 s, after them 6 s, loads' spread 1 s" in lines
+    assert "remainder pipeline groups (1): before the loads 1 s, after them 18 s, loads' spread 0 s" in lines
+    assert "remainder the Airflow tasks around the groups: 2 s" in lines
+    assert "remainder between the tasks (scheduling, dags test): 7 s" in lines
+    numbers = [float(n) for line in lines for n in re.findall(r"(-?[\d.]+) s\b", line)]
+    assert sum(numbers) + 40.0 == pytest.approx(90.0, abs=0.5)  # wall = loads (20 + 20) + the remainder

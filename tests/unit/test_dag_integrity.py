@@ -54,14 +54,14 @@ def test_matrix_dag_shape(dagbag, dag_id: str) -> None:
 
 
 def test_shares_dag_shape(dagbag) -> None:
-    """plan -> shares -> one mapped share task (no pool, no shared cluster) -> gather whatever they did
+    """plan -> shares -> one mapped share task (a cluster of its own: one per worker slot) -> gather whatever they did
     -> audit from the archive -> validate -> verdict; its defaults the standard matrix in 2 shares."""
     from acklab.plan.params import standard_matrix
 
     dag = dagbag.dags["kafka_delivery_matrix_shares"]
     tasks = {t.task_id: t for t in dag.tasks}
     assert set(tasks) == {"plan", "shares", "run_share", "gather", "audit", "validate", "verdict"}
-    assert tasks["run_share"].is_mapped and tasks["run_share"].pool != airflow_pool.NAME
+    assert tasks["run_share"].is_mapped and tasks["run_share"].pool == airflow_pool.SHARES
     assert tasks["gather"].trigger_rule == "all_done", "gather runs whatever the shares did: a dead share's scenarios become incomplete"
     assert "--topic-records" in tasks["audit"].application_args
     assert {t.task_id for t in tasks["audit"].upstream_list} == {"gather"}
@@ -109,9 +109,13 @@ def test_smoke_dag_is_small(dagbag) -> None:
 def test_version_dag_compares_two_versions(dagbag) -> None:
     dag = dagbag.dags["kafka_version_regression"]
     tasks = {t.task_id: t for t in dag.tasks}
-    assert tasks["run_groups"].is_mapped and tasks["run_groups"].pool == airflow_pool.NAME
+    # each pair whole on any worker, one cluster of its own per worker slot; gathered whatever it did
+    assert set(tasks) == {"plan", "run_pair", "gather", "audit", "validate", "compare"}
+    assert tasks["run_pair"].is_mapped and tasks["run_pair"].pool == airflow_pool.SHARES
+    assert tasks["gather"].is_mapped and tasks["gather"].trigger_rule == "all_done"
+    assert {t.task_id for t in tasks["gather"].upstream_list} == {"plan", "run_pair"}
     assert tasks["audit"].task_type == "AuditOperator" and tasks["audit"].is_mapped
-    assert tasks["teardown_cluster"].trigger_rule == "all_done" and "audit" in tasks["teardown_cluster"].upstream_task_ids
+    assert {t.task_id for t in tasks["audit"].upstream_list} == {"gather"}
     assert {t.task_id for t in tasks["compare"].upstream_list} == {"validate"}
     assert [a.name for a in tasks["validate"].outlets] == ["acklab_delivery_matrix"]
     assert tasks["compare"].on_success_callback and tasks["compare"].on_failure_callback  # the changed verdicts are mailed

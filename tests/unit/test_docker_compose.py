@@ -75,4 +75,6 @@ def test_celery_variant_adds_a_loopback_broker_and_two_one_slot_workers() -> Non
         assert worker["environment"]["AIRFLOW__CELERY__BROKER_URL"].startswith("redis://127.0.0.1:")
         assert worker["environment"]["AIRFLOW__CELERY__RESULT_BACKEND"].startswith("db+postgresql+psycopg2://")
     assert services["airflow-worker-2"]["pid"] == "service:airflow-worker-1", "one host's workers must see the cluster processes each other started"
+    workers = [name for name in services if name.startswith("airflow-worker-")]
+    assert services["airflow-init"]["environment"]["ACKLAB_SHARE_SLOTS"] == str(len(workers)), "the shares pool: one cluster per worker"
     assert "0.0.0.0" not in yaml.safe_dump(services)

@@ -84,3 +84,22 @@ def test_gather_takes_the_newest_finished_attempt_and_marks_a_dead_share_incompl
     assert job["application_args"][-2:] == ["--topic-records", str(run.audit.topic_records)]
     assert (run.audit.topic_records / shares.archive_part(1)).exists()
     assert not list(run.root.glob(".share-*")), "a staging folder was left"
+
+
+@pytest.mark.parametrize("given", ["s3://bucket/acklab", "gcs://bucket", "memory://x", "relative/folder", "file://relative"])
+def test_the_store_refuses_what_is_not_offered(given: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    from acklab.base.spec import SpecError
+    from acklab.store.evidence_store import store_url
+
+    monkeypatch.setenv("ACKLAB_EVIDENCE_STORE", given)
+    with pytest.raises(SpecError, match="is not offered; allowed: an absolute path or a file:// URL"):
+        store_url()
+
+
+def test_the_store_takes_an_absolute_path_as_a_file_url(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from acklab.store.evidence_store import store_url
+
+    monkeypatch.setenv("ACKLAB_EVIDENCE_STORE", str(tmp_path))
+    assert store_url() == f"file://{tmp_path}"
+    monkeypatch.setenv("ACKLAB_EVIDENCE_STORE", f"file://{tmp_path}")
+    assert store_url() == f"file://{tmp_path}"

@@ -42,3 +42,25 @@ def test_an_error_other_than_a_partitions_end_fails_the_read() -> None:
 def test_nothing_read_is_an_empty_table() -> None:
     table = _table([read_back([], {}, {}, [])], [], [], [])
     assert table.num_rows == 0 and table.schema == TOPIC_RECORDS
+
+
+def test_output_rows_parse_each_value_as_parse_output_does_and_mark_the_committed() -> None:
+    from acklab.checker.topic_read import output_rows
+    from acklab.store.schemas import PIPELINE_OUTPUT_RECORDS
+    from acklab.workload.processing import OUTPUT_FIELDS, output_value, parse_output
+
+    values = [
+        output_value(b"12:3:", 0, 1, 5, 2, 55, 7), output_value(b"1:0:", 2, 0, -1, 0, 9, 0), b"12:3:0:1:5:2:55:7\n", b"12:3:0:1:5:2:55",
+        b"x:3:0:1:5:2:55:7", b"", None, "١:2:3:4:5:6:7:8".encode(),
+    ]
+    records = [(i % 3, 100 + i, value) for i, value in enumerate(values)]
+    table = output_rows("s", records, {(0, 100), (2, 105), (9, 9)})
+    assert table.schema == PIPELINE_OUTPUT_RECORDS
+    rows = table.to_pylist()
+    for row, (partition, offset, value) in zip(rows, records, strict=True):
+        expected = parse_output(value) or (None,) * len(OUTPUT_FIELDS)
+        assert tuple(row[name] for name in OUTPUT_FIELDS) == expected, value
+        assert (row["scenario"], row["partition"], row["offset"]) == ("s", partition, offset)
+    assert [row["committed"] for row in rows] == [True, False, False, False, False, True, False, False]
+    assert [parse_output(v) is not None for v in values] == [True, True, False, False, False, False, False, False]
+    assert output_rows("s", [], set()).num_rows == 0

@@ -10,10 +10,11 @@ per-message work is C (``acklab.workload.records.read_back``).
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, TopicPartition
 
 from acklab.store.schemas import TOPIC_RECORDS
@@ -97,23 +98,27 @@ def read_outputs(bootstrap: str, topic: str, partitions: int, scenario: str) -> 
     """Every record of a pipeline's output topic as ``PIPELINE_OUTPUT_RECORDS`` rows, read twice:
     as read_uncommitted (every record in the log, aborted ones included) and as read_committed,
     whose records are marked ``committed``. A value that is not a processor's output has null
-    fields. Tens of thousands of records per pipeline: parsed in Python. Raises ``TopicReadError``
-    as `read_partitions`."""
-    from acklab.store.schemas import PIPELINE_OUTPUT_RECORDS
-    from acklab.workload.processing import OUTPUT_FIELDS, parse_output
-
+    fields (`output_rows`). Raises ``TopicReadError`` as `read_partitions`."""
     every = _read_values(bootstrap, topic, partitions, "read_uncommitted")
-    committed = {(p, o) for p, o, _ in _read_values(bootstrap, topic, partitions, "read_committed")}
-    rows: dict[str, list[object]] = {name: [] for name in ("partition", "offset", *OUTPUT_FIELDS, "committed")}
-    for partition, offset, value in every:
-        rows["partition"].append(partition)
-        rows["offset"].append(offset)
-        fields = parse_output(value) or (None,) * len(OUTPUT_FIELDS)
-        for name, field in zip(OUTPUT_FIELDS, fields, strict=True):
-            rows[name].append(field)
-        rows["committed"].append((partition, offset) in committed)
-    count = len(rows["offset"])
-    return pa.table({"scenario": [scenario] * count, **rows}).select(PIPELINE_OUTPUT_RECORDS.names).cast(PIPELINE_OUTPUT_RECORDS)
+    committed = _read_values(bootstrap, topic, partitions, "read_committed")
+    return output_rows(scenario, every, {(p, o) for p, o, _ in committed})
+
+
+def output_rows(scenario: str, records: Sequence[tuple[int, int, bytes | None]], committed: Collection[tuple[int, int]]) -> pa.Table:
+    """``PIPELINE_OUTPUT_RECORDS`` rows of an output topic's `records` ((partition, offset, value),
+    every one in the log), those at a (partition, offset) of `committed` marked committed. A value is
+    parsed as `acklab.workload.processing.parse_output` does, in Arrow's kernels; one that is not a
+    processor's output gets null fields."""
+    from acklab.store.schemas import PIPELINE_OUTPUT_RECORDS
+    from acklab.workload.processing import OUTPUT_FIELDS, OUTPUT_PATTERN
+
+    partition = pa.array([r[0] for r in records], pa.int32())
+    offset = pa.array([r[1] for r in records], pa.int64())
+    fields = pc.extract_regex(pa.array([r[2] for r in records], pa.binary()), f"^{OUTPUT_PATTERN}$")  # RE2: $ is the value's end
+    parsed = {name: pc.cast(pc.cast(pc.struct_field(fields, name), pa.string()), pa.int64()) for name in OUTPUT_FIELDS}
+    inside = pa.array([(r[0], r[1]) in committed for r in records], pa.bool_())
+    columns = {"scenario": pa.array([scenario] * len(records), pa.string()), "partition": partition, "offset": offset, **parsed, "committed": inside}
+    return pa.table(columns).select(PIPELINE_OUTPUT_RECORDS.names).cast(PIPELINE_OUTPUT_RECORDS)
 
 
 def _read_values(bootstrap: str, topic: str, partitions: int, isolation: str) -> list[tuple[int, int, bytes | None]]:

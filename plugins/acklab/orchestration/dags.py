@@ -4,8 +4,11 @@ Matrix DAG: plan -> provision (setup) -> one mapped task per scenario group, ser
 one-slot pool `acklab.services.airflow_pool` (they share the cluster) -> collect -> Spark audit ->
 validate (an event of the asset MATRIX, red or green), teardown; then verdict, which fails the run
 unless every scenario passed. Each DAG's last task mails the verdicts that changed (`acklab.orchestration.notify`).
-Version DAG: per (Kafka version, client version) pair (mapped): provision, every group (pool), Spark
-audit, validation and teardown (after the audit, whatever happened), then the side-by-side comparison.
+Shares DAG: the matrix DAG's run dealt into shares, each on a cluster of its own on any worker
+(`acklab.orchestration.shares`), gathered, audited from the records archive, validated.
+Version DAG: per (Kafka version, client version) pair (mapped), the pair's run whole as one share on
+any worker (the pool `airflow_pool.SHARES`: one such cluster per worker), gathered, audited from its
+archive and validated (whatever the pair did), then the side-by-side comparison.
 Field-notes DAG: per preset (mapped, one pool slot), its whole run in one task; then one page.
 
 Parsing imports only this module, `acklab.orchestration.params` and what it needs (pydantic
@@ -222,7 +225,7 @@ def delivery_matrix_shares_dag(dag_id: str, schedule: str | None, defaults: RunP
 
             return tasks.share_list(run, int(context["params"]["shares"]))
 
-        @task(map_index_template="{{ label }}", retries=share_retries(), execution_timeout=LEASE)
+        @task(pool=airflow_pool.SHARES, map_index_template="{{ label }}", retries=share_retries(), execution_timeout=LEASE)
         def run_share(run: dict[str, Any], share: dict[str, Any], **context: Any) -> dict[str, Any]:
             from acklab.orchestration import tasks
 
@@ -264,7 +267,7 @@ def version_regression_dag(
             "preset": preset_param(),
         },
     )
-    return _runs_dag(dag_id, schedule, params, doc, ["versions"], plan="plan_versions", finish="compare_versions")
+    return _pairs_dag(dag_id, schedule, params, doc, ["versions"], plan="plan_versions", finish="compare_versions")
 
 
 def field_notes_dag(dag_id: str, schedule: str | None, doc: str) -> DAG:
@@ -323,42 +326,36 @@ def explore_dag(dag_id: str, schedule: str | None, budget_minutes: float, doc: s
     return exploration()
 
 
-def _runs_dag(dag_id: str, schedule: str | None, params: dict[str, Any], doc: str, tags: list[str], *, plan: str, finish: str) -> DAG:
-    """Several runs, each on its own cluster (mapped, labelled), then one task over their summaries:
-    `tasks.<plan>(params)` lists the runs, `tasks.<finish>(summaries)` reports on them all. Every
-    run's cluster is provisioned before the first runs its groups."""
+def _pairs_dag(dag_id: str, schedule: str | None, params: dict[str, Any], doc: str, tags: list[str], *, plan: str, finish: str) -> DAG:
+    """Several runs, each a movable unit (`acklab.orchestration.shares`, one share per run): `tasks.<plan>(params)`
+    lists the runs; each runs whole on any worker (its own cluster, its records archive, its evidence
+    published to the store; the SHARES pool: one such cluster per worker), then is gathered whatever
+    it did, audited from its archive and validated; `tasks.<finish>(summaries)` reports on them all."""
 
     @dag(
         dag_id=dag_id, schedule=schedule, start_date=datetime(2026, 1, 1), catchup=False, max_active_runs=1,
         dagrun_timeout=LEASE * 2, tags=["acklab", "kafka", *tags], doc_md=doc, params=params,
     )
-    def runs_dag() -> None:
+    def pairs_dag() -> None:
         @task(task_id="plan")
         def plan_runs(**context: Any) -> list[dict[str, Any]]:
             from acklab.orchestration import tasks
 
             return _user_errors(lambda: getattr(tasks, plan)(dict(context["params"])))
 
-        @task(map_index_template="{{ label }}")
-        def provision_cluster(run: dict[str, Any]) -> dict[str, Any]:
+        @task(pool=airflow_pool.SHARES, map_index_template="{{ label }}", retries=share_retries(), execution_timeout=LEASE)
+        def run_pair(run: dict[str, Any], **context: Any) -> dict[str, Any]:
             from acklab.orchestration import tasks
 
             _label(label=run["label"])
-            return tasks.provision_cluster(run, LEASE.total_seconds())
-
-        @task(pool=airflow_pool.NAME, map_index_template="{{ label }}")
-        def run_groups(run: dict[str, Any]) -> dict[str, Any]:
-            from acklab.orchestration import tasks
-
-            _label(label=run["label"])
-            return tasks.run_all_groups(run)
+            return tasks.run_whole(run, int(context["ti"].try_number), LEASE.total_seconds())
 
         @task(trigger_rule=TriggerRule.ALL_DONE, map_index_template="{{ label }}")
-        def teardown_cluster(run: dict[str, Any]) -> None:
+        def gather(run: dict[str, Any]) -> dict[str, Any]:
             from acklab.orchestration import tasks
 
             _label(label=run["label"])
-            tasks.teardown_cluster(run)
+            return tasks.gather_whole(run)
 
         @task(map_index_template="{{ label }}", outlets=[MATRIX])
         def validate(audit: dict[str, Any], **context: Any) -> dict[str, Any]:
@@ -375,12 +372,13 @@ def _runs_dag(dag_id: str, schedule: str | None, params: dict[str, Any], doc: st
 
             return getattr(tasks, finish)(list(summaries))
 
-        clusters = provision_cluster.expand(run=plan_runs())
-        ran = run_groups.expand(run=clusters)
-        audit = AuditOperator.partial(**AUDIT).expand_kwargs(ran.map(lambda r: {"application_args": r["application_args"]}))
-        validated = validate.expand(audit=ran)
+        planned = plan_runs()
+        ran = run_pair.expand(run=planned)
+        gathered = gather.expand(run=planned)
+        ran >> gathered
+        audit = AuditOperator.partial(**AUDIT).expand_kwargs(gathered.map(lambda r: {"application_args": r["application_args"]}))
+        validated = validate.expand(audit=gathered)
         audit >> validated
-        audit >> teardown_cluster.expand(run=clusters)
         report(validated)
 
-    return runs_dag()
+    return pairs_dag()

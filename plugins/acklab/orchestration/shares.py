@@ -78,8 +78,12 @@ def share_list(run: dict[str, Any], shares: int) -> list[dict[str, Any]]:
     """What the DAG maps over: each share's number (from 1), group indices, label and scenario count;
     the plan is published to the evidence store for the shares to fetch."""
     folder = RunDir(Path(run["run_dir"]))
-    plan = folder.read_plan(RunPlan)
     EvidenceStore.default().put_plan(run["run_id"], folder.plan)
+    return shares_of(folder.read_plan(RunPlan), shares)
+
+
+def shares_of(plan: RunPlan, shares: int) -> list[dict[str, Any]]:
+    """The plan's shares (`deal`): each one's number (from 1), group indices, label and scenario count."""
     groups = plan.groups()
     return [
         {

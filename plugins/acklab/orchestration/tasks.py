@@ -126,14 +126,6 @@ def collect(run: dict[str, Any]) -> dict[str, Any]:
     return _audit(run, run_dir)
 
 
-def run_all_groups(run: dict[str, Any]) -> dict[str, Any]:
-    """Every scenario group of the run, one after the other, on its cluster; return the audit job."""
-    run_dir = RunDir(Path(run["run_dir"]))
-    with keep_alive(run_dir.cluster):
-        execution.run_scenarios(Cluster.attach(run_dir.cluster), run_dir.read_plan(RunPlan), run_dir, ProgressMeter(log.info))
-    return _audit(run, run_dir)
-
-
 def share_list(run: dict[str, Any], shares: int) -> list[dict[str, Any]]:
     """The run's groups dealt into shares (`acklab.orchestration.shares`); its plan published for them."""
     from acklab.orchestration import shares as sharing
@@ -160,6 +152,21 @@ def gather(run: dict[str, Any], shares: list[dict[str, Any]]) -> dict[str, Any]:
     from acklab.orchestration import shares as sharing
 
     return sharing.gather(run, shares, heartbeat_s())
+
+
+def run_whole(run: dict[str, Any], attempt: int, lease_s: float) -> dict[str, Any]:
+    """The whole run as one share (a version pair): its plan published, its groups on a cluster of
+    its own, its evidence published (`run_share`)."""
+    (share,) = share_list(run, 1)
+    return run_share(run, share, attempt, lease_s)
+
+
+def gather_whole(run: dict[str, Any]) -> dict[str, Any]:
+    """`gather` of a run made of one share (`run_whole`), whatever that share did; the audit job."""
+    from acklab.orchestration import shares as sharing
+
+    folder = RunDir(Path(run["run_dir"]))
+    return gather(run, sharing.shares_of(folder.read_plan(RunPlan), 1))
 
 
 def _audit(run: dict[str, Any], run_dir: RunDir) -> dict[str, Any]:

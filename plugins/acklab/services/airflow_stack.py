@@ -175,7 +175,8 @@ def start(
     )
     try:
         _airflow(env, "db", "migrate")
-        _airflow(env, *airflow_pool.SET_ARGS)
+        for command in airflow_pool.set_commands(max(1, celery_workers)):
+            _airflow(env, *command)
         for component, args in COMPONENTS.items():
             state.processes.append(spawn(component, [str(Path(sys.executable).parent / "airflow"), component, *args],
                                          home / "logs" / f"{component}.log", env, cwd=home))

@@ -1,10 +1,11 @@
 """The evidence store: where a run's shares publish what they did, so that nothing after them needs
 the host, disk or cluster they ran on (`acklab.orchestration.shares`).
 
-A store is an fsspec URL (`ACKLAB_EVIDENCE_STORE`; default a `file://` folder of the run store,
-`evidence-store/`): a shared filesystem path, or an object store such as `s3://bucket/prefix` where
-the workers have its fsspec driver and credentials (Airflow's `ObjectStoragePath` is built on the
-same drivers). Its layout, stated here only:
+A store is a `file://` URL or an absolute path (`ACKLAB_EVIDENCE_STORE`; default the folder
+`evidence-store/` of the run store): a folder every worker mounts (a shared filesystem). It is
+reached through fsspec, the drivers Airflow's `ObjectStoragePath` uses, but only `file` is offered:
+an object store (`s3://`) would take nothing but its driver here, and is refused until it is tested
+against a real S3-compatible server (none is packaged for this machine). Its layout, stated here only:
 
     <store>/<run_id>/plan.json                                  the run's plan, published by its plan task
     <store>/<run_id>/share-<k>/attempt-<n>/...                  the share's work folder (a run folder's layout:
@@ -30,15 +31,31 @@ import fsspec
 from fsspec.core import url_to_fs
 
 from acklab.base.paths import runs_dir
+from acklab.base.spec import SpecError
 from acklab.store.runs import STORE_DIR
 
 FINISHED = "finished.json"
 PLAN = "plan.json"
 
 
+OFFERED = ("file",)
+"""The fsspec protocols a store may use (module docstring)."""
+
+
 def store_url() -> str:
-    """The store's URL: ACKLAB_EVIDENCE_STORE, else `file://<runs>/evidence-store`."""
-    return os.environ.get("ACKLAB_EVIDENCE_STORE") or f"file://{runs_dir() / STORE_DIR}"
+    """The store's URL: ACKLAB_EVIDENCE_STORE (an absolute path is a `file://` URL), else
+    `file://<runs>/evidence-store`. Raises SpecError for any other protocol or a relative path."""
+    given = os.environ.get("ACKLAB_EVIDENCE_STORE")
+    if not given:
+        return f"file://{runs_dir() / STORE_DIR}"
+    protocol, sep, rest = given.partition("://")
+    if not sep:
+        protocol, rest = "file", given
+    if protocol not in OFFERED or not rest.startswith("/"):
+        raise SpecError(
+            f"ACKLAB_EVIDENCE_STORE: {given!r} is not offered; allowed: an absolute path or a file:// URL of a folder every worker mounts"
+        )
+    return f"file://{rest}"
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,10 @@ amortized figure (all non-load wall time over all scenarios) is printed too, for
 
 Then one line per phase, from the DAG test log's task spans (`task_spans`): plan, provision, each
 group's task with its longest load and the rest (its overhead), the audit, validation (with the
-report), teardown; and last `matrix wall seconds: W`, `loads seconds: L` (each group's longest
+report), teardown; each group's line also splits its overhead: before its first send, after its
+last producer's end, and the Airflow task around it. Then `remainder ...` lines: the night's seconds
+beyond its loads by where they go (per kind of group, before and after the loads; the tasks around the
+groups; each other task; between the tasks), adding up to wall - loads; and last `matrix wall seconds: W`, `loads seconds: L` (each group's longest
 load, added up) and `ratio wall/loads: W/L`. A line before them sums up the brokers' stalls
 (`acklab.cluster.stalls`): the controller's slow events and the GC pauses. The audit's phase is
 followed by one line per Spark job and SQL execution of it (its call site and seconds), from the event
@@ -32,7 +35,7 @@ import typer
 
 from acklab.base.paths import runs_dir
 from acklab.cluster import stalls
-from acklab.store.runs import runs
+from acklab.store.runs import ScenarioEntry, runs
 
 DAG_ID = "kafka_delivery_matrix"
 SPAN = re.compile(r"^(?P<at>\S+Z) .*\[DAG TEST\] (?P<what>starting|end task) task_id=(?P<task>\S+) map_index=(?P<index>-?\d+)", re.M)
@@ -76,6 +79,49 @@ def audit_spans(event_log: Path) -> list[tuple[str, float]]:
     return [*spans, ("spark application", (app[1] - app[0]) / 1000)]
 
 
+def group_split(scenarios: list[ScenarioEntry]) -> dict[int, tuple[str, float, float, float]]:
+    """Per group index: its kind (`pipeline`, `java` or `librdkafka`: a group with a pipeline is a
+    pipeline group), seconds from its start to its first send, its longest load, and seconds from its
+    last producer's end to its end (drain, fault recovery, health gate, evidence)."""
+    by_group: dict[int, list[ScenarioEntry]] = {}
+    for entry in scenarios:
+        if entry.group is not None and entry.load_started is not None and entry.load_ended is not None:
+            by_group.setdefault(entry.group.index, []).append(entry)
+    split = {}
+    for index, entries in by_group.items():
+        group = entries[0].group
+        assert group is not None
+        kind = "pipeline" if any(e.pipeline is not None for e in entries) else entries[0].client_family
+        first = min(e.load_started for e in entries if e.load_started is not None)
+        last = max(e.load_ended for e in entries if e.load_ended is not None)
+        longest = max(e.load_ended - e.load_started for e in entries if e.load_ended is not None and e.load_started is not None)
+        split[index] = (kind, first - group.started, longest, group.ended - last)
+    return split
+
+
+def remainder(wall: float, split: dict[int, tuple[str, float, float, float]], groups: dict[int, float],
+              spans: list[tuple[str, int, float]]) -> list[str]:
+    """The night's seconds beyond its loads, by where they go: per kind of group, before and after
+    the loads (and the loads' own spread: the longest load against the group's first send to last
+    end), the Airflow task around each group, and every other task; they add up to wall - loads."""
+    lines = []
+    kinds = sorted({kind for kind, *_ in split.values()})
+    for kind in kinds:
+        mine = [i for i, (k, *_) in split.items() if k == kind]
+        before = sum(split[i][1] for i in mine)
+        after = sum(split[i][3] for i in mine)
+        spread = sum(groups[i] - split[i][1] - split[i][2] - split[i][3] for i in mine)
+        lines.append(f"remainder {kind} groups ({len(mine)}): before the loads {before:.0f} s, after them {after:.0f} s, loads' spread {spread:.0f} s")
+    around = sum(seconds - groups[index] for task, index, seconds in spans if task == "run_group" and index in groups)
+    lines.append(f"remainder the Airflow tasks around the groups: {around:.0f} s")
+    others = [(task, seconds) for task, index, seconds in spans if task != "run_group"]
+    for task in dict.fromkeys(task for task, _ in others):
+        lines.append(f"remainder {task}: {sum(s for t, s in others if t == task):.0f} s")
+    accounted = sum(seconds for _, _, seconds in spans)
+    lines.append(f"remainder between the tasks (scheduling, dags test): {wall - accounted:.0f} s")
+    return lines
+
+
 def main(conf: str = typer.Option("{}", help="DAG params as JSON (default: the standard matrix)")) -> None:
     before = {run.run_id for run in runs()}
     airflow = Path(sys.executable).parent / "airflow"
@@ -92,8 +138,10 @@ def main(conf: str = typer.Option("{}", help="DAG params as JSON (default: the s
     wall = time.monotonic() - started
     new = [run for run in runs() if run.run_id not in before and run.manifest.exists()]
     if len(new) != 1:
+        kept = Path(tempfile.mkstemp(prefix="acklab-bench-matrix-", suffix=".log")[1])
+        kept.write_text(done.stdout + done.stderr)
         print(done.stdout[-3000:] + done.stderr[-3000:])
-        raise SystemExit(f"expected one new run in {runs_dir()}, found {len(new)} (dags test exit {done.returncode})")
+        raise SystemExit(f"expected one new run in {runs_dir()}, found {len(new)} (dags test exit {done.returncode}; its log: {kept})")
     (run,) = new
     run.dags_test_log.write_text(done.stdout + done.stderr)
     logs = sorted((spark / "events").iterdir())
@@ -121,14 +169,20 @@ def main(conf: str = typer.Option("{}", help="DAG params as JSON (default: the s
     print(f"median scenario overhead seconds: {statistics.median(overheads):.1f}")
     print(f"broker stalls: {stalls.summary(run.cluster)}")
     labels = {s.group.index: s.fault + (" (negative control)" if s.control else "") for s in scenarios if s.group}
-    for task, index, seconds in task_spans(done.stdout + done.stderr):
+    split = group_split(scenarios)
+    spans = task_spans(done.stdout + done.stderr)
+    for task, index, seconds in spans:
         if task == "run_group" and index in longest:
-            print(f"phase group {index} {labels[index]}: {seconds:.1f} s, load {longest[index]:.1f} s, overhead {seconds - longest[index]:.1f} s")
+            kind, before, load, after = split[index]
+            print(f"phase group {index} {labels[index]} [{kind}]: {seconds:.1f} s, load {longest[index]:.1f} s, overhead {seconds - longest[index]:.1f} s"
+                  f" (before its load {before:.1f} s, after it {after:.1f} s, the task around the group {seconds - groups[index]:.1f} s)")
         else:
             print(f"phase {task}{f'[{index}]' if index >= 0 else ''}: {seconds:.1f} s")
         if task == "audit" and (run.root / "bench-spark-events.json").exists():
             for label, spark_s in audit_spans(run.root / "bench-spark-events.json"):
                 print(f"  audit {label}: {spark_s:.1f} s")
+    for line in remainder(wall, split, groups, spans):
+        print(line)
     loads_total = sum(longest.values())
     print(f"matrix wall seconds: {wall:.0f}")
     print(f"loads seconds: {loads_total:.0f}")

@@ -189,12 +189,14 @@ def output_value(prefix: bytes, instance: int, incarnation: int, generation: int
 
 
 OUTPUT_FIELDS = ("id", "seq", "instance", "incarnation", "generation", "in_partition", "in_offset", "txn")
-_OUTPUT = re.compile(rb"^(\d+):(\d+):(\d+):(\d+):(-?\d+):(\d+):(\d+):(\d+)$")
+OUTPUT_PATTERN = r"(?P<id>\d+):(?P<seq>\d+):(?P<instance>\d+):(?P<incarnation>\d+):(?P<generation>-?\d+):(?P<in_partition>\d+):(?P<in_offset>\d+):(?P<txn>\d+)"
+"""An output value (the whole value), a named group per field of `OUTPUT_FIELDS`: Python's and RE2's syntax alike."""
+_OUTPUT = re.compile(OUTPUT_PATTERN.encode())
 
 
 def parse_output(value: bytes | None) -> tuple[int, ...] | None:
     """The fields of an output value (`OUTPUT_FIELDS`), or None if it is not one."""
-    match = _OUTPUT.match(value or b"")
+    match = _OUTPUT.fullmatch(value or b"")
     return tuple(int(group) for group in match.groups()) if match else None
 
 

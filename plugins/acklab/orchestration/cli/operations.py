@@ -136,10 +136,12 @@ def _port_free(port: int) -> bool:
 
 @airflow_app.command("pool")
 def airflow_pool_set() -> None:
-    """Create (or update) the DAGs' pool in $AIRFLOW_HOME's metadata DB (`airflow pools set`)."""
+    """Create (or update) the DAGs' pools in $AIRFLOW_HOME's metadata DB (`airflow pools set`); the
+    shares pool gets ACKLAB_SHARE_SLOTS slots (default 1: one per worker that can hold a cluster)."""
     from acklab.services import airflow_pool
 
-    subprocess.run([str(Path(sys.executable).parent / "airflow"), *airflow_pool.SET_ARGS], check=True, stdout=subprocess.DEVNULL)
+    for command in airflow_pool.set_commands():
+        subprocess.run([str(Path(sys.executable).parent / "airflow"), *command], check=True, stdout=subprocess.DEVNULL)
 
 
 @airflow_app.command("down")
