@@ -64,7 +64,7 @@ $(RECORDS_EXT): plugins/acklab/workload/records.pyx $(VENV)/.installed
 	$(BIN)/python -m acklab.tools.spark_classes
 	touch $@
 
-$(AIRFLOW_HOME)/.migrated: $(VENV)/.installed
+$(AIRFLOW_HOME)/.migrated: $(VENV)/.installed plugins/acklab/services/airflow_pool.py
 	mkdir -p $(AIRFLOW_HOME)/plugins
 	$(BIN)/airflow db migrate > $(AIRFLOW_HOME)/migrate.log
 	$(BIN)/acklab airflow pool

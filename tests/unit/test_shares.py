@@ -103,3 +103,13 @@ def test_the_store_takes_an_absolute_path_as_a_file_url(tmp_path: Path, monkeypa
     assert store_url() == f"file://{tmp_path}"
     monkeypatch.setenv("ACKLAB_EVIDENCE_STORE", f"file://{tmp_path}")
     assert store_url() == f"file://{tmp_path}"
+
+
+def test_a_runs_cluster_folders_are_its_own_then_each_gathered_shares(tmp_path: Path) -> None:
+    run = RunDir(tmp_path / "run")
+    assert run.cluster_folders() == []
+    for folder in (run.share_folder(2) / "cluster", run.share_folder(1) / "cluster", run.share_folder(3)):
+        folder.mkdir(parents=True)
+    assert run.cluster_folders() == [run.share_folder(1) / "cluster", run.share_folder(2) / "cluster"]
+    run.cluster.mkdir()
+    assert run.cluster_folders()[0] == run.cluster

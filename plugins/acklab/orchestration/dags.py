@@ -68,7 +68,7 @@ AUDIT = {
     "conf": SPARK_CONF,
     "name": "acklab-delivery-matrix",
 }
-"""The Spark audit's fixed arguments; the run's come from the collect (or run_groups) task."""
+"""The Spark audit's fixed arguments; the run's come from the collect (or gather) task."""
 
 
 def _collected(key: str, task_id: str = "collect") -> str:

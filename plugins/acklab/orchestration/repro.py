@@ -145,7 +145,7 @@ def write_folder(
     write_json(out / "params.json", params)
     write_json(out / "params.original.json", original)
     (out / "topology.yaml").write_text(yaml.safe_dump(manifest.topology, sort_keys=False))
-    broker_config = next(iter(sorted(run.cluster.glob("node-*/server.properties"))), None)
+    broker_config = next(iter(sorted(p for folder in run.cluster_folders() for p in folder.glob("node-*/server.properties"))), None)
     if broker_config is not None:
         (out / "server.properties").write_text(broker_config.read_text())
     family = families.named(entry.client_family)
@@ -180,7 +180,7 @@ def write_folder(
 
     producer_logs = sorted(run.scenario(scenario).producers.glob("*.log"))
     (out / "client.log").write_text(_matching(producer_logs, None))
-    (out / "broker.log").write_text(_matching(sorted(run.cluster.glob(f"node-*/{SERVER_LOG}")), entry.topic))
+    (out / "broker.log").write_text(_matching(sorted(p for folder in run.cluster_folders() for p in folder.glob(f"node-*/{SERVER_LOG}")), entry.topic))
     (out / "run.sh").write_text(
         "#!/bin/sh\n# Re-run this red row: acklab from a checkout (ACKLAB_HOME, default the one that wrote it), after `make setup`.\n"
         f'cd "${{ACKLAB_HOME:-{PROJECT_ROOT}}}" && exec .venv/bin/acklab run --params "{out}/params.json" "$@"\n'

@@ -203,14 +203,15 @@ class LongestSendPause(Check):
 @register("broker_log_lines")
 class BrokerLogLines(Check):
     """At least `at_least` lines of the brokers' logs (the server log of each node in the run's cluster
-    folder) contain `text`."""
+    folders: its own, or its gathered shares') contain `text`."""
 
     text: str = Field(min_length=1, description="the text a line contains")
     at_least: int = Field(ge=1, description="the fewest such lines that reproduce the claim")
 
     def __call__(self, e: Evidence) -> Finding:
         found = sum(
-            self.text in line for log in e.run.cluster.rglob(SERVER_LOG) for line in log.read_text(errors="replace").splitlines()
+            self.text in line
+            for folder in e.run.cluster_folders() for log in folder.rglob(SERVER_LOG) for line in log.read_text(errors="replace").splitlines()
         )
         return Finding(found >= self.at_least, f"{found:,} broker log lines with {self.text}")
 

@@ -175,7 +175,7 @@ def start(
     )
     try:
         _airflow(env, "db", "migrate")
-        for command in airflow_pool.set_commands(max(1, celery_workers)):
+        for command in airflow_pool.set_commands(celery_workers or None):  # without workers: ACKLAB_SHARE_SLOTS, else 1
             _airflow(env, *command)
         for component, args in COMPONENTS.items():
             state.processes.append(spawn(component, [str(Path(sys.executable).parent / "airflow"), component, *args],

@@ -499,6 +499,11 @@ class RunDir(CiResults):
     def share_folder(self, share: int) -> Path:
         return self.root / "shares" / f"share-{share}"
 
+    def cluster_folders(self) -> list[Path]:
+        """Every cluster folder of the run: its own cluster's, then each gathered share's (a run in
+        shares, a version pair), those that exist. Where a check or a repro looks for broker logs."""
+        return [folder for folder in (self.cluster, *sorted(self.root.glob("shares/share-*/cluster"))) if folder.is_dir()]
+
     def scenario(self, name: str) -> ScenarioDir:
         return ScenarioDir(self.root / "scenarios" / name)
 
