@@ -66,9 +66,11 @@ class AirflowRest:
         return {f"{ti['task_id']}[{ti['map_index']}]" if ti["map_index"] >= 0 else ti["task_id"]: ti["state"] for ti in instances}
 
     def task_log(self, dag_id: str, run_id: str, task_id: str, try_number: int = 1, map_index: int = -1) -> str:
-        """The task's log as the UI shows it (the api-server reads the workers' log files)."""
-        instance = f"{task_id}/{map_index}" if map_index >= 0 else task_id
-        content = self.get(f"/dags/{dag_id}/dagRuns/{run_id}/taskInstances/{instance}/logs/{try_number}", full_content=True)["content"]
+        """The task's log as the UI shows it (the api-server reads the workers' log files); a mapped
+        instance's by its `map_index`."""
+        content = self.get(
+            f"/dags/{dag_id}/dagRuns/{run_id}/taskInstances/{task_id}/logs/{try_number}", full_content=True, map_index=map_index
+        )["content"]
         return "\n".join(_line(line) for line in content)
 
     def failure_report(self, dag_id: str, run_id: str) -> str:

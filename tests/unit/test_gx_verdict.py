@@ -8,6 +8,7 @@ balance (conservation), so a planted anomaly breaks exactly the expectation it t
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import json
 import re
@@ -491,6 +492,32 @@ def test_ensure_project_is_idempotent(root: Path) -> None:
     [datasource] = context.data_sources.all().values()
     [asset] = datasource.assets
     assert len(asset.batch_definitions) == 1
+
+
+def test_validations_of_one_gx_project_take_turns(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`validate_matrix` validates holding the GX project's lock, which another validation (another
+    process: the version DAG's pairs validated on two workers at once) waits for; it is free again afterwards."""
+    from acklab.checker import gx_validation
+
+    lock = tmp_path / "gx" / "uncommitted" / "validation.lock"
+
+    def taken() -> bool:
+        with lock.open("a") as other:  # an open file of its own, as another process's
+            try:
+                fcntl.flock(other, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                return True
+            return False
+
+    held: list[bool] = []
+
+    def validate(run: Any, root: Path, run_name: str) -> str:
+        held.append(root == tmp_path and taken())
+        return run_name
+
+    monkeypatch.setattr(gx_validation, "_validate", validate)
+    assert gx_validation.validate_matrix(RunDir(tmp_path / "runs" / "r1"), tmp_path, "r1") == "r1"
+    assert held == [True] and not taken()
 
 
 def test_the_committed_project_is_current() -> None:

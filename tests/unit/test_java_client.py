@@ -4,6 +4,8 @@ the model's expectations that follow. The driver itself runs in tests/integratio
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from acklab.base.spec import SpecError
@@ -172,7 +174,7 @@ def test_in_flight_1_keeps_order_is_a_java_guarantee_and_a_librdkafka_belief() -
 def test_the_java_worker_and_its_jvm_yield_the_cpu_to_the_brokers(tmp_path) -> None:
     """The Java producer runs at the producers' niceness, as librdkafka's forked workers do: seven
     JVMs at the brokers' priority starved their heartbeats on two cores (a broker fenced, an
-    unplanned leader change in a no-fault group)."""
+    unplanned leader change in a no-fault group). So does the host JVM its producers run in."""
     import time
 
     import psutil
@@ -186,7 +188,9 @@ def test_the_java_worker_and_its_jvm_yield_the_cpu_to_the_brokers(tmp_path) -> N
         deadline = time.monotonic() + 20
         while psutil.Process(worker.pid).nice() < PRODUCER_NICENESS and time.monotonic() < deadline:
             time.sleep(0.05)
-        assert psutil.Process(worker.pid).nice() == max(psutil.Process().nice(), PRODUCER_NICENESS)  # the JVM it starts inherits it
+        expected = max(psutil.Process().nice(), PRODUCER_NICENESS)
+        assert psutil.Process(worker.pid).nice() == expected
+        assert psutil.Process(java_client.host(client.version).pid).nice() == expected
         # Forked from the pre-imported server, as librdkafka's workers are, not started from scratch.
         assert psutil.Process(worker.pid).ppid() == ForkServer.shared(client.python, client.env).pid
     finally:
@@ -194,9 +198,39 @@ def test_the_java_worker_and_its_jvm_yield_the_cpu_to_the_brokers(tmp_path) -> N
         worker.wait()
 
 
+def test_the_host_jvm_ends_with_its_owner_even_a_killed_one(tmp_path) -> None:
+    """The host's stdin is held by its owner alone: the owner killed with SIGKILL, the host exits
+    (and a second process has its own host, never its parent's)."""
+    import subprocess
+    import sys
+    import time
+
+    import psutil
+
+    java_client.client(None)  # set up
+    owner = subprocess.Popen(
+        [sys.executable, "-c", "from acklab.workload import java_client; "
+         "h = java_client.host(java_client.LOCKED); print(h.pid, h.socket, flush=True); import time; time.sleep(600)"],
+        stdout=subprocess.PIPE, text=True,
+    )
+    try:
+        pid, socket_path = owner.stdout.readline().split()  # type: ignore[union-attr]
+        host = psutil.Process(int(pid))
+        assert host.is_running() and Path(socket_path).exists()
+        assert oct(Path(socket_path).parent.stat().st_mode & 0o777) == "0o700"
+    finally:
+        owner.kill()
+        owner.wait()
+    deadline = time.monotonic() + 15
+    while host.is_running() and host.status() != psutil.STATUS_ZOMBIE and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not host.is_running() or host.status() == psutil.STATUS_ZOMBIE
+    assert not Path(socket_path).parent.exists()  # the host removed its socket's folder
+
+
 def test_the_driver_starts_from_its_class_archive_and_a_bad_archive_only_slows_it(tmp_path) -> None:
-    """Set up, the driver's JVM maps the producer's classes from the client's class archive (a group
-    starts seven JVMs at once on two cores); an archive the JVM cannot use is reported on stderr and
+    """Set up, the driver's JVM maps the producer's classes from the client's class archive (the
+    host JVM starts on a group's critical path); an archive the JVM cannot use is reported on stderr and
     leaves stdout, the driver's protocol, as it was."""
     import subprocess
 

@@ -16,7 +16,9 @@ from acklab.orchestration.execution import Hanging, _entry, _owners, open_transa
 from acklab.plan.params import STANDARD_PIPELINE_FAULTS, STANDARD_PROCESSING, standard_matrix
 from acklab.plan.planner import CONTROL_LOAD, CONTROL_SHARE, make_plan, version_grid
 from acklab.store.runs import RunDir
+from acklab.workload.partitioners import partition_for
 from acklab.workload.producer import LoadResult
+from acklab.workload.spec import key
 
 RUN = RunDir(Path("/runs/r"))
 
@@ -53,6 +55,21 @@ def test_a_topology_of_one_partition_has_no_misroute_control() -> None:
     """No record can be stored outside the only partition: that control would plant nothing."""
     plan = make_plan({"topology": "single-broker", "profiles": ["idempotent"], "faults": ["none"]})
     assert [g[0].fault for g in plan.groups() if g[0].control] == [f for f in PLANTING if f != "planted-misroute"]
+
+
+@pytest.mark.parametrize("topology", ["three-brokers", "single-broker", "three-brokers-wide"])
+def test_the_reorder_control_sends_its_own_keys_to_the_proxied_leader(topology: str) -> None:
+    """planted-reorder's control sends `control_keys` keys (one: a held request shares its partition
+    and key with the next one) and targets the leader of the partition its first key maps to; the
+    other controls keep the run's keys and partition 0's leader."""
+    plan = make_plan({"topology": topology, "profiles": ["idempotent"], "faults": ["none"], "keys": 12})
+    controls = {s.fault: s for s in plan.scenarios if s.control}
+    reorder = controls.pop("planted-reorder")
+    assert PLANTING["planted-reorder"].control_keys == reorder.load.keys == 1
+    partition = partition_for(key(0, 0).encode(), plan.topology.partitions, reorder.profile.partitioner)
+    assert [step.target for step in reorder.schedule] == [f"leader:{partition}"]
+    assert {(s.load.keys, s.schedule[0].target) for s in controls.values()} == {(12, "leader:0")}
+    assert reorder.load.model_dump(exclude={"keys"}) == controls["planted-loss"].load.model_dump(exclude={"keys"})
 
 
 def test_one_at_a_time_makes_a_group_per_scenario() -> None:

@@ -9,7 +9,10 @@ module should not.
 
 from __future__ import annotations
 
+import fcntl
 import logging
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -109,3 +112,16 @@ def _keep_expectation_ids(suite: ExpectationSuite, stored: ExpectationSuite) -> 
                 expectation.id = old.id
                 break
 
+
+
+@contextmanager
+def project_lock(root: Path) -> Iterator[None]:
+    """Hold the exclusive lock of the GX project under `root` (an flock on `gx/uncommitted/validation.lock`,
+    so among the processes of one host): a validation rewrites the project's suites, validation
+    definitions and checkpoints (`ensure_project`), its results and Data Docs, which a concurrent
+    validation (the version DAG's pairs validated on two workers at once) would read half written."""
+    path = root / "gx" / "uncommitted" / "validation.lock"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield

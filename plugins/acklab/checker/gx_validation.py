@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote, urlparse
 
-from acklab.checker.gx_project import SITE, project_context
+from acklab.checker.gx_project import SITE, project_context, project_lock
 from acklab.checker.gx_suites import INTEGRITY_SUITE, MATRIX_COLUMNS, MISSING, PLANNED_REASON, conservation_column
 from acklab.checker.verdict import INTEGRITY, FailedExpectation, Row, Verdict, judge, pair_rows, show
 from acklab.nemesis.faults import NO_FAULT
@@ -35,6 +35,13 @@ if TYPE_CHECKING:
 
 
 def validate_matrix(run: RunDir, root: Path, run_name: str) -> Verdict:
+    """`_validate`, holding the GX project's lock (`acklab.checker.gx_project.project_lock`): one
+    validation at a time per project among the processes of a host."""
+    with project_lock(root):
+        return _validate(run, root, run_name)
+
+
+def _validate(run: RunDir, root: Path, run_name: str) -> Verdict:
     """Validate every row of the run's matrix against its manifest and return the verdict.
 
     Each checkpoint runs once under the run name ``<run_name>``: the integrity suite's on the whole

@@ -149,9 +149,12 @@ class Plants:
     summed per topic by `acklab.orchestration.execution.planted_counts`), the matrix count that must
     equal it (`counted`), the sentence comparing the two (`sentence`, with `{planted}` and
     `{counted}`), the profile of the run's negative control that plants it (`control_profile`),
-    the documented claim the planted anomaly breaks (`claim`: its id and why) and the partitions a
+    the documented claim the planted anomaly breaks (`claim`: its id and why), the partitions a
     topic needs for it to be planted at all (`min_partitions`: a run whose topology has fewer has no
-    control of it)."""
+    control of it) and the keys of its control's producer (`control_keys`; None: the run's `keys`).
+    With `control_keys` set, the control's fault targets the leader of the partition its first key
+    maps to under the control profile's partitioner (`acklab.workload.partitioners`), not partition
+    0's: with one key, every record of the control passes the proxy, in one partition, under one key."""
 
     log: str
     column: str
@@ -160,6 +163,7 @@ class Plants:
     control_profile: str
     claim: tuple[str, str]
     min_partitions: int = 1
+    control_keys: int | None = None
 
 
 @dataclass(frozen=True)
@@ -538,6 +542,8 @@ FAULTS: Mapping[str, FaultSpec] = {
                     "with reordered equal to planted_reordered: a checker that misses them would miss records of a key stored out "
                     "of order.",
                 ),
+                # One key: the next request writes the held one's partition and key (`acklab.plan.planner.CONTROL`).
+                control_keys=1,
             ),
             "The broker must have stored records of the scenario's topic after a later record of their key, or nothing was planted "
             "(an idempotent or transactional producer's requests, acks=0 and compressed ones pass untouched, and a producer with one "

@@ -23,9 +23,10 @@ from acklab.plan.params import RunParams
 from acklab.plan.presets import preset
 from acklab.workload import families
 from acklab.workload.client import Client
+from acklab.workload.partitioners import partition_for
 from acklab.workload.processing import GroupProtocol, ProcessorConfig, Style, scenario_line
 from acklab.workload.profiles import ProducerProfile, get_profile, profile_from_spec
-from acklab.workload.spec import LoadSpec
+from acklab.workload.spec import LoadSpec, key
 
 
 class PipelineSpec(BaseModel):
@@ -53,19 +54,24 @@ class ScenarioPlan(BaseModel):
 
 CONTROL = "negative-control"
 """The negative controls, one per planting fault (`acklab.nemesis.faults.PLANTING`), each 1,000
-messages at 1,000/s of the run's first client with the fault's `control_profile`, whose writes to
-the leader of partition 0 the proxy tampers with from 0.25 s on: an idempotent producer's writes
-swallowed (`planted-loss`: the checker must count exactly the swallowed records lost), a producer
-without idempotence's writes sent to the broker twice (`planted-duplicate`: exactly the records
-appended again counted as duplicates), the answers' offsets shifted (`planted-offset`: exactly the
-records acked elsewhere counted as offset mismatches), a producer without idempotence's writes
-appended to another partition than the one it names (`planted-misroute`: exactly the records moved
-counted as misrouted; no such control on a topology of one partition, where no record can go
-elsewhere), and a producer without idempotence's request held until the next one of its connection
-passed it (`planted-reorder`: exactly the records stored after a later record of their key counted
-as reordered). Unless each is counted exactly, the run is invalid. Every request to that broker in the window is tampered with (`CONTROL_SHARE`, not the
-faults' default 0.2): the Java producer batches a second's load into a few requests per broker
-(2 in the window, measured on Kafka 3.5.2), so tampering with half of them left a control with nothing planted, and
+messages at 1,000/s of the run's first client with the fault's `control_profile` and the run's keys
+(or the fault's `control_keys`), whose writes to the leader of partition 0 (with `control_keys`: of
+the partition of the control's first key) the proxy tampers with from 0.25 s on: an idempotent
+producer's writes swallowed (`planted-loss`: the checker must count exactly the swallowed records
+lost), a producer without idempotence's writes sent to the broker twice (`planted-duplicate`:
+exactly the records appended again counted as duplicates), the answers' offsets shifted
+(`planted-offset`: exactly the records acked elsewhere counted as offset mismatches), a producer
+without idempotence's writes appended to another partition than the one it names
+(`planted-misroute`: exactly the records moved counted as misrouted; no such control on a topology
+of one partition, where no record can go elsewhere), and a producer without idempotence's request
+held until the next one of its connection passed it (`planted-reorder`: exactly the records stored
+after a later record of their key counted as reordered). The reorder control sends one key, all to
+one partition: the next request always writes the held one's partition and key, so every record
+of a swapped request is planted (with the run's 16 keys, requests of 5-10 records often shared no key with the
+next, and a control planted nothing). Unless each is counted exactly, the run is invalid. Every
+request to that broker in the window is tampered with (`CONTROL_SHARE`, not the faults' default
+0.2): the Java producer batches a second's load into a few requests per broker (2 in the window,
+measured on Kafka 3.5.2), so tampering with half of them left a control with nothing planted, and
 the run invalid, one time in four. The records of the other brokers' partitions, and those sent
 before 0.25 s, stay untouched."""
 CONTROL_AT_S = 0.25
@@ -281,23 +287,30 @@ def _pipelines(params: RunParams, schedules: dict[str, list[FaultStep]], topolog
 
 
 def _controls(topology: Topology, client: Client, load: LoadSpec) -> list[ScenarioPlan]:
-    """The run's negative controls (`CONTROL`), with the run's message size and keys."""
+    """The run's negative controls (`CONTROL`), with the run's message size, and its keys unless the
+    fault's `Plants.control_keys` names the control's own (its step then targets the leader of the
+    partition of the control's first key)."""
     family = families.of(client)
     own = parse_model(LoadSpec, {**CONTROL_LOAD, "message_bytes": load.message_bytes, "keys": load.keys}, "params (negative control)")
     planted = {fault: plants for fault, plants in PLANTING.items() if topology.partitions >= plants.min_partitions}  # else nothing could be planted
     profiles = {name: family.resolve(get_profile(name), client) for name in dict.fromkeys(p.control_profile for p in planted.values())}
-    family.validate(client, list(profiles.values()), own)  # one check of every control profile (one JVM for Java)
+    # One check of every control profile (one JVM for Java), with the run's keys: a control's own keys are no longer.
+    family.validate(client, list(profiles.values()), own)
     controls = []
     for fault, plants in planted.items():
         profile = profiles[plants.control_profile].model_copy(deep=True)
         shared = "probability" in FAULTS[fault].options.model_fields
-        step = {"fault": fault, "at_s": CONTROL_AT_S, **({"options": {"probability": CONTROL_SHARE}} if shared else {})}
+        step: dict[str, Any] = {"fault": fault, "at_s": CONTROL_AT_S, **({"options": {"probability": CONTROL_SHARE}} if shared else {})}
+        mine = own
+        if plants.control_keys is not None:
+            mine = parse_model(LoadSpec, {**own.model_dump(), "keys": plants.control_keys}, "params (negative control)")
+            step["target"] = f"leader:{partition_for(key(0, 0).encode(), topology.partitions, profile.partitioner)}"
         steps = [parse_model(FaultStep, step, "negative control")]
         check_schedule(steps, topology, "negative control")
         controls.append(
             ScenarioPlan(
                 name=f"{CONTROL}__{fault}", profile=profile, client=client, fault=fault, schedule=steps,
-                expected=expect(profile, topology, steps, client), control=True, load=own,
+                expected=expect(profile, topology, steps, client), control=True, load=mine,
             )
         )
     return controls

@@ -5,7 +5,7 @@ driven by acklab's Java producer driver (the sources of `workload/java/`, packag
 slf4j backend, so the client's own log lines reach the producer's log) from Maven Central into
 `<cache>/java-clients/X/lib`, and compiles the driver against them into `<cache>/java-clients/X/driver.jar`.
 It then dumps a class-data-sharing archive (`driver.jsa`, AppCDS) of the classes a producer loads,
-which halves the CPU a JVM spends starting (a group starts seven at once on two cores); a JVM whose
+which halves the CPU a JVM spends starting (`acklab.workload.java_host`: one per process and version); a JVM whose
 archive does not match (another JDK) starts without it. The driver's source digest is stamped: a
 changed driver is recompiled by the next setup.
 
@@ -42,6 +42,7 @@ from acklab.workload.profiles import IDEMPOTENT_MAX_IN_FLIGHT, ProducerProfile
 from acklab.workload.spec import LoadSpec
 
 if TYPE_CHECKING:  # a client's own interpreter imports this module without the processors' dependencies (jinja2)
+    from acklab.workload.java_host import JavaHost
     from acklab.workload.processing import ProcessorConfig
 
 NAME = "java"
@@ -420,20 +421,26 @@ def transaction_version(client: Client, kafka_version: str) -> int:
     return 2 if _version(client.version) >= (4, 0) and _version(kafka_version) >= (4, 0) else 1
 
 
-CLIENT_ENV = "ACKLAB_JAVA_CLIENT"  # the kafka-clients version a Java producer process runs
-
-
 class JavaLauncher:
     """Starts Java producer processes (`acklab.workload.java_worker`) of a client (`acklab.workload.client.Launcher`),
-    forked from the shared fork server of its interpreter (`acklab.workload.forkserver`)."""
+    forked from the shared fork server of its interpreter (`acklab.workload.forkserver`), each running its
+    producer in this process's one JVM of the client (`acklab.workload.java_host`)."""
 
     def __init__(self, client: Client) -> None:
         self.client = client
 
     def spawn(self, log: Path) -> ProducerProcess:
         from acklab.workload.forkserver import ForkServer  # imports the workers: only when a load starts
+        from acklab.workload.java_host import HOST_ENV
 
-        return ForkServer.shared(self.client.python, self.client.env).spawn(log, "java", {CLIENT_ENV: self.client.version})
+        return ForkServer.shared(self.client.python, self.client.env).spawn(log, "java", {HOST_ENV: str(host(self.client.version).socket)})
+
+
+def host(client_version: str) -> JavaHost:
+    """This process's one JVM running Java producers of kafka-clients `client_version` (`acklab.workload.java_host`)."""
+    from acklab.workload.java_host import JavaHost  # imports the workers: only when a load starts
+
+    return JavaHost.shared(client_version, lambda socket: java_command(client_version, "host", str(socket)))
 
 
 class Java:

@@ -1,23 +1,20 @@
 """One producer process of a load on the Java client: the worker protocol of
-`acklab.workload.worker` (a `WorkerJob` line on stdin, `ready`, then `go`) around a JVM running the Java
-producer driver (`workload/java/`, entry point `AcklabProducer.java`), whose record of every message becomes this
-producer's send-log part, statistics part and counts, exactly as the librdkafka worker writes them
-(`acklab.workload.sendlog.ProducerLog`).
+`acklab.workload.worker` (a `WorkerJob` line on stdin, `ready`, then `go`) around a run of the Java
+producer driver (`workload/java/`, `ProducerRun`) in its owner's host JVM (`acklab.workload.java_host`,
+whose socket `HOST_ENV` names), whose record of every message becomes this producer's send-log part,
+statistics part and counts, exactly as the librdkafka worker writes them (`acklab.workload.sendlog.ProducerLog`).
 
-The JVM runs in its own session (a Ctrl-C reaching the load's process group is for the parent to
-decide, as in the librdkafka worker) and gets SIGTERM when this process dies (PR_SET_PDEATHSIG): it is
-never left behind. SIGTERM here, or the parent going away, is passed on as `stop <reason>`: the driver
-stops producing and still writes its record."""
+SIGTERM here, or the parent going away, is passed on as `stop <reason>`: the run stops producing and
+still writes its record. This process dying ends its connection, which stops its run the same way:
+nothing of it keeps producing. The run's own log (the client's lines) is appended to this process's."""
 
 from __future__ import annotations
 
-import ctypes
 import json
 import os
+import shutil
 import signal
-import subprocess
 import sys
-import time
 from datetime import datetime
 from pathlib import Path
 
@@ -26,7 +23,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from acklab.store.schemas import PRODUCER_STATS, STATS_COUNTERS, STATS_GAUGES
-from acklab.workload.java_client import CLIENT_ENV, java_command, write_properties
+from acklab.workload.java_client import write_properties
+from acklab.workload.java_host import HOST_ENV, LOG_SUFFIX, HostedRun
 from acklab.workload.partitioners import partition_for
 from acklab.workload.sendlog import ProducerLog, read_reports
 from acklab.workload.spec import key
@@ -35,16 +33,11 @@ from acklab.workload.worker import PARENT_GONE, PROGRESS_FILE, SIGTERM_STOP, Wor
 
 # The driver's statistics line (workload/java/Stats.java, sampleOnce), after ts.
 STATS_FIELDS = (*STATS_COUNTERS, *STATS_GAUGES)
-PR_SET_PDEATHSIG = 1
 TIMEOUT_LINE = "due to request timeout"  # NetworkClient, at INFO (java_client.LOG_PROPERTIES)
 
 
-def _die_with_parent() -> None:
-    ctypes.CDLL("libc.so.6", use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
-
-
-def start_driver(job: WorkerJob, version: str) -> subprocess.Popen[str]:
-    """The JVM of `job`, its configuration and job written beside the producer's other files."""
+def start_run(job: WorkerJob, host: str) -> HostedRun:
+    """The run of `job` in the host at `host`, its configuration and job written beside the producer's other files."""
     config = job.file(".java.properties")
     write_properties(config, job.config)
     transaction = job.transaction
@@ -73,14 +66,10 @@ def start_driver(job: WorkerJob, version: str) -> subprocess.Popen[str]:
         "config.file": config,
         "out.prefix": job.file(""),
     })
-    return subprocess.Popen(
-        java_command(version, "run", str(job_file)),
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=sys.stderr, text=True,
-        start_new_session=True, preexec_fn=_die_with_parent,
-    )
+    return HostedRun(host, job_file)
 
 
-def collect(job: WorkerJob, version: str) -> dict[str, object]:
+def collect(job: WorkerJob) -> dict[str, object]:
     """The driver's record as this producer's send-log part, statistics part and counts."""
     result = json.loads(job.file(".java.json").read_text())
     reports = read_reports(job.file(".java.bin"), job.count)
@@ -99,7 +88,7 @@ def collect(job: WorkerJob, version: str) -> dict[str, object]:
         (result["txn_starts"], result["txn_outcomes"]), fatal,
     )
     log.write(result["planned"])
-    timeouts = request_timeouts(job.file(".log"))
+    timeouts = request_timeouts(job.file(LOG_SUFFIX))
     rows = []
     for line in job.file(".java.stats").read_text().splitlines():
         ts, *values = line.split(",")
@@ -135,42 +124,49 @@ def request_timeouts(log: Path) -> np.ndarray:
     return np.sort(np.asarray(stamps, dtype=np.float64))
 
 
+def adopt_run_log(job: WorkerJob) -> None:
+    """Append the run's own log to this process's (stderr, the producer's log) and remove it."""
+    run_log = job.file(LOG_SUFFIX)
+    if run_log.exists():
+        sys.stderr.flush()
+        with run_log.open("rb") as lines:
+            shutil.copyfileobj(lines, sys.stderr.buffer)
+        sys.stderr.flush()
+        run_log.unlink()
+
+
 def main() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the whole group: the parent decides
-    yield_cpu_to_brokers()  # and so does the JVM it starts
+    yield_cpu_to_brokers()
     stop_reason: list[str] = []
     signal.signal(signal.SIGTERM, lambda *_: stop_reason.append(SIGTERM_STOP))
     job = WorkerJob.model_validate_json(sys.stdin.readline())
-    version = os.environ[CLIENT_ENV]
     parent = os.getppid()
-    driver = start_driver(job, version)
-    assert driver.stdin is not None and driver.stdout is not None
-    ready = driver.stdout.readline().split()
+    run = start_run(job, os.environ[HOST_ENV])
+    ready = run.readline().split()
     if not ready or ready[0] != "ready":
-        driver.stdin.close()
-        sys.exit(f"{job.name}: the Java driver did not start (exit {driver.wait()}); its log is above")
+        run.close()
+        adopt_run_log(job)
+        sys.exit(f"{job.name}: the Java driver did not start its run (said {' '.join(ready)!r}); its log is above")
     print("ready", flush=True)
     if sys.stdin.readline().strip() != "go":
-        driver.stdin.close()  # not started: the driver exits at EOF, nothing was sent
-        driver.wait()
+        run.close()  # not started: the run ends at the connection's end, nothing was sent
+        adopt_run_log(job)
         return
-    driver.stdin.write("go\n")
-    driver.stdin.flush()
+    run.send("go")
     told = False
-    while driver.poll() is None:
-        time.sleep(0.1)
+    while run.poll(0.1) is None:
         if os.getppid() != parent and not stop_reason:
             stop_reason.append(PARENT_GONE)
         if stop_reason and not told:
             told = True
-            try:
-                driver.stdin.write(f"stop {stop_reason[0]}\n")
-                driver.stdin.flush()
-            except BrokenPipeError:
-                pass
-    if driver.returncode != 0 or not job.file(".java.json").exists():
-        sys.exit(f"{job.name}: the Java driver exited with {driver.returncode} without its record; its log is above")
-    result = collect(job, version)
+            run.send(f"stop {stop_reason[0]}")
+    run.close()
+    if run.returncode != 0 or not job.file(".java.json").exists():
+        adopt_run_log(job)
+        sys.exit(f"{job.name}: the Java driver's run ended with {run.returncode} without its record; its log is above")
+    result = collect(job)
+    adopt_run_log(job)
     out = job.file(".json")
     tmp = out.with_suffix(".tmp")
     tmp.write_text(json.dumps(result))

@@ -1,11 +1,13 @@
 """The DAGs on CeleryExecutor with two workers: the smoke DAG green; a reduced matrix in two shares
-green with the verdicts of the same run on one host; a worker killed mid-share leaves its share's
-scenarios incomplete (never pass) and nothing behind."""
+green with the verdicts of the same run on one host; the version DAG's two pairs, one per worker,
+green side by side; a worker killed mid-share leaves its share's scenarios incomplete (never pass)
+and nothing behind."""
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import time
@@ -19,15 +21,23 @@ from acklab.services.airflow_stack import StackState
 from acklab.services.processes import ServiceProcess, session_members
 
 from ..airflow_rest import AirflowRest
+from ..helpers import assert_share_left_nothing
 
 pytestmark = [pytest.mark.integration, pytest.mark.celery]
 
 SMOKE = "kafka_delivery_smoke"
 SHARES = "kafka_delivery_matrix_shares"
+VERSIONS = "kafka_version_regression"
 BIN = Path(os.environ.get("VIRTUAL_ENV", PROJECT_ROOT / ".venv")) / "bin"
 # The reduced matrix: 2 profiles x 3 faults of one client, in two shares (two clusters on this host).
 REDUCED = {
     "profiles": ["leader-ack", "idempotent"], "faults": ["none", "leader-kill", "follower-restart"], "client": "librdkafka",
+    "processing": [], "messages": 30000, "rate": 5000, "fault_at_s": 1.0, "negative_control": False,
+}
+# The reduced version comparison: two Kafka versions (set up by `make setup`) with the locked client,
+# 2 profiles x 2 faults each (two fault groups per pair).
+PAIRS = {
+    "kafka_versions": ["4.3.1", "3.9.2"], "profiles": ["leader-ack", "idempotent"], "faults": ["none", "leader-kill"],
     "processing": [], "messages": 30000, "rate": 5000, "fault_at_s": 1.0, "negative_control": False,
 }
 RUN_TIMEOUT_S = 900
@@ -42,6 +52,23 @@ def _new_run(store: Path, before: set[Path]) -> Path:
 def _workers_running(stack: StackState, task: str) -> set[str]:
     """The workers whose log shows a workload of `task`."""
     return {w.name for w in stack.workers if f"task_id='{task}'" in w.log_tail(2_000_000)}
+
+
+def _workers_of(stack: StackState, dag_id: str, run_id: str, task: str) -> dict[int, set[str]]:
+    """Map index -> the workers whose log shows a workload of that instance of the mapped `task` in
+    the DAG run `run_id` (one worker each, unless an instance was retried elsewhere)."""
+    workload = re.compile(re.escape(f"log_path='dag_id={dag_id}/run_id={run_id}/task_id={task}/map_index=") + r"(\d+)/")
+    found: dict[int, set[str]] = {}
+    for worker in stack.workers:
+        for index in workload.findall(worker.log_tail(2_000_000)):
+            found.setdefault(int(index), set()).add(worker.name)
+    return found
+
+
+def _map_labels(rest: AirflowRest, dag_id: str, run_id: str, task: str) -> dict[int, str]:
+    """Map index -> the rendered label (`map_index_template`) of each instance of the mapped `task`."""
+    instances = rest.get(f"/dags/{dag_id}/dagRuns/{run_id}/taskInstances")["task_instances"]
+    return {ti["map_index"]: ti["rendered_map_index"] for ti in instances if ti["task_id"] == task}
 
 
 def test_smoke_dag_green_on_celery(celery_stack: StackState, celery_rest: AirflowRest, isolated_run_store: Path) -> None:
@@ -87,6 +114,41 @@ def test_two_shares_on_two_workers_match_one_host(
     single = json.loads((_new_run(isolated_run_store, before) / "result.json").read_text())
     assert shared["status"] == single["status"] == "pass"
     assert shared["scenarios"] == single["scenarios"] and len(shared["scenarios"]) == 6
+
+
+def test_version_pairs_on_two_workers_green(celery_stack: StackState, celery_rest: AirflowRest, isolated_run_store: Path) -> None:
+    celery_rest.wait_for_dag(VERSIONS)
+    celery_rest.set_paused(VERSIONS, False)
+    comparisons = isolated_run_store / "comparisons"
+    before = set(comparisons.iterdir()) if comparisons.is_dir() else set()
+    response = celery_rest.trigger(VERSIONS, PAIRS)
+    assert response.status_code == 200, response.text
+    run_id = response.json()["dag_run_id"]
+    run = celery_rest.wait_for_run(VERSIONS, run_id, RUN_TIMEOUT_S)
+    assert run["state"] == "success", celery_rest.failure_report(VERSIONS, run_id)
+    assert [r["run_type"] for r in celery_rest.runs(VERSIONS)] == ["manual"], "the scheduler also ran the default matrix"
+
+    # One pair per worker: the pool's two slots let both hold their clusters at once.
+    workers = _workers_of(celery_stack, VERSIONS, run_id, "run_pair")
+    labels = _map_labels(celery_rest, VERSIONS, run_id, "run_pair")
+    assert sorted(workers) == sorted(labels) == [0, 1], (workers, labels)
+    ran_on = {labels[index]: names for index, names in workers.items()}
+    assert all(len(names) == 1 for names in ran_on.values()) and set.union(*ran_on.values()) == {"worker-1", "worker-2"}, ran_on
+
+    (comparison,) = [p / "comparison.json" for p in set(comparisons.iterdir()) - before]
+    summary = json.loads(comparison.read_text())
+    assert summary["status"] == "pass" and summary["differing"] == [], summary
+    runs = [Path(r) for r in summary["runs"]]
+    assert [json.loads((r / "manifest.json").read_text())["topology"]["kafka_version"] for r in runs] == ["3.9.2", "4.3.1"]
+    scenarios = {"leader-ack__none", "leader-ack__leader-kill", "idempotent__none", "idempotent__leader-kill"}
+    for folder in runs:
+        result = json.loads((folder / "result.json").read_text())
+        assert result["status"] == "pass" and result["scenarios"] == dict.fromkeys(scenarios, "pass"), (folder.name, result["scenarios"])
+        shares = json.loads((folder / "shares.json").read_text())["shares"]
+        assert [(s["gathered"], s["unfinished"]) for s in shares] == [(1, [])], shares
+        assert_share_left_nothing(folder)
+    assert not list(isolated_run_store.glob("*.share-*")), "a pair's work folder was left behind"
+    assert _share_processes(isolated_run_store) == [], "a pair's cluster process survived"
 
 
 def _share_processes(store: Path) -> list[psutil.Process]:

@@ -22,7 +22,7 @@ import org.apache.kafka.common.serialization.ByteArraySerializer;
 import org.apache.kafka.common.utils.AppInfoParser;
 
 /**
- * acklab's Java producer driver: one producer process of a load, on the Java client (kafka-clients).
+ * acklab's Java producer driver: the producers of a load, on the Java client (kafka-clients).
  * The classes of package dev.acklab, one job each: this entry point and the producer's configuration,
  * {@link ProducerRun} (a job from start to record), {@link SendLoop}, {@link Transactions},
  * {@link Errors}, {@link Stats}, {@link SendLog} (the per-message record and its file). They use only
@@ -39,8 +39,9 @@ import org.apache.kafka.common.utils.AppInfoParser;
  *
  * <p>{@code read FILE}: the properties of a file as java.util.Properties reads it, one JSON object.
  *
- * <p>{@code run JOB}: the job is a properties file written by {@code acklab.workload.java_worker}
- * ({@link Job}); {@link ProducerRun} runs it.
+ * <p>{@code host SOCKET}: the {@link ProducerHost} of {@code acklab.workload.java_host}, one JVM running
+ * each producer of a load as a {@link ProducerRun} of the job ({@link Job}, a properties file written by
+ * {@code acklab.workload.java_worker}) its connection names.
  *
  * <p>{@code process JOB}: one pipeline processor instance ({@link Processor}, the consume-transform-produce
  * loop of {@code acklab.workload.processing}); the job is the JSON file of its ProcessorJob ({@link ProcessorJob}).
@@ -63,8 +64,8 @@ public final class AcklabProducer {
             for (int i = 1; i < args.length; i++) {
                 System.out.println(validateConsumer(load(Paths.get(args[i]))));
             }
-        } else if (args.length == 2 && args[0].equals("run")) {
-            new ProducerRun(new Job(load(Paths.get(args[1])))).run();
+        } else if (args.length == 2 && args[0].equals("host")) {
+            ProducerHost.serve(Paths.get(args[1]));
         } else if (args.length == 2 && args[0].equals("process")) {
             System.exit(Processor.main(ProcessorJob.read(Paths.get(args[1]))));
         } else if (args.length == 2 && args[0].equals("read")) {
@@ -77,7 +78,7 @@ public final class AcklabProducer {
         } else if (args.length == 1 && args[0].equals("version")) {
             System.out.println(AppInfoParser.getVersion());
         } else {
-            System.err.println("usage: AcklabProducer validate FILE... | validate-consumer FILE... | read FILE | run JOB | process JOB | version");
+            System.err.println("usage: AcklabProducer validate FILE... | validate-consumer FILE... | read FILE | host SOCKET | process JOB | version");
             System.exit(2);
         }
     }

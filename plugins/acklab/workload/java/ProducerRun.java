@@ -2,7 +2,6 @@ package dev.acklab;
 
 import java.io.BufferedReader;
 import java.io.IOException;
-import java.io.InputStreamReader;
 import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
@@ -12,6 +11,8 @@ import java.nio.file.StandardCopyOption;
 import java.time.Duration;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 
@@ -21,16 +22,17 @@ import org.apache.kafka.common.PartitionInfo;
 import org.apache.kafka.common.utils.AppInfoParser;
 
 /**
- * One job from start to record ({@code AcklabProducer run JOB}): builds the producer, learns the
- * topic's partition count (unless the job gives it), initialises transactions, prints
- * {@code ready <partitions>}, waits for {@code go} on stdin, runs the send loop (in transactions if
- * the job says) until done or stopped ({@code stop <reason>} on stdin, SIGTERM, the job's duration, a
- * fatal error), waits for the outstanding reports, then writes into {@code out.prefix}: {@code .java.bin}
- * (SendLog), {@code .java.stats} (Stats) and last {@code .java.json} (the counts, error names and
- * transaction outcomes).
+ * One job from start to record, one of the runs of a {@link ProducerHost}: builds the producer, learns
+ * the topic's partition count (unless the job gives it), initialises transactions, prints
+ * {@code ready <partitions>} on its output, waits for {@code go} on its input, runs the send loop (in
+ * transactions if the job says) until done or stopped ({@code stop <reason>} on its input, its input's
+ * end, {@link #stopAll}, the job's duration, a fatal error), waits for the outstanding reports, then
+ * writes into {@code out.prefix}: {@code .java.bin} (SendLog), {@code .java.stats} (Stats) and last
+ * {@code .java.json} (the counts, error names and transaction outcomes).
  */
 final class ProducerRun {
     static final long STOP_FLUSH_MS = 5000;
+    private static final Set<ProducerRun> ACTIVE = ConcurrentHashMap.newKeySet();
 
     private final Job job;
     private final KafkaProducer<byte[], byte[]> producer;
@@ -41,18 +43,24 @@ final class ProducerRun {
     private final Transactions transactions;
     private final Stats stats;
     private final CountDownLatch finished = new CountDownLatch(1);
+    private volatile boolean going; // told to go: its record is to be waited for
+    private final BufferedReader in;
+    private final PrintStream out;
     private int partitions;
     private Integer fatalCode;
     private double fatalTs = Double.POSITIVE_INFINITY;
     private String fatalError;
 
-    ProducerRun(Job job) throws IOException {
+    ProducerRun(Job job, BufferedReader in, PrintStream out) throws IOException {
         this.job = job;
+        this.in = in;
+        this.out = out;
         Map<String, Object> config = AcklabProducer.producerConfig(AcklabProducer.load(Paths.get(job.configFile)), job.bootstrapServers);
         if (job.transactional) {
             config.put(ProducerConfig.TRANSACTIONAL_ID_CONFIG, "acklab-" + job.topic + "-p" + job.producerIndex);
         }
-        config.putIfAbsent(ProducerConfig.CLIENT_ID_CONFIG, "acklab-p" + job.producerIndex);
+        // unique in the host (its metrics and app-info registered once): the scenario's topic and the producer
+        config.putIfAbsent(ProducerConfig.CLIENT_ID_CONFIG, "acklab-" + job.topic + "-p" + job.producerIndex);
         errors = new Errors(job.producerIndex);
         log = new SendLog(job.producerIndex, job.firstId, job.count);
         producer = new KafkaProducer<>(config);
@@ -61,40 +69,59 @@ final class ProducerRun {
         stats = new Stats(producer, loop, log, job.statsIntervalMs);
     }
 
+    /** Stop every run that has not finished for {@code reason}, and wait for their records (bounded). */
+    static void stopAll(String reason) {
+        for (ProducerRun run : ACTIVE) {
+            run.stop.request(reason);
+        }
+        for (ProducerRun run : ACTIVE) {
+            if (!run.going) {
+                continue; // waiting for go: its input's end releases it, and there is nothing to record
+            }
+            try {
+                run.finished.await(run.job.flushTimeoutMs + 30_000, TimeUnit.MILLISECONDS);
+            } catch (InterruptedException ignored) {
+                Thread.currentThread().interrupt();
+                return;
+            }
+        }
+    }
+
     void run() throws Exception {
+        ACTIVE.add(this);
+        try {
+            runRegistered();
+        } finally {
+            finished.countDown();
+            ACTIVE.remove(this);
+        }
+    }
+
+    private void runRegistered() throws Exception {
         partitions = job.partitions.isEmpty() ? waitForTopic(60_000) : Integer.parseInt(job.partitions);
         if (job.transactional) {
             producer.initTransactions();
         }
-        Runtime.getRuntime().addShutdownHook(new Thread(() -> {
-            stop.request(Stop.SIGTERM); // e.g. the parent died (PR_SET_PDEATHSIG): the evidence is still written
-            try {
-                finished.await(job.flushTimeoutMs + 30_000, TimeUnit.MILLISECONDS);
-            } catch (InterruptedException ignored) {
-                Thread.currentThread().interrupt();
-            }
-        }));
-        PrintStream out = System.out;
         out.println("ready " + partitions);
         out.flush();
-        BufferedReader stdin = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
-        String line = stdin.readLine();
-        if (line == null || !line.trim().equals("go")) {
+        String line = in.readLine();
+        if (line == null || !line.trim().equals("go") || stop.requested) {
             producer.close(Duration.ZERO);
-            finished.countDown();
-            return; // the parent gave up before the start: nothing was sent
+            return; // the worker gave up before the start: nothing was sent
         }
+        going = true;
         Thread control = new Thread(() -> {
             try {
                 String command;
-                while ((command = stdin.readLine()) != null) {
+                while ((command = in.readLine()) != null) {
                     if (command.startsWith("stop ")) {
                         stop.request(command.substring(5).trim());
                     }
                 }
             } catch (IOException ignored) {
-                // the parent closed our stdin
+                // as the end of the input
             }
+            stop.request(Stop.PARENT_GONE); // no effect once the run has ended
         }, "acklab-control");
         control.setDaemon(true);
         control.start();
@@ -111,7 +138,7 @@ final class ProducerRun {
         } catch (RuntimeException e) {
             fatal(e); // the producer is unusable: everything it did not acknowledge failed by this
         } finally {
-            drain(Stop.SIGTERM.equals(stop.reason) ? STOP_FLUSH_MS : job.flushTimeoutMs);
+            drain(Stop.SIGTERM.equals(stop.reason) || Stop.PARENT_GONE.equals(stop.reason) ? STOP_FLUSH_MS : job.flushTimeoutMs);
             ended = Clock.now();
             log.abandoned = true; // reports after this are not evidence: those records stay unreported (unknown)
             stats.stop();
@@ -121,7 +148,6 @@ final class ProducerRun {
         }
         int planned = Stop.DEADLINE.equals(stop.reason) ? loop.sent : job.count;
         write(planned, started, ended);
-        finished.countDown();
     }
 
     private int waitForTopic(long timeoutMs) throws InterruptedException {

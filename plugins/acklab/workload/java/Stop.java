@@ -4,6 +4,7 @@ package dev.acklab;
 final class Stop {
     static final String DEADLINE = "duration_s reached";
     static final String SIGTERM = "stopped by SIGTERM";
+    static final String PARENT_GONE = "the parent process went away"; // the worker's connection ended
 
     volatile boolean requested;
     volatile String reason;
