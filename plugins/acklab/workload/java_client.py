@@ -61,9 +61,12 @@ LOG_PROPERTIES = (
 )
 # The JVM's own warnings (e.g. a class archive it cannot use) go to stderr: stdout is the driver's protocol.
 JVM_OPTIONS = (
-    "-Xms64m", "-Xmx512m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Xlog:disable", "-Xlog:all=warning:stderr",
+    "-Xms64m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Xlog:disable", "-Xlog:all=warning:stderr",
     *LOG_PROPERTIES,
 )
+# The host JVM's heap at most: its producers' buffers (buffer.memory, 32 MB each by default) and send
+# logs, which seven JVMs of 512 MB held before they shared one.
+HOST_HEAP = "4g"
 DRIVER_JAR = "driver.jar"
 CLASS_ARCHIVE = "driver.jsa"
 # What the class archive is dumped from: a transactional producer built and closed (`validate`).
@@ -165,11 +168,12 @@ def _dump_class_archive(client_version: str) -> None:
         log.warning("java client %s: no class archive (the driver starts without it): %s", client_version, done.stderr.strip()[-300:])
 
 
-def java_command(client_version: str, *args: str) -> list[str]:
-    """The command that runs the driver on kafka-clients `client_version` (with its class archive, if any)."""
+def java_command(client_version: str, *args: str, max_heap: str = "512m") -> list[str]:
+    """The command that runs the driver on kafka-clients `client_version` (with its class archive, if
+    any), its heap at most `max_heap`."""
     archive = client_dir(client_version) / CLASS_ARCHIVE
     sharing = [f"-XX:SharedArchiveFile={archive}"] if archive.exists() else []
-    return ["java", *JVM_OPTIONS, *sharing, "-cp", classpath(client_version), MAIN_CLASS, *args]
+    return ["java", *JVM_OPTIONS, f"-Xmx{max_heap}", *sharing, "-cp", classpath(client_version), MAIN_CLASS, *args]
 
 
 # ---- profiles: one meaning, the Java translation -------------------------------------------------
@@ -440,7 +444,7 @@ def host(client_version: str) -> JavaHost:
     """This process's one JVM running Java producers of kafka-clients `client_version` (`acklab.workload.java_host`)."""
     from acklab.workload.java_host import JavaHost  # imports the workers: only when a load starts
 
-    return JavaHost.shared(client_version, lambda socket: java_command(client_version, "host", str(socket)))
+    return JavaHost.shared(client_version, lambda socket: java_command(client_version, "host", str(socket), max_heap=HOST_HEAP))
 
 
 class Java:
