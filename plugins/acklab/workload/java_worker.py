@@ -141,18 +141,23 @@ def main() -> None:
     stop_reason: list[str] = []
     signal.signal(signal.SIGTERM, lambda *_: stop_reason.append(SIGTERM_STOP))
     job = WorkerJob.model_validate_json(sys.stdin.readline())
-    parent = os.getppid()
     run = start_run(job, os.environ[HOST_ENV])
+    try:
+        _drive(job, run, stop_reason)
+    finally:
+        run.close()  # a run still going stops at the connection's end
+        adopt_run_log(job)
+
+
+def _drive(job: WorkerJob, run: HostedRun, stop_reason: list[str]) -> None:
+    """The worker protocol around `run`, then this producer's files from its record."""
+    parent = os.getppid()
     ready = run.readline().split()
     if not ready or ready[0] != "ready":
-        run.close()
-        adopt_run_log(job)
         sys.exit(f"{job.name}: the Java driver did not start its run (said {' '.join(ready)!r}); its log is above")
     print("ready", flush=True)
     if sys.stdin.readline().strip() != "go":
-        run.close()  # not started: the run ends at the connection's end, nothing was sent
-        adopt_run_log(job)
-        return
+        return  # not started: the run ends at the connection's end, nothing was sent
     run.send("go")
     told = False
     while run.poll(0.1) is None:
@@ -161,17 +166,13 @@ def main() -> None:
         if stop_reason and not told:
             told = True
             run.send(f"stop {stop_reason[0]}")
-    run.close()
     if run.returncode != 0 or not job.file(".java.json").exists():
-        adopt_run_log(job)
         sys.exit(f"{job.name}: the Java driver's run ended with {run.returncode} without its record; its log is above")
     result = collect(job)
-    adopt_run_log(job)
     out = job.file(".json")
     tmp = out.with_suffix(".tmp")
     tmp.write_text(json.dumps(result))
     os.replace(tmp, out)
-
 
 if __name__ == "__main__":
     main()
