@@ -20,7 +20,7 @@ import pytest
 from acklab.checker import audit, gx_suites
 from acklab.checker.gx_project import ensure_project
 from acklab.checker.gx_suites import INTEGRITY_SUITE, MODEL_PAGE, build_suites
-from acklab.checker.gx_validation import validate_matrix
+from acklab.checker.gx_validation import gx_run_name, validate_matrix
 from acklab.checker.verdict import GuaranteeViolation, ScenarioVerdict, Verdict
 from acklab.cluster.topology import load_topology
 from acklab.model.guarantees import expect, suite_expectations
@@ -203,7 +203,7 @@ def test_every_class_holds_and_data_docs_show_it(root: Path, run: Run) -> None:
     index = verdict.data_docs_index.read_text()
     # One validation per suite, of the rows that name it.
     for suite in (INTEGRITY_SUITE, "guarantee_exactly-once", "availability_outage-outlasted", "guarantee_at-most-once"):
-        assert len(list((site / "validations" / suite / "all-hold").glob("*/*.html"))) == 1, suite
+        assert len(list((site / "validations" / suite / gx_run_name("all-hold")).glob("*/*.html"))) == 1, suite
     assert "all-hold" in index
     model_page = (site / MODEL_PAGE).read_text()
     assert "<td>idempotent</td><td>exactly-once</td><td>ack-loss</td>" in model_page
@@ -440,7 +440,20 @@ def test_manifest_must_match_the_matrix_and_the_model(root: Path, run: Run) -> N
         validate_matrix(RunDir(run.path), root, "no-manifest")
     # Nothing was validated: the store keeps results as validations/<suite>/<run name>/...
     store = root / "gx" / "uncommitted" / "validations"
-    assert not [p for name in ("mismatch", "unknown", "stale", "unplanned", "no-manifest") for p in store.glob(f"*/{name}")]
+    assert not [p for name in ("mismatch", "unknown", "stale", "unplanned", "no-manifest") for p in store.glob(f"*/{gx_run_name(name)}")]
+
+
+def test_a_run_id_that_reads_as_a_date_renders_its_data_docs(root: Path, run: Run, caplog: pytest.LogCaptureFixture) -> None:
+    """dateutil reads ``...-5093ad`` as a UTC offset of -50:93; GX compared it with the run time and
+    logged a data docs rendering error instead of the run's validation pages."""
+    run.add("ok", "at-least-once")
+    name = "20261207T000311-5093ad"
+    with caplog.at_level("ERROR"):
+        verdict = run.judge(root, name)
+    assert [record.getMessage()[:200] for record in caplog.records if record.levelname == "ERROR"] == []
+    assert verdict.run_name == name and verdict.scenarios[0].status == "pass"
+    site = root / "gx" / "uncommitted" / "data_docs" / "local_site" / "validations"
+    assert list(site.glob(f"**/{gx_run_name(name)}/**/*.html"))
 
 
 def test_empty_matrix_is_an_error(root: Path, run: Run) -> None:

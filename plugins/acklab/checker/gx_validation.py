@@ -66,7 +66,7 @@ def _validate(run: RunDir, root: Path, run_name: str) -> Verdict:
     for row in rows:
         _check_suites(context, row, str(run.manifest))
 
-    run_id = RunIdentifier(run_name=run_name, run_time=dt.datetime.now(dt.UTC))
+    run_id = RunIdentifier(run_name=gx_run_name(run_name), run_time=dt.datetime.now(dt.UTC))
     scenarios = [row.record["scenario"] for row in rows]
     frame = _frame(records, [row.reason for row in rows])
     members = {INTEGRITY_SUITE: scenarios}  # suite -> the scenarios whose rows it judges
@@ -85,6 +85,17 @@ def _validate(run: RunDir, root: Path, run_name: str) -> Verdict:
     context.build_data_docs(site_names=[SITE], resource_identifiers=pages)
     verdicts = tuple(judge(row, failed[scenario]) for row, scenario in zip(rows, scenarios, strict=True))
     return Verdict(run_name, verdicts, _index_path(context))
+
+
+def gx_run_name(run_name: str) -> str:
+    """The name a run's validations carry in the GX project: ``acklab-<run name>``.
+
+    GX's Data Docs parse a run name as a date (dateutil) to decide whether to show it beside the run
+    time. A run id's random suffix can read as a UTC offset beyond ±24 h (``20261207T000311-5093ad``:
+    about 1 run id in 1,500), and the comparison then raised and the docs were rendered without that
+    run's pages, logging a traceback. A leading word no date parser knows keeps it a plain name.
+    """
+    return f"acklab-{run_name}"
 
 
 def _check_suites(context: FileDataContext, row: Row, manifest: str) -> None:
