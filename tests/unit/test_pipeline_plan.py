@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 
 import pytest
+from confluent_kafka import KafkaError, KafkaException
 from pydantic import ValidationError
 
 from acklab.base.spec import SpecError
@@ -13,8 +14,8 @@ from acklab.model.claims import Kind
 from acklab.nemesis.actions import java_hash
 from acklab.plan.planner import make_plan
 from acklab.workload import families
-from acklab.workload.processing import ProcessorConfig
-from acklab.workload.processors import balanced
+from acklab.workload.processing import ProcessorConfig, ProcessorJob
+from acklab.workload.processors import ProcessorGroup, balanced
 
 PIPELINE = {"processing": ["eos"], "profiles": [], "faults": ["processor-kill"], "negative_control": False, "messages": 4000, "rate": 1000.0}
 
@@ -121,3 +122,32 @@ def test_a_pipelines_group_is_ready_when_every_partition_has_one_holder_and_no_i
     held: list[set[int]], partitions: int, ready: bool
 ) -> None:
     assert balanced(held, partitions) is ready
+
+
+class _Unanswered:
+    """A group whose committed offsets are unreadable for the first `failures` reads (pure logic:
+    `ProcessorGroup.drain` around its `committed`)."""
+
+    def __init__(self, failures: int, offsets: dict[int, int]) -> None:
+        self.failures, self.offsets, self.reads = failures, offsets, 0
+        self.template = ProcessorJob(bootstrap_servers="127.0.0.1:1", input_topic="in", output_topic="out", group_id="g", instance=0,
+                                     style="eos", log="-")
+
+    def committed(self, bootstrap: str, partitions: int, timeout_s: float = 30.0) -> dict[int, int]:
+        self.reads += 1
+        if self.reads <= self.failures:
+            raise KafkaException(KafkaError(KafkaError.NOT_COORDINATOR, "the coordinator moved"))
+        return self.offsets
+
+
+def test_a_drain_reads_again_while_the_group_coordinator_moves() -> None:
+    """A coordinator kill can answer NOT_COORDINATOR for longer than one read: the drain goes on."""
+    group = _Unanswered(failures=2, offsets={0: 10, 1: 5})
+    assert ProcessorGroup.drain(group, "127.0.0.1:1", {0: 10, 1: 5}, timeout_s=5.0) == {0: 10, 1: 5}  # type: ignore[arg-type]
+    assert group.reads == 3
+
+
+def test_a_drain_that_never_reads_the_offsets_leaves_every_input_unprocessed() -> None:
+    group = _Unanswered(failures=10**6, offsets={})
+    assert ProcessorGroup.drain(group, "127.0.0.1:1", {0: 10}, timeout_s=1.0) == {}  # type: ignore[arg-type]
+    assert group.reads >= 2

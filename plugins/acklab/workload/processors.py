@@ -10,6 +10,7 @@ process is gone; `close` kills what is still running (resuming a stopped one fir
 
 from __future__ import annotations
 
+import logging
 import os
 import signal
 import subprocess
@@ -20,13 +21,15 @@ from pathlib import Path
 from typing import Any
 
 import psutil
-from confluent_kafka import Consumer, TopicPartition
+from confluent_kafka import Consumer, KafkaException, TopicPartition
 
 from acklab.workload import processing
 from acklab.workload.client import Client, Family
 from acklab.workload.processing import TRANSACTIONAL_STYLES, ProcessorJob, read_log
 
 STOP_TIMEOUT_S = 30.0
+
+log = logging.getLogger(__name__)
 
 
 class ProcessorError(RuntimeError):
@@ -173,22 +176,35 @@ class ProcessorGroup:
 
     # ---- drain and stop ------------------------------------------------------------------------
 
-    def committed(self, bootstrap: str, partitions: int) -> dict[int, int]:
-        """The group's committed offsets of the input topic (-1: none)."""
+    def committed(self, bootstrap: str, partitions: int, timeout_s: float = 30.0) -> dict[int, int]:
+        """The group's committed offsets of the input topic (-1: none); KafkaException if the group
+        coordinator does not answer within `timeout_s` (moved, loading, or not known yet)."""
         consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": self.template.group_id, "enable.auto.commit": False})
         try:
-            found = consumer.committed([TopicPartition(self.template.input_topic, p) for p in range(partitions)], 30)
+            found = consumer.committed([TopicPartition(self.template.input_topic, p) for p in range(partitions)], timeout_s)
         finally:
             consumer.close()
         return {tp.partition: tp.offset for tp in found}
 
     def drain(self, bootstrap: str, ends: Mapping[int, int], timeout_s: float) -> dict[int, int]:
         """Wait until the group committed every input partition to its end offset `ends[p]` (or
-        `timeout_s` passed); the committed offsets."""
+        `timeout_s` passed); the committed offsets last read.
+
+        A read that fails (the group coordinator moved or is loading: a coordinator kill can leave
+        NOT_COORDINATOR for longer than one read's timeout) is tried again until `timeout_s`; if no
+        read succeeded by then, the result is empty: every input counts as unprocessed, so the
+        scenario is incomplete, never a pass."""
         deadline = time.monotonic() + timeout_s
+        committed: dict[int, int] = {}
         while True:
-            committed = self.committed(bootstrap, len(ends))
-            if all(committed.get(p, -1) >= end for p, end in ends.items()) or time.monotonic() > deadline:
+            try:
+                committed = self.committed(bootstrap, len(ends), max(1.0, min(30.0, deadline - time.monotonic())))
+            except KafkaException as exc:
+                log.warning("group %s: its committed offsets not read yet (%s)", self.template.group_id, exc)
+            else:
+                if all(committed.get(p, -1) >= end for p, end in ends.items()):
+                    return committed
+            if time.monotonic() > deadline:
                 return committed
             time.sleep(0.5)
 
