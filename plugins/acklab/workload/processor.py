@@ -58,6 +58,9 @@ STUCK = "stuck"
 """The `stop` reason of an instance whose consumer commit overran (`Processor._stuck`)."""
 OVERRUN_GRACE_S = 10.0
 """How long past its own timeout a transaction call may block before the processor abandons it."""
+STOP_GRACE_S = 1.0
+"""Once the processor is stopping (SIGTERM), how long past its own timeout a call may block before it
+is abandoned: `OVERRUN_GRACE_S` serves a processor that goes on, a stopping one only delays its stop."""
 
 
 class Overran(Exception):
@@ -325,9 +328,10 @@ class Processor:
         self._rewind()
 
     def _bounded(self, name: str, call: Callable[[float], object], timeout_s: float) -> None:
-        """`call(timeout_s)` in a thread of its own, waited for `timeout_s + OVERRUN_GRACE_S`: its
-        error is raised here; if it still blocks then, `overran` is logged and Overran raised (the
-        thread is left blocked in the client, which keeps the producer alive: `abandoned`)."""
+        """`call(timeout_s)` in a thread of its own, waited for `timeout_s + OVERRUN_GRACE_S`
+        (`timeout_s + STOP_GRACE_S` once the processor is stopping): its error is raised here; if it
+        still blocks then, `overran` is logged and Overran raised (the thread is left blocked in the
+        client, which keeps the producer alive: `abandoned`)."""
         outcome: list[BaseException | None] = []
 
         def target() -> None:
@@ -341,7 +345,12 @@ class Processor:
         started = time.monotonic()
         thread = threading.Thread(target=target, name=name, daemon=True)
         thread.start()
-        thread.join(timeout_s + OVERRUN_GRACE_S)
+        while thread.is_alive():
+            grace = OVERRUN_GRACE_S if self.stopping is None else STOP_GRACE_S  # SIGTERM may come while it waits
+            left = started + timeout_s + grace - time.monotonic()
+            if left <= 0:
+                break
+            thread.join(min(0.1, left))
         if thread.is_alive():
             waited = time.monotonic() - started
             self.log("overran", txn=self.txn, call=name, timeout_s=round(timeout_s, 3), waited_s=round(waited, 3))
@@ -393,6 +402,8 @@ class Processor:
                 code = exc.args[0].code() if isinstance(exc.args[0], KafkaError) else None
                 if code not in COORDINATOR_MOVED or time.monotonic() + 0.5 >= deadline:
                     raise
+                if self.stopping is not None:
+                    return  # nothing more is consumed: no position to set
                 time.sleep(0.5)
         offsets: dict[str, int] = {}
         for tp in committed:

@@ -27,7 +27,9 @@ from acklab.workload import processing
 from acklab.workload.client import Client, Family
 from acklab.workload.processing import TRANSACTIONAL_STYLES, ProcessorJob, read_log
 
-STOP_TIMEOUT_S = 30.0
+STOP_TIMEOUT_S = 45.0
+"""How long a stopping instance may take: a client call that blocks when the stop comes may use its
+own timeout (30 s, `acklab.workload.processor.STEP_S`) and 1 s more, then be abandoned (`overran`)."""
 
 log = logging.getLogger(__name__)
 
