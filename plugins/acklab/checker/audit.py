@@ -201,6 +201,19 @@ class Source:
         listed = [(topic, partition) for topic in topics for partition in self.partitions.get(topic, ())]
         return read_partitions(self.bootstrap, listed, topics)
 
+    def outputs(self, batch: Sequence[ScenarioEntry]) -> dict[str, pa.Table]:
+        """The ``PIPELINE_OUTPUT_RECORDS`` rows of ``batch``'s pipeline scenarios' output topics, by
+        scenario (read from Kafka together: `acklab.checker.topic_read.read_outputs`)."""
+        pipelines = [s for s in batch if s.pipeline is not None]
+        if not pipelines:
+            return {}
+        if self.archive is not None:
+            archive = self.archive.parent / self.archive.name.replace("topic_records", "pipeline_records")
+            table = pq.read_table(archive, filters=[("scenario", "in", [s.scenario for s in pipelines])]).cast(PIPELINE_OUTPUT_RECORDS)
+            return {s.scenario: table.filter(pc.equal(table["scenario"], s.scenario)) for s in pipelines}
+        assert self.bootstrap is not None
+        return read_outputs(self.bootstrap, [(s.pipeline.output_topic, s.partitions or 0, s.scenario) for s in pipelines if s.pipeline is not None])
+
 
 def audit_share(run: RunDir, share: Sequence[ScenarioEntry], source: Source, out: AuditDir, index: int) -> Iterator[dict[str, Any]]:
     """Audit one task's scenarios: write its file of the outcome table (and of the records archive,
@@ -217,6 +230,10 @@ def audit_share(run: RunDir, share: Sequence[ScenarioEntry], source: Source, out
             if "records" in writers:
                 writers["records"].write(records)
             by_scenario = split_by_scenario(records)
+            outputs = source.outputs(batch)
+            if "pipeline" in writers:
+                for table in outputs.values():
+                    writers["pipeline"].write(table)
             for scenario in batch:
                 own = by_scenario.get(scenario.scenario, TOPIC_RECORDS.empty_table())
                 send_log = read_send_log(run, scenario)
@@ -224,7 +241,7 @@ def audit_share(run: RunDir, share: Sequence[ScenarioEntry], source: Source, out
                 writers["outcomes"].write(outcomes)
                 meta = {column: getattr(scenario, column) for column in MATRIX_DESCRIPTIVE.names}
                 row = meta | matrix_row(send_log, own, outcomes, fault_windows(scenario.fault_timeline))
-                row |= pipeline_columns(run, scenario, send_log, source, writers.get("pipeline"))
+                row |= pipeline_columns(run, scenario, send_log, outputs.get(scenario.scenario))
                 yield {column: row[column] for column in MATRIX_COLUMNS}
         for writer in writers.values():
             writer.close()
@@ -249,9 +266,8 @@ def archive_records(run: RunDir, scenarios: Sequence[ScenarioEntry], bootstrap: 
             table = source.records(batch)
             records.write(table)
             written += table.num_rows
-            for scenario in batch:
-                if scenario.pipeline is not None:
-                    outputs.write(read_outputs(bootstrap, scenario.pipeline.output_topic, scenario.partitions or 0, scenario.scenario))
+            for table in source.outputs(batch).values():
+                outputs.write(table)
         records.close()
         outputs.close()
     finally:
@@ -260,21 +276,14 @@ def archive_records(run: RunDir, scenarios: Sequence[ScenarioEntry], bootstrap: 
     return written
 
 
-def pipeline_columns(run: RunDir, scenario: ScenarioEntry, send_log: pa.Table, source: Source, writer: _Writer | None) -> dict[str, Any]:
+def pipeline_columns(run: RunDir, scenario: ScenarioEntry, send_log: pa.Table, outputs: pa.Table | None) -> dict[str, Any]:
     """A pipeline scenario's matrix columns (`MATRIX_PIPELINE`: all null for a producer scenario):
-    its committed output read from Kafka (and archived by `writer`) or from the archive, audited
-    against its acked inputs and its processors' logs (`acklab.checker.pipeline_audit`)."""
+    its committed output `outputs` (`Source.outputs`) audited against its acked inputs and its
+    processors' logs (`acklab.checker.pipeline_audit`)."""
     pipeline = scenario.pipeline
     if pipeline is None:
         return dict.fromkeys(MATRIX_PIPELINE.names)
-    if source.archive is not None:
-        archive = source.archive.parent / source.archive.name.replace("topic_records", "pipeline_records")
-        outputs = pq.read_table(archive, filters=[("scenario", "=", scenario.scenario)]).cast(PIPELINE_OUTPUT_RECORDS)
-    else:
-        assert source.bootstrap is not None
-        outputs = read_outputs(source.bootstrap, pipeline.output_topic, scenario.partitions or 0, scenario.scenario)
-        if writer is not None:
-            writer.write(outputs)
+    assert outputs is not None, f"{scenario.scenario}: its pipeline's output was not read"
     counts, timeline = audit_pipeline(
         acked_inputs(send_log), outputs, processor_events(logs_folder(run, scenario)), pipeline.committed, pipeline.style,
         interventions(scenario),

@@ -94,14 +94,20 @@ def _table(chunks: Sequence[Mapping[str, np.ndarray]], topics: Sequence[str], sc
 
 
 
-def read_outputs(bootstrap: str, topic: str, partitions: int, scenario: str) -> pa.Table:
-    """Every record of a pipeline's output topic as ``PIPELINE_OUTPUT_RECORDS`` rows, read twice:
-    as read_uncommitted (every record in the log, aborted ones included) and as read_committed,
-    whose records are marked ``committed``. A value that is not a processor's output has null
-    fields (`output_rows`). Raises ``TopicReadError`` as `read_partitions`."""
-    every = _read_values(bootstrap, topic, partitions, "read_uncommitted")
-    committed = _read_values(bootstrap, topic, partitions, "read_committed")
-    return output_rows(scenario, every, {(p, o) for p, o, _ in committed})
+def read_outputs(bootstrap: str, outputs: Sequence[tuple[str, int, str]]) -> dict[str, pa.Table]:
+    """Every record of the pipelines' output topics `outputs` ((topic, partitions, scenario) each) as
+    ``PIPELINE_OUTPUT_RECORDS`` rows, by scenario, read twice: as read_uncommitted (every record in
+    the log, aborted ones included) and as read_committed, whose records are marked ``committed``. A
+    value that is not a processor's output has null fields (`output_rows`). All topics are read by one
+    consumer per isolation level: a consumer costs about a second before its first record. Raises
+    ``TopicReadError`` as `read_partitions`."""
+    pairs = [(topic, partition) for topic, partitions, _ in outputs for partition in range(partitions)]
+    every = _read_values(bootstrap, pairs, "read_uncommitted")
+    committed = _read_values(bootstrap, pairs, "read_committed", values=False)
+    return {
+        scenario: output_rows(scenario, every.get(topic, []), {(p, o) for p, o, _ in committed.get(topic, [])})
+        for topic, _, scenario in outputs
+    }
 
 
 def output_rows(scenario: str, records: Sequence[tuple[int, int, bytes | None]], committed: Collection[tuple[int, int]]) -> pa.Table:
@@ -121,25 +127,30 @@ def output_rows(scenario: str, records: Sequence[tuple[int, int, bytes | None]],
     return pa.table(columns).select(PIPELINE_OUTPUT_RECORDS.names).cast(PIPELINE_OUTPUT_RECORDS)
 
 
-def _read_values(bootstrap: str, topic: str, partitions: int, isolation: str) -> list[tuple[int, int, bytes | None]]:
-    """(partition, offset, value) of every record of `topic` an `isolation` reader sees."""
-    found: list[tuple[int, int, bytes | None]] = []
-    pending = set(range(partitions))
+def _read_values(
+    bootstrap: str, pairs: Sequence[tuple[str, int]], isolation: str, values: bool = True
+) -> dict[str, list[tuple[int, int, bytes | None]]]:
+    """(partition, offset, value) of every record an `isolation` reader sees in the (topic,
+    partition) `pairs`, by topic (the value None unless `values`)."""
+    found: dict[str, list[tuple[int, int, bytes | None]]] = {topic: [] for topic, _ in pairs}
+    pending = set(pairs)
+    if not pending:
+        return found
     consumer = Consumer({**consumer_config(bootstrap), "isolation.level": isolation})
     try:
         consumer.list_topics(timeout=30)
-        consumer.assign([TopicPartition(topic, partition, OFFSET_BEGINNING) for partition in range(partitions)])
+        consumer.assign([TopicPartition(topic, partition, OFFSET_BEGINNING) for topic, partition in pairs])
         progress = time.monotonic()
         while pending:
             for message in consumer.consume(_BATCH, 1.0):
                 progress = time.monotonic()
                 if (error := message.error()) is not None:
                     if error.code() == KafkaError._PARTITION_EOF:
-                        pending.discard(message.partition())
+                        pending.discard((message.topic(), message.partition()))
                     continue
-                found.append((message.partition(), message.offset(), message.value()))
+                found[message.topic()].append((message.partition(), message.offset(), message.value() if values else None))
             if time.monotonic() - progress > STALL_TIMEOUT_S:
-                raise TopicReadError(f"{topic}: no record and no end for {STALL_TIMEOUT_S:.0f}s from partitions {sorted(pending)}")
+                raise TopicReadError(f"no record and no end for {STALL_TIMEOUT_S:.0f}s from {sorted(pending)[:5]} ({len(pending)} partitions)")
     finally:
         consumer.close()
     return found
