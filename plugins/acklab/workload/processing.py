@@ -51,13 +51,13 @@ line. Events (fields beside `t` and `ev`):
   commit overran the outcome is unknown and only `error` is logged)
 - `overran`: txn, call, timeout_s, waited_s — a transaction call of the client still blocked
   `waited_s` after it was given `timeout_s` (the client did not keep its timeout: 10 s past it, 1 s
-  once the processor is stopping); the processor abandons it (`error` fatal, then `aborted` unless the call was commit_transaction). The call
-  `commit` is confluent-kafka's consumer offset commit (the styles without offsets in the
-  transaction), which takes no timeout: the processor bounds it as a transaction call, and the
-  instance, which cannot use that consumer again, logs `error` fatal and `stop` reason `stuck` and
-  exits 1 without leaving the group (the group moves on after the session timeout). The Java
-  processor's `commitSync` and `committed` take the same budget as a timeout: past it, a non-fatal
-  `error` and a rewind
+  once the processor is stopping); the processor abandons it (`error` fatal, then `aborted` unless
+  the call was commit_transaction). The call `commit` is confluent-kafka's consumer offset commit
+  (the styles without offsets in the transaction), which takes no timeout: the processor bounds it
+  as a transaction call, and the instance, which cannot use that consumer again, logs `error` fatal
+  and `stop` reason `stuck` and exits 1 without leaving the group (the group moves on after the
+  session timeout). The Java processor's `commitSync` and `committed` take the same budget as a
+  timeout: past it, a non-fatal `error` and a rewind
 - `error`: txn, error, fatal (bool) — a step failed; for eos, `aborted` or a new producer follows
 - `rewound`: offsets ({partition: offset}) — the consumer was set back to them
 - `stop`: reason
