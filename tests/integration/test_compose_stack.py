@@ -38,6 +38,7 @@ COMPOSE_FILE = PROJECT_ROOT / "docker-compose.yaml"
 CELERY_FILE = PROJECT_ROOT / "docker-compose.celery.yaml"
 ACKLAB_SERVICES = ("airflow-init", "airflow-api-server", "airflow-scheduler", "airflow-dag-processor", "spark-master", "spark-worker")
 CELERY_WORKERS = ("airflow-worker-1", "airflow-worker-2")
+COMPOSE_HTTP_TIMEOUT_S = 300
 SMOKE = "kafka_delivery_smoke"
 CONF = {"backend": "docker", "profiles": ["leader-ack", "idempotent"], "faults": ["leader-kill"], "messages": 30000, "rate": 5000,
         "fault_at_s": 1.0}
@@ -87,6 +88,9 @@ def stack(images: dict[str, str], acklab_env: dict[str, str], artifacts_dir: Pat
         "ACKLAB_AIRFLOW_PORT": str(airflow), "ACKLAB_SPARK_PORT": str(spark), "ACKLAB_SPARK_UI_PORT": str(spark_ui),
         "ACKLAB_SPARK_WORKER_UI_PORT": str(worker_ui), "ACKLAB_PG_PORT": str(pg), "ACKLAB_JWT_SECRET": secrets.token_urlsafe(48),
         "ACKLAB_REDIS_PORT": str(redis),
+        # docker-compose waits 60 s per engine call by default; removing ten containers at once on the
+        # vfs storage driver (every container a full copy of its image) takes longer on two busy cores.
+        "COMPOSE_HTTP_TIMEOUT": str(COMPOSE_HTTP_TIMEOUT_S),
     }
     files = [COMPOSE_FILE, *([CELERY_FILE] if celery else []), folder / "override.yaml"]
     compose = [*_compose_cli(), *(arg for path in files for arg in ("-f", str(path))), "-p", project]
