@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 import pytest
 
 from acklab.proxy.answers import ANSWERS, error_answer, errors, top_error
+from acklab.proxy.behaviours import BEHAVIOURS
 from acklab.proxy.behaviours.plant_offset import SHIFT
 from acklab.proxy.codes import END_TXN, HEARTBEAT, INIT_PRODUCER_ID, PRODUCE, TXN_OFFSET_COMMIT
 from acklab.proxy.protocol import (
@@ -72,9 +73,11 @@ class Client:
     def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         self.reader, self.writer = reader, writer
 
-    def produce(self, correlation: int, acks: int = -1, transactional_id: str | None = None, records: tuple[bytes, ...] = (b"records", b"r")) -> None:
+    def produce(
+        self, correlation: int, acks: int = -1, transactional_id: str | None = None, records: tuple[bytes, ...] = (b"records", b"r"), topic: str = "t",
+    ) -> None:
         partitions = tuple(PartitionData(index, batch) for index, batch in enumerate(records))
-        request = ProduceRequest(transactional_id, acks, 1000, (TopicData("t", partitions),))
+        request = ProduceRequest(transactional_id, acks, 1000, (TopicData(topic, partitions),))
         self.send(encode_request(RequestHeader(PRODUCE, VERSION, correlation, "test"), request))
 
     def send(self, body: bytes) -> None:
@@ -492,6 +495,25 @@ def test_planted_offset_shifts_the_answers_offsets_and_logs_the_real_ones() -> N
         assert [(e["partition"], e["records"], e["answered"], e["error"], e["base_offset"]) for e in log] == [
             (0, 3, True, "NONE", 1), (1, 4, True, "NONE", 1), (0, 1, True, "NONE", 2),
         ]
+
+    run(scenario)
+
+
+@pytest.mark.parametrize(("action", "counter"), [("plant_offset", "shifted_requests"), ("plant_duplicate", "duplicated_requests")])
+def test_a_planting_share_plants_each_topic_once_before_it_applies(action: str, counter: str) -> None:
+    """However small the share, every topic's first eligible request is planted (each producer whose
+    load passes the broker meets the plant); after it, the share decides (0 here: none)."""
+
+    async def scenario(proxy: ProxyServer, brokers: list[Broker], connect: Callable[[int], Awaitable[Client]]) -> None:
+        client = await connect(0)
+        set_rule(proxy, action=action, probability=0.0)
+        client.produce(1, acks=0, topic="a", records=(batch(-1, -1, records=6),))  # acks=0: not eligible, topic a still waits
+        for correlation, topic in ((2, "a"), (3, "a"), (4, "b"), (5, "a"), (6, "b")):
+            client.produce(correlation, topic=topic, records=(batch(-1, -1, records=correlation),))
+        assert sorted([(await client.answer())[0] for _ in range(5)]) == [2, 3, 4, 5, 6]
+        log = proxy.handle({"op": BEHAVIOURS[action].log, "broker": 0})[BEHAVIOURS[action].log]
+        assert [(e["topic"], e["records"]) for e in log] == [("a", 2), ("b", 4)]
+        assert stats(proxy)[counter] == 2
 
     run(scenario)
 

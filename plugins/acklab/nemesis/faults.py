@@ -461,7 +461,7 @@ FAULTS: Mapping[str, FaultSpec] = {
         ),
         _planting(
             PLANTED_DUPLICATE,
-            "until the load ends, send a share (default 0.2) of the target broker's produce requests of producers without idempotence "
+            "until the load ends, send each topic's first and then a share (default 0.2) of the target broker's produce requests of producers without idempotence "
             "(acks != 0) to it twice, answering the client for the first copy only: the client sent each record once, "
             "the broker stores those twice (each copy and the broker's answer to it is in the evidence); a checker that "
             "misses them is broken",
@@ -481,7 +481,7 @@ FAULTS: Mapping[str, FaultSpec] = {
         ),
         _planting(
             PLANTED_OFFSET,
-            "until the load ends, report a share (default 0.2) of the target broker's produce answers (acks != 0) with every appended partition "
+            "until the load ends, report each topic's first and then a share (default 0.2) of the target broker's produce answers (acks != 0) with every appended partition "
             "at an offset 2^40 beyond the one the broker gave: the records are stored, the client believes them elsewhere "
             "(each shifted partition and its real offset is in the evidence); a checker that misses them is broken",
             "plant_offset",
@@ -501,7 +501,7 @@ FAULTS: Mapping[str, FaultSpec] = {
         ),
         _planting(
             PLANTED_MISROUTE,
-            "until the load ends, send a share (default 0.2) of the target broker's produce requests of producers without idempotence "
+            "until the load ends, send each topic's first and then a share (default 0.2) of the target broker's produce requests of producers without idempotence "
             "(acks != 0) on with their partitions renamed (rotated among the request's partitions of a topic, or a lone one sent to "
             "another partition of its topic produced to through that broker) and answer the client for the partitions it sent: "
             "the client believes each record where its partitioner put it, the broker stores it in another partition (each moved "
@@ -525,7 +525,7 @@ FAULTS: Mapping[str, FaultSpec] = {
         ),
         _planting(
             PLANTED_REORDER,
-            "until the load ends, hold a share (default 0.2) of the target broker's produce requests of producers without idempotence "
+            "until the load ends, hold each topic's first and then a share (default 0.2) of the target broker's produce requests of producers without idempotence "
             "(acks != 0) until the next request of their connection, if it writes one of their partitions, has been forwarded before "
             "them, and answer the client in request order: the broker stores the later records first (each swapped partition, both "
             "offsets and the records of the held request whose key the later one also wrote is in the evidence); a checker that "

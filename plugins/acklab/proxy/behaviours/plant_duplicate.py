@@ -18,8 +18,8 @@ import struct
 
 from pydantic import Field
 
-from acklab.proxy.behaviours.base import Behaviour, ProxyOptions, Verdict
-from acklab.proxy.behaviours.planting import AnsweredPlanting, plain_produce, topic_key
+from acklab.proxy.behaviours.base import Behaviour, Verdict
+from acklab.proxy.behaviours.planting import AnsweredPlanting, PlantingOptions, plain_produce, topic_key, topics_of
 from acklab.proxy.codes import error_name
 from acklab.proxy.connection import Connection
 from acklab.proxy.protocol import ProtocolError, decode_response
@@ -28,8 +28,8 @@ COPY_CORRELATIONS = itertools.count(-1, -1)  # the proxy's own correlation ids: 
 _CORRELATION = struct.Struct(">i")
 
 
-class PlantDuplicateOptions(ProxyOptions):
-    probability: float = Field(0.2, ge=0, le=1, description="share of the eligible produce requests sent twice")
+class PlantDuplicateOptions(PlantingOptions):
+    probability: float = Field(0.2, ge=0, le=1, description="share of the eligible produce requests sent twice, once each topic's has been")
 
 
 class PlantDuplicate(AnsweredPlanting):
@@ -37,8 +37,9 @@ class PlantDuplicate(AnsweredPlanting):
     the copy's answer is logged per partition and never reaches the client."""
 
     def on_request(self, conn: Connection, size: bytes, body: bytes, correlation: int, api_key: int, version: int) -> Verdict:
-        if (plain := plain_produce(self, body, api_key, version)) is None:
+        if (plain := plain_produce(self, body, api_key, version)) is None or not self.share.chosen(topics := topics_of(plain[2])):
             return Verdict.FORWARD
+        self.share.planted(topics)
         partitions = plain[2]
         conn.forward(size + body, correlation, api_key, version)
         copy = next(COPY_CORRELATIONS)

@@ -26,8 +26,8 @@ from dataclasses import replace
 
 from pydantic import Field
 
-from acklab.proxy.behaviours.base import Behaviour, ClusterFacts, Host, ProxyOptions, Rule, Verdict, error_code
-from acklab.proxy.behaviours.planting import AnsweredPlanting, Counted, plain_produce, topic_key
+from acklab.proxy.behaviours.base import Behaviour, ClusterFacts, Host, Rule, Verdict, error_code
+from acklab.proxy.behaviours.planting import AnsweredPlanting, Counted, PlantingOptions, plain_produce, topic_key, topics_of
 from acklab.proxy.codes import error_name
 from acklab.proxy.connection import Connection, frame
 from acklab.proxy.protocol import (
@@ -46,8 +46,8 @@ OWN_CORRELATIONS = itertools.count(1 << 30)  # correlation ids of the proxy's ow
 ELSEWHERE_TIMEOUT_S = 30.0  # a request sent to another broker not answered by then: the client gets NETWORK_EXCEPTION
 
 
-class PlantMisrouteOptions(ProxyOptions):
-    probability: float = Field(0.2, ge=0, le=1, description="share of the eligible produce requests whose partitions are renamed")
+class PlantMisrouteOptions(PlantingOptions):
+    probability: float = Field(0.2, ge=0, le=1, description="share of the eligible produce requests whose partitions are renamed, once each topic's has been")
     leaders: dict[int, int] = Field(
         default_factory=dict,
         description="partition -> the broker leading it in the scenarios' topics: set by the fault from the cluster's metadata at its "
@@ -138,6 +138,8 @@ class PlantMisroute(AnsweredPlanting):
         header, request, partitions = plain
         for topic, partition, _ in partitions:
             self.seen[topic_key(topic)].add(partition.index)
+        if not self.share.chosen(topics_of(partitions)):
+            return Verdict.FORWARD
         plan: dict[str, dict[int, int]] = {}
         to = self.host.broker
         for topic in request.topics:
@@ -152,6 +154,7 @@ class PlantMisroute(AnsweredPlanting):
             replace(t, partitions=tuple(replace(p, index=plan[topic_key(t)].get(p.index, p.index)) for p in t.partitions)) for t in request.topics
         ))
         moved: Counted = [(t, p, n) for t, p, n in partitions if p.index in plan[topic_key(t)]]
+        self.share.planted(topics_of(moved))
         if to == self.host.broker:
             conn.forward(frame(encode_request(header, renamed)), correlation, api_key, version)
             entries = self.expect_answer(conn, correlation, moved)

@@ -14,8 +14,8 @@ from dataclasses import replace
 
 from pydantic import Field
 
-from acklab.proxy.behaviours.base import Behaviour, ProxyOptions, Verdict
-from acklab.proxy.behaviours.planting import AnsweredPlanting, answered_produce, topic_key
+from acklab.proxy.behaviours.base import Behaviour, Verdict
+from acklab.proxy.behaviours.planting import AnsweredPlanting, PlantingOptions, answered_produce, topic_key, topics_of
 from acklab.proxy.codes import error_name
 from acklab.proxy.connection import Connection
 from acklab.proxy.protocol import ProtocolError, decode_response, encode_response
@@ -23,16 +23,17 @@ from acklab.proxy.protocol import ProtocolError, decode_response, encode_respons
 SHIFT = 1 << 40  # added to an answer's base offset: far beyond any offset a broker gives
 
 
-class PlantOffsetOptions(ProxyOptions):
-    probability: float = Field(0.2, ge=0, le=1, description="share of the produce requests whose answer is shifted")
+class PlantOffsetOptions(PlantingOptions):
+    probability: float = Field(0.2, ge=0, le=1, description="share of the produce requests whose answer is shifted, once each topic's has been")
 
 
 class PlantOffset(AnsweredPlanting):
     """Lets a PRODUCE request pass and leaves a tap that shifts its answer's base offsets."""
 
     def on_request(self, conn: Connection, size: bytes, body: bytes, correlation: int, api_key: int, version: int) -> Verdict:
-        if (answerable := answered_produce(self, body, api_key, version)) is None:
+        if (answerable := answered_produce(self, body, api_key, version)) is None or not self.share.chosen(topics := topics_of(answerable[2])):
             return Verdict.FORWARD
+        self.share.planted(topics)
         self.expect_answer(conn, correlation, answerable[2])
         self.affected += 1
         self.stats["shifted_requests"] += 1

@@ -28,8 +28,8 @@ import time
 
 from pydantic import Field
 
-from acklab.proxy.behaviours.base import Activation, Behaviour, Host, ProxyOptions, Rule, Verdict
-from acklab.proxy.behaviours.planting import plain_produce, topic_key
+from acklab.proxy.behaviours.base import Activation, Behaviour, Host, Rule, Verdict
+from acklab.proxy.behaviours.planting import PlantingOptions, TopicShare, plain_produce, topic_key
 from acklab.proxy.codes import PRODUCE, error_name
 from acklab.proxy.connection import Connection, Held, Tap
 from acklab.proxy.protocol import PRODUCE_VERSIONS, ProtocolError, decode_response
@@ -37,8 +37,10 @@ from acklab.proxy.protocol import PRODUCE_VERSIONS, ProtocolError, decode_respon
 Keys = dict[tuple[str, int], list[bytes | None]]  # (topic, partition) -> the keys of its records, in order
 
 
-class PlantReorderOptions(ProxyOptions):
-    probability: float = Field(0.2, ge=0, le=1, description="share of the eligible produce requests held until the next one passes")
+class PlantReorderOptions(PlantingOptions):
+    probability: float = Field(
+        0.2, ge=0, le=1, description="share of the eligible produce requests held until the next one passes, once each topic's has been reordered",
+    )
     # A Java producer with acks=all fills its five requests in flight within milliseconds, then sends
     # the next only once one is answered (0.4-1 s measured on 3 brokers here): a shorter wait misses it.
     wait_s: float = Field(1.0, gt=0, le=5, description="how long a held request waits for the next one before it is forwarded as it came")
@@ -75,6 +77,7 @@ class PlantReorder(Activation):
         super().__init__(rule, host)
         self.logged: list[dict] = []
         self.swaps: dict[int, _Swap] = {}  # id(connection) -> its tap
+        self.share = TopicShare(rule.options.probability)  # a topic counts once records of it were held behind later ones of their key
 
     def eligible(self, body: bytes, api_key: int, version: int) -> Keys | None:
         """The keys of each partition of an eligible PRODUCE request (see the module), or None."""
@@ -88,7 +91,7 @@ class PlantReorder(Activation):
         return keys  # type: ignore[return-value]
 
     def on_request(self, conn: Connection, size: bytes, body: bytes, correlation: int, api_key: int, version: int) -> Verdict:
-        if (keys := self.eligible(body, api_key, version)) is None:
+        if (keys := self.eligible(body, api_key, version)) is None or not self.share.chosen({topic for topic, _ in keys}):
             return Verdict.FORWARD
         # The held request's keys travel with it (its log is dropped once it is answered).
         held = Held(size + body, correlation, api_key, version, time.monotonic() + self.rule.options.wait_s, True, {"keys": keys}, self)
@@ -115,6 +118,7 @@ class PlantReorder(Activation):
                     "answered": False, "error": None, "a_offset": None, "b_offset": None,
                 })
             self.logged.extend(entries)
+            self.share.planted({entry["topic"] for entry in entries if entry["records"]})
             swap = self.swaps.get(id(conn))
             if swap is None or swap not in conn.response_taps:
                 swap = self.swaps[id(conn)] = _Swap(self, conn)

@@ -2,14 +2,21 @@
 broker will answer; of those, a producer's without idempotence), and (for those whose requests reach
 the broker and whose answer is the truth: plant_duplicate, plant_offset, plant_misroute) a log entry per partition
 that the broker's answer completes, read by a tap the activation leaves on the connection, so the
-truth of what was planted is known even after the rule is lifted or the client has gone."""
+truth of what was planted is known even after the rule is lifted or the client has gone.
+
+Those acting on a share of the requests (`PlantingOptions`) choose among the eligible ones
+themselves (`TopicShare`): every topic is planted once before the share applies, so each producer
+whose load passes the broker meets the plant, however few requests it sends there."""
 
 from __future__ import annotations
 
+import random
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
-from acklab.proxy.behaviours.base import Activation, Host, Rule, parse_produce
+from pydantic import Field
+
+from acklab.proxy.behaviours.base import Activation, Host, ProxyOptions, Rule, parse_produce
 from acklab.proxy.codes import PRODUCE
 from acklab.proxy.connection import Connection, Tap
 from acklab.proxy.protocol import PartitionData, ProduceRequest, RequestHeader, TopicData
@@ -37,6 +44,11 @@ def counted_produce(activation: Activation, body: bytes, api_key: int, version: 
     return header, request, partitions  # type: ignore[return-value]
 
 
+def topics_of(partitions: Counted) -> set[str]:
+    """The topics (`topic_key`) a produce request's `partitions` write."""
+    return {topic_key(topic) for topic, _, _ in partitions}
+
+
 def answered_produce(activation: Activation, body: bytes, api_key: int, version: int) -> tuple[RequestHeader, ProduceRequest, Counted] | None:
     """A PRODUCE request the broker will answer, as `counted_produce` gives it, or None: the codec
     cannot count it (`unparsed_produce`), or acks=0 (`unanswered_passed`: no answer would say what
@@ -62,6 +74,36 @@ def plain_produce(activation: Activation, body: bytes, api_key: int, version: in
     return counted
 
 
+class PlantingOptions(ProxyOptions):
+    """Options of a planting behaviour acting on a share of the produce requests it can plant
+    (`probability`, at most `count` of them): the activation chooses among the eligible requests
+    (`TopicShare`), so the proxy's own coin toss over every request is left out (`share`)."""
+
+    probability: float = Field(0.2, ge=0, le=1, description="share of the eligible produce requests planted once each topic has been")
+
+    def share(self) -> tuple[float, int | None]:
+        return 1.0, self.count
+
+
+class TopicShare:
+    """Which eligible requests a planting activation plants: one that writes a topic nothing was
+    planted in yet, always; any other with the rule's `probability`. A topic counts as planted once
+    the activation says so (`planted`), so an eligible request it could not act on leaves its
+    topics waiting for the next."""
+
+    def __init__(self, probability: float) -> None:
+        self.probability = probability
+        self.topics: set[str] = set()
+
+    def chosen(self, topics: Iterable[str]) -> bool:
+        """Whether a request writing `topics` (their `topic_key`s) is planted."""
+        return not self.topics.issuperset(topics) or random.random() < self.probability
+
+    def planted(self, topics: Iterable[str]) -> None:
+        """Something was planted in each of `topics`."""
+        self.topics.update(topics)
+
+
 class Answers(Tap):
     """Hands the broker's answers to the requests registered on one connection (by correlation id)
     to `on_answer` with their log entries; what it returns is passed on (None: taken off)."""
@@ -79,12 +121,14 @@ class AnsweredPlanting(Activation):
     """A planting activation whose truth is the broker's answer to a request it let through: each
     partition of such a request is logged (`logged`: topic, partition, records, when, and, once the
     answer came, `answered`, `error` and `base_offset`; `error` stays null where the answer cannot
-    say what was planted), and `on_answer` completes the entries from the answer."""
+    say what was planted), and `on_answer` completes the entries from the answer. `share` chooses
+    which eligible requests it plants."""
 
     def __init__(self, rule: Rule, host: Host) -> None:
         super().__init__(rule, host)
         self.logged: list[dict] = []
         self.taps: dict[int, Answers] = {}  # id(connection) -> its tap (a reused id gets a new one)
+        self.share = TopicShare(rule.options.probability)
 
     def log(self, partitions: Counted) -> list[dict]:
         """A log entry per partition of `partitions`, not answered yet."""
