@@ -16,6 +16,7 @@ import pytest
 from acklab.proxy.answers import ANSWERS, error_answer, errors, top_error
 from acklab.proxy.behaviours import BEHAVIOURS
 from acklab.proxy.behaviours.plant_offset import SHIFT
+from acklab.proxy.behaviours.plant_reorder import FIRST_TRIES
 from acklab.proxy.codes import END_TXN, HEARTBEAT, INIT_PRODUCER_ID, PRODUCE, TXN_OFFSET_COMMIT
 from acklab.proxy.protocol import (
     PartitionData,
@@ -638,6 +639,25 @@ def test_planted_reorder_forwards_the_next_request_first_and_answers_in_request_
             "held_for_reorder": 3, "reordered_requests": 1, "reordered_records": 2, "idempotent_passed": 1, "released_requests": 1,
             "reorder_missed": 1,
         }
+
+    run(scenario)
+
+
+def test_planted_reorder_holds_a_topic_whose_producer_sends_nothing_behind_until_its_tries_run_out() -> None:
+    """A producer with one request in flight never sends B behind a held A: its topic is held
+    `FIRST_TRIES` times (each forwarded after `wait_s`), then left to the share (0 here: none)."""
+
+    async def scenario(proxy: ProxyServer, brokers: list[Broker], connect: Callable[[int], Awaitable[Client]]) -> None:
+        client = await connect(0)
+        set_rule(proxy, action="plant_reorder", probability=0.0, wait_s=0.2)
+        waited = []
+        for correlation in range(1, FIRST_TRIES + 3):
+            sent_at = time.monotonic()
+            client.produce(correlation, records=(keyed_batch([b"k"]),))
+            assert (await client.answer())[0] == correlation
+            waited.append(time.monotonic() - sent_at >= 0.2)
+        assert waited == [True] * FIRST_TRIES + [False, False]
+        assert stats(proxy) == {"held_for_reorder": FIRST_TRIES, "released_requests": FIRST_TRIES}
 
     run(scenario)
 

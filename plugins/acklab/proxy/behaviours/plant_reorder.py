@@ -35,6 +35,7 @@ from acklab.proxy.connection import Connection, Held, Tap
 from acklab.proxy.protocol import PRODUCE_VERSIONS, ProtocolError, decode_response
 
 Keys = dict[tuple[str, int], list[bytes | None]]  # (topic, partition) -> the keys of its records, in order
+FIRST_TRIES = 3  # requests of a topic held, each up to `wait_s`, before its share applies, unless one was reordered sooner
 
 
 class PlantReorderOptions(PlantingOptions):
@@ -77,7 +78,9 @@ class PlantReorder(Activation):
         super().__init__(rule, host)
         self.logged: list[dict] = []
         self.swaps: dict[int, _Swap] = {}  # id(connection) -> its tap
-        self.share = TopicShare(rule.options.probability)  # a topic counts once records of it were held behind later ones of their key
+        # A topic counts once records of it were held behind later ones of their key; a producer that
+        # never sends a request behind a held one (one in flight) is held `FIRST_TRIES` times, then left to the share.
+        self.share = TopicShare(rule.options.probability, FIRST_TRIES)
 
     def eligible(self, body: bytes, api_key: int, version: int) -> Keys | None:
         """The keys of each partition of an eligible PRODUCE request (see the module), or None."""

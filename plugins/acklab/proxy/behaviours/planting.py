@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import random
 import time
+from collections import Counter
 from collections.abc import Callable, Iterable
 
 from pydantic import Field
@@ -87,17 +88,20 @@ class PlantingOptions(ProxyOptions):
 
 class TopicShare:
     """Which eligible requests a planting activation plants: one that writes a topic nothing was
-    planted in yet, always; any other with the rule's `probability`. A topic counts as planted once
-    the activation says so (`planted`), so an eligible request it could not act on leaves its
-    topics waiting for the next."""
+    planted in yet, always (for at most `tries` such requests of the topic, if set); any other with
+    the rule's `probability`. A topic counts as planted once the activation says so (`planted`), so
+    an eligible request it could not act on leaves its topics waiting for the next."""
 
-    def __init__(self, probability: float) -> None:
-        self.probability = probability
+    def __init__(self, probability: float, tries: int | None = None) -> None:
+        self.probability, self.tries = probability, tries
         self.topics: set[str] = set()
+        self.tried: Counter[str] = Counter()  # topic -> requests chosen for it while it waited
 
     def chosen(self, topics: Iterable[str]) -> bool:
         """Whether a request writing `topics` (their `topic_key`s) is planted."""
-        return not self.topics.issuperset(topics) or random.random() < self.probability
+        waiting = [topic for topic in topics if topic not in self.topics and (self.tries is None or self.tried[topic] < self.tries)]
+        self.tried.update(waiting)
+        return bool(waiting) or random.random() < self.probability
 
     def planted(self, topics: Iterable[str]) -> None:
         """Something was planted in each of `topics`."""
