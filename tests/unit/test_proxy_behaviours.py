@@ -18,6 +18,7 @@ from acklab.proxy.behaviours import BEHAVIOURS
 from acklab.proxy.behaviours.base import Activation, Options
 from acklab.proxy.behaviours.hold_request import WithholdOptions
 from acklab.proxy.behaviours.inject_error import ErrorOptions
+from acklab.proxy.behaviours.planting import TopicShare
 from acklab.proxy.rules import Action, ProxyRule
 
 PACKAGE = Path(acklab.__file__).parent
@@ -148,3 +149,20 @@ def test_options_are_completed_from_the_cluster_only_where_the_behaviour_needs_i
         else:
             assert completed is options, name
     assert facts.asked == 2
+
+
+def test_a_topic_whose_plant_the_broker_did_not_take_waits_again() -> None:
+    """A planting activation's choice (`TopicShare`, share 0): a topic's first eligible request is
+    chosen; once acted on, the topic waits no more, unless the answers show nothing of it planted;
+    with `tries`, a topic is chosen at most that many times while it waits."""
+    share = TopicShare(0.0)
+    assert share.chosen(["a"]) and share.chosen(["a", "b"])  # neither planted yet
+    share.planted(["a"])
+    assert not share.chosen(["a"]) and share.chosen(["b"])
+    share.settled([{"topic": "a", "records": 3, "error": "NOT_LEADER_OR_FOLLOWER"}, {"topic": "a", "records": 2, "error": None}])
+    assert share.chosen(["a"])  # refused or unknown: waits again
+    share.planted(["a"])
+    share.settled([{"topic": "a", "records": 3, "error": "NONE"}, {"topic": "a", "records": 1, "error": "NOT_LEADER_OR_FOLLOWER"}])
+    assert not share.chosen(["a"])  # one partition planted: the topic is
+    bounded = TopicShare(0.0, tries=2)
+    assert [bounded.chosen(["c"]) for _ in range(3)] == [True, True, False]

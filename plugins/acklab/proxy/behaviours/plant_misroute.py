@@ -198,6 +198,7 @@ class PlantMisroute(AnsweredPlanting):
                     for t in request.topics
                 ))
                 answer.set_result(encode_response(header.correlation_id, failed, header.api_version))
+            self.share.settled(entries)
 
     async def _link(self, broker: int) -> _Link:
         """The proxy's live connection to `broker` (opened when there is none, or it closed)."""

@@ -171,6 +171,8 @@ class PlantReorder(Activation):
                 else:
                     entry["error"] = "NONE"
                     self.stats["reordered_records"] += entry["records"]
+        if all(entry["answered"] for entry in entries):
+            self.share.settled(entries)
 
     def evidence(self) -> list[dict]:
         return self.logged

@@ -89,8 +89,9 @@ class PlantingOptions(ProxyOptions):
 class TopicShare:
     """Which eligible requests a planting activation plants: one that writes a topic nothing was
     planted in yet, always (for at most `tries` such requests of the topic, if set); any other with
-    the rule's `probability`. A topic counts as planted once the activation says so (`planted`), so
-    an eligible request it could not act on leaves its topics waiting for the next."""
+    the rule's `probability`. A topic counts as planted once the activation acts on a request of it
+    (`planted`), so an eligible request it could not act on leaves its topics waiting for the next,
+    and waits again if the broker's answers show nothing of that request planted (`settled`)."""
 
     def __init__(self, probability: float, tries: int | None = None) -> None:
         self.probability, self.tries = probability, tries
@@ -104,8 +105,16 @@ class TopicShare:
         return bool(waiting) or random.random() < self.probability
 
     def planted(self, topics: Iterable[str]) -> None:
-        """Something was planted in each of `topics`."""
+        """The activation acted on a request writing each of `topics`."""
         self.topics.update(topics)
+
+    def settled(self, entries: Iterable[dict]) -> None:
+        """The answers to a request acted on came: each topic of its log `entries` none of which shows
+        records planted (error NONE) waits again. (Had another request of the topic been planted
+        meanwhile, the topic gets one plant more than it needed.)"""
+        entries = list(entries)
+        planted = {entry["topic"] for entry in entries if entry.get("error") == "NONE" and entry.get("records")}
+        self.topics.difference_update({entry["topic"] for entry in entries} - planted)
 
 
 class Answers(Tap):
@@ -153,11 +162,17 @@ class AnsweredPlanting(Activation):
         entries = self.log(partitions)
         tap = self.taps.get(id(conn))
         if tap is None or tap not in conn.response_taps:
-            tap = self.taps[id(conn)] = Answers(self.on_answer)
+            tap = self.taps[id(conn)] = Answers(self._answered)
             conn.response_taps.insert(0, tap)
         tap.pending[correlation] = entries
         conn.awaiting.setdefault(correlation, {})
         return entries
+
+    def _answered(self, entries: list[dict], body: bytes, version: int) -> bytes | None:
+        try:
+            return self.on_answer(entries, body, version)
+        finally:
+            self.share.settled(entries)
 
     def on_answer(self, entries: list[dict], body: bytes, version: int) -> bytes | None:
         """The body the client gets for an answer whose partitions `entries` log (None: none)."""
