@@ -37,9 +37,8 @@ class PlantDuplicate(AnsweredPlanting):
     the copy's answer is logged per partition and never reaches the client."""
 
     def on_request(self, conn: Connection, size: bytes, body: bytes, correlation: int, api_key: int, version: int) -> Verdict:
-        if (plain := plain_produce(self, body, api_key, version)) is None or not self.share.chosen(topics := topics_of(plain[2])):
+        if (plain := plain_produce(self, body, api_key, version)) is None or not self.share.chosen(topics_of(plain[2])):
             return Verdict.FORWARD
-        self.share.planted(topics)
         partitions = plain[2]
         conn.forward(size + body, correlation, api_key, version)
         copy = next(COPY_CORRELATIONS)

@@ -154,7 +154,6 @@ class PlantMisroute(AnsweredPlanting):
             replace(t, partitions=tuple(replace(p, index=plan[topic_key(t)].get(p.index, p.index)) for p in t.partitions)) for t in request.topics
         ))
         moved: Counted = [(t, p, n) for t, p, n in partitions if p.index in plan[topic_key(t)]]
-        self.share.planted(topics_of(moved))
         if to == self.host.broker:
             conn.forward(frame(encode_request(header, renamed)), correlation, api_key, version)
             entries = self.expect_answer(conn, correlation, moved)

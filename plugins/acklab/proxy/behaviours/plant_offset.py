@@ -31,9 +31,8 @@ class PlantOffset(AnsweredPlanting):
     """Lets a PRODUCE request pass and leaves a tap that shifts its answer's base offsets."""
 
     def on_request(self, conn: Connection, size: bytes, body: bytes, correlation: int, api_key: int, version: int) -> Verdict:
-        if (answerable := answered_produce(self, body, api_key, version)) is None or not self.share.chosen(topics := topics_of(answerable[2])):
+        if (answerable := answered_produce(self, body, api_key, version)) is None or not self.share.chosen(topics_of(answerable[2])):
             return Verdict.FORWARD
-        self.share.planted(topics)
         self.expect_answer(conn, correlation, answerable[2])
         self.affected += 1
         self.stats["shifted_requests"] += 1

@@ -144,7 +144,8 @@ class AnsweredPlanting(Activation):
         self.share = TopicShare(rule.options.probability)
 
     def log(self, partitions: Counted) -> list[dict]:
-        """A log entry per partition of `partitions`, not answered yet."""
+        """A log entry per partition of `partitions`, not answered yet; their topics are planted
+        (`TopicShare.planted`) until the answer settles it."""
         entries = [
             {
                 "topic": topic_key(topic), "partition": partition.index, "records": count,
@@ -153,6 +154,7 @@ class AnsweredPlanting(Activation):
             for topic, partition, count in partitions
         ]
         self.logged.extend(entries)
+        self.share.planted(entry["topic"] for entry in entries)
         return entries
 
     def expect_answer(self, conn: Connection, correlation: int, partitions: Counted) -> list[dict]:
