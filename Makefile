@@ -189,6 +189,23 @@ celery-deps:
 test-celery: setup postgres-deps celery-deps
 	$(BIN)/python -m pytest tests -q -m celery --durations=10
 
+# An S3-compatible server for the evidence store's s3:// tests (docs/reference.md "Scale-out"):
+# SeaweedFS's `weed`, built from its Go module at a pinned version (Go 1.26 or newer), into .cache/bin.
+SEAWEEDFS_VERSION := v0.0.0-20261109003541-7506e5f91cd6
+WEED := .cache/bin/weed
+.PHONY: s3-deps test-s3
+$(WEED):
+	@command -v go >/dev/null || { echo "building SeaweedFS needs Go 1.26 or newer (go on PATH); allowed: install Go, then make s3-deps"; exit 2; }
+	mkdir -p $(dir $@)
+	src=$$(go mod download -json github.com/seaweedfs/seaweedfs@$(SEAWEEDFS_VERSION) | $(PYTHON) -c 'import json, sys; print(json.load(sys.stdin)["Dir"])'); \
+	  build=$$(mktemp -d); trap 'rm -rf "$$build"' EXIT; cp -r "$$src/." "$$build" && chmod -R u+w "$$build" \
+	  && (cd "$$build" && go build -o $(CURDIR)/$@.partial ./weed) && mv $(CURDIR)/$@.partial $(CURDIR)/$@
+
+s3-deps: $(WEED)
+
+test-s3: setup s3-deps
+	$(BIN)/python -m pytest tests -q -m s3 --durations=10
+
 # Debian packages of the deployment tests: PostgreSQL (without the package's own cluster) and Chromium.
 .PHONY: postgres-deps browser-deps
 postgres-deps:

@@ -16,8 +16,11 @@ import email
 import faulthandler
 import json
 import os
+import secrets
+import socket
 from collections import Counter
 from collections.abc import Generator, Iterator
+from dataclasses import dataclass
 from email.message import Message
 from pathlib import Path
 from typing import IO, Any
@@ -27,11 +30,12 @@ from aiosmtpd.controller import Controller
 
 from acklab.base.paths import PROJECT_ROOT
 from acklab.cluster.layout import free_ports
+from acklab.services import processes
 
 CRASH_RECORD = Path(os.environ.get("ACKLAB_TEST_ARTIFACTS", PROJECT_ROOT / "test-artifacts")) / "pytest-crash.txt"
 _record: IO[str] | None = None
 # A test's family: its first marker among these, else its folder (unit).
-FAMILIES = ("scheduler", "browser", "spark_standalone", "compose", "slow", "versions", "killed_runs", "field_notes", "integration")
+FAMILIES = ("scheduler", "browser", "spark_standalone", "compose", "celery", "s3", "slow", "versions", "killed_runs", "field_notes", "integration")
 _outcomes: Counter[tuple[str, str]] = Counter()
 
 
@@ -141,6 +145,73 @@ def webhook() -> Iterator[Webhook]:
     finally:
         server.shutdown()
         server.server_close()
+
+
+WEED = PROJECT_ROOT / ".cache" / "bin" / "weed"  # built by `make s3-deps`
+
+
+@dataclass(frozen=True)
+class S3Server:
+    """A real S3-compatible server on 127.0.0.1: SeaweedFS (master, volume, filer and its S3 gateway)
+    with one identity and one bucket. `env` is what an S3 client needs to reach it as that identity,
+    in the variables the AWS SDKs read."""
+
+    endpoint: str
+    bucket: str
+    env: dict[str, str]
+
+
+@pytest.fixture(scope="session")
+def s3_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[S3Server]:
+    """SeaweedFS started for the session (`make s3-deps` builds it) and stopped exactly: no process
+    of its session and no listening socket of it may survive."""
+    import s3fs
+
+    if not WEED.exists():
+        pytest.skip(f"no S3-compatible server: {WEED} is missing (make s3-deps builds it)")
+    folder = tmp_path_factory.mktemp("seaweedfs")
+    key, secret = "acklab", secrets.token_hex(20)
+    config = folder / "s3.json"
+    config.write_text(json.dumps({"identities": [
+        {"name": "acklab", "credentials": [{"accessKey": key, "secretKey": secret}], "actions": ["Admin", "Read", "List", "Tagging", "Write"]},
+    ]}))
+    master, volume, filer, s3, *grpc = free_ports(8)
+    (folder / "data").mkdir()
+    command = [
+        str(WEED), "server", f"-dir={folder / 'data'}", "-ip=127.0.0.1", "-ip.bind=127.0.0.1",
+        f"-master.port={master}", f"-master.port.grpc={grpc[0]}", "-master.volumeSizeLimitMB=64",
+        f"-volume.port={volume}", f"-volume.port.grpc={grpc[1]}", "-volume.max=16", "-volume.preStopSeconds=0",
+        "-filer", f"-filer.port={filer}", f"-filer.port.grpc={grpc[2]}",
+        "-s3", f"-s3.port={s3}", f"-s3.port.grpc={grpc[3]}", f"-s3.config={config}", "-s3.port.iceberg=0", "-s3.port.lance=0",
+        f"-filer.localSocket={folder / 'filer.sock'}", f"-s3.localSocket={folder / 's3.sock'}",
+        "-master.telemetry=false",  # no statistics sent anywhere: nothing leaves 127.0.0.1
+    ]
+    service = processes.spawn("seaweedfs", command, folder / "weed.log", env={"PATH": os.environ["PATH"], "HOME": str(folder)}, cwd=folder)
+    server = S3Server(
+        endpoint=f"http://127.0.0.1:{s3}", bucket="acklab-evidence",
+        env={"AWS_ENDPOINT_URL": f"http://127.0.0.1:{s3}", "AWS_ACCESS_KEY_ID": key, "AWS_SECRET_ACCESS_KEY": secret,
+             "AWS_DEFAULT_REGION": "us-east-1"},
+    )
+    try:
+        client = s3fs.S3FileSystem(key=key, secret=secret, endpoint_url=server.endpoint, skip_instance_cache=True)
+
+        def bucket_made() -> bool:
+            try:
+                client.mkdir(server.bucket)
+                return True
+            except OSError:
+                return False
+
+        processes.wait_until(bucket_made, "SeaweedFS's S3 gateway to take a bucket", [service], timeout_s=90)
+        opened = processes.listening([service])
+        assert opened and {address for address, _ in opened} == {"127.0.0.1"}, f"SeaweedFS listens beyond loopback: {opened}"
+        yield server
+    finally:
+        processes.stop([service])
+    assert not service.alive() and not processes.session_members(service), f"SeaweedFS outlived its stop:\n{service.log_tail()}"
+    for _, port in opened:
+        with socket.socket() as sock:
+            assert sock.connect_ex(("127.0.0.1", port)) != 0, f"SeaweedFS's port {port} still open"
 
 
 def pytest_configure(config: pytest.Config) -> None:

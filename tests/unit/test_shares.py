@@ -1,5 +1,6 @@
 """A run in shares without a cluster: the deal, the evidence store's attempts, and gather's choice
-(the newest finished attempt; a share with none gives incomplete entries, never a pass)."""
+(the newest finished attempt; a share with none gives incomplete entries, never a pass), on a
+folder and (the `s3` family, `make test-s3`) on a real S3-compatible server."""
 
 from __future__ import annotations
 
@@ -17,10 +18,17 @@ PARAMS = {"profiles": ["leader-ack", "idempotent"], "faults": ["none", "leader-k
           "processing": [], "messages": 30000, "negative_control": True}
 
 
-@pytest.fixture
-def store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> EvidenceStore:
+@pytest.fixture(params=["file", pytest.param("s3", marks=pytest.mark.s3)])
+def store(request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> EvidenceStore:
+    """A store in a folder, or (the `s3` family) under a prefix of its own in a real S3-compatible server's bucket."""
     monkeypatch.setenv("ACKLAB_RUNS", str(tmp_path / "runs"))
-    monkeypatch.setenv("ACKLAB_EVIDENCE_STORE", f"file://{tmp_path / 'store'}")
+    if request.param == "s3":
+        server = request.getfixturevalue("s3_server")
+        for name, value in server.env.items():
+            monkeypatch.setenv(name, value)
+        monkeypatch.setenv("ACKLAB_EVIDENCE_STORE", f"s3://{server.bucket}/{tmp_path.name}")
+    else:
+        monkeypatch.setenv("ACKLAB_EVIDENCE_STORE", f"file://{tmp_path / 'store'}")
     (tmp_path / "runs").mkdir()
     return EvidenceStore.default()
 
@@ -86,14 +94,24 @@ def test_gather_takes_the_newest_finished_attempt_and_marks_a_dead_share_incompl
     assert not list(run.root.glob(".share-*")), "a staging folder was left"
 
 
-@pytest.mark.parametrize("given", ["s3://bucket/acklab", "gcs://bucket", "memory://x", "relative/folder", "file://relative"])
+@pytest.mark.parametrize("given", ["gcs://bucket", "memory://x", "relative/folder", "file://relative", "s3://", "s3:///acklab",
+                                   "s3://Bucket/acklab", "s3://b/acklab", "s3://bucket_1"])
 def test_the_store_refuses_what_is_not_offered(given: str, monkeypatch: pytest.MonkeyPatch) -> None:
     from acklab.base.spec import SpecError
     from acklab.store.evidence_store import store_url
 
     monkeypatch.setenv("ACKLAB_EVIDENCE_STORE", given)
-    with pytest.raises(SpecError, match="is not offered; allowed: an absolute path or a file:// URL"):
+    with pytest.raises(SpecError, match=r"is not offered; allowed: an absolute path or a file:// URL .*, or s3://<bucket>/<prefix>"):
         store_url()
+
+
+@pytest.mark.parametrize(("given", "url"), [("s3://acklab-evidence", "s3://acklab-evidence"),
+                                             ("s3://acklab.evidence/team/night/", "s3://acklab.evidence/team/night")])
+def test_the_store_takes_an_s3_bucket_and_prefix(given: str, url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    from acklab.store.evidence_store import store_url
+
+    monkeypatch.setenv("ACKLAB_EVIDENCE_STORE", given)
+    assert store_url() == url
 
 
 def test_the_store_takes_an_absolute_path_as_a_file_url(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -1,11 +1,17 @@
 """The evidence store: where a run's shares publish what they did, so that nothing after them needs
 the host, disk or cluster they ran on (`acklab.orchestration.shares`).
 
-A store is a `file://` URL or an absolute path (`ACKLAB_EVIDENCE_STORE`; default the folder
-`evidence-store/` of the run store): a folder every worker mounts (a shared filesystem). It is
-reached through fsspec, the drivers Airflow's `ObjectStoragePath` uses, but only `file` is offered:
-an object store (`s3://`) would take nothing but its driver here, and is refused until it is tested
-against a real S3-compatible server (none is packaged for this machine). Its layout, stated here only:
+A store is one of (`ACKLAB_EVIDENCE_STORE`; default the folder `evidence-store/` of the run store):
+
+- a `file://` URL or an absolute path: a folder every worker mounts (a shared filesystem);
+- an `s3://<bucket>/<prefix>` URL: an S3-compatible object store, reached through s3fs; its endpoint,
+  region and credentials are what the AWS SDKs read (`AWS_ENDPOINT_URL`, `AWS_ACCESS_KEY_ID`,
+  `AWS_SECRET_ACCESS_KEY`, a profile or an instance role), so they never appear in the URL.
+
+Both go through fsspec, the drivers Airflow's `ObjectStoragePath` uses; no other protocol is
+offered. An object store has no directories and its listings may be cached by its driver: the
+store asks it afresh on every call (no listings cache), so an attempt another worker finished is
+seen at once. Its layout, stated here only:
 
     <store>/<run_id>/plan.json                                  the run's plan, published by its plan task
     <store>/<run_id>/share-<k>/attempt-<n>/...                  the share's work folder (a run folder's layout:
@@ -22,6 +28,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -38,24 +45,35 @@ FINISHED = "finished.json"
 PLAN = "plan.json"
 
 
-OFFERED = ("file",)
+OFFERED = ("file", "s3")
 """The fsspec protocols a store may use (module docstring)."""
+
+_BUCKET = re.compile(r"[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]")
+"""An S3 bucket name as AWS allows it (3-63 lower-case letters, digits, dots and hyphens)."""
+
+_STORAGE_OPTIONS: dict[str, dict[str, Any]] = {"file": {"auto_mkdir": True}, "s3": {"use_listings_cache": False}}
+"""Each offered protocol's fsspec options: a folder's parents are made as a file is written into
+it (an object store has none to make); an object store is listed afresh on every call."""
 
 
 def store_url() -> str:
-    """The store's URL: ACKLAB_EVIDENCE_STORE (an absolute path is a `file://` URL), else
-    `file://<runs>/evidence-store`. Raises SpecError for any other protocol or a relative path."""
+    """The store's URL: ACKLAB_EVIDENCE_STORE (an absolute path is a `file://` URL; an `s3://` URL
+    names a bucket and an optional prefix), else `file://<runs>/evidence-store`. Raises SpecError
+    for any other protocol, a relative path or a bucket name S3 would refuse."""
     given = os.environ.get("ACKLAB_EVIDENCE_STORE")
     if not given:
         return f"file://{runs_dir() / STORE_DIR}"
     protocol, sep, rest = given.partition("://")
     if not sep:
         protocol, rest = "file", given
-    if protocol not in OFFERED or not rest.startswith("/"):
-        raise SpecError(
-            f"ACKLAB_EVIDENCE_STORE: {given!r} is not offered; allowed: an absolute path or a file:// URL of a folder every worker mounts"
-        )
-    return f"file://{rest}"
+    if protocol == "file" and rest.startswith("/"):
+        return f"file://{rest}"
+    if protocol == "s3" and _BUCKET.fullmatch(rest.split("/", 1)[0]):
+        return f"s3://{rest.rstrip('/')}"
+    raise SpecError(
+        f"ACKLAB_EVIDENCE_STORE: {given!r} is not offered; allowed: an absolute path or a file:// URL of a folder every worker "
+        "mounts, or s3://<bucket>/<prefix> of an S3-compatible store"
+    )
 
 
 @dataclass(frozen=True)
@@ -71,7 +89,10 @@ class EvidenceStore:
     @cached_property
     def _located(self) -> tuple[fsspec.AbstractFileSystem, str]:
         """The URL's filesystem and the store's root path in it, resolved once."""
-        fs, root = url_to_fs(self.url)
+        protocol = self.url.partition("://")[0]
+        if protocol not in OFFERED:
+            raise SpecError(f"evidence store {self.url!r}: {protocol} is not offered; allowed: {', '.join(OFFERED)}")
+        fs, root = url_to_fs(self.url, **_STORAGE_OPTIONS[protocol])
         return fs, root.rstrip("/")
 
     @property
@@ -90,7 +111,6 @@ class EvidenceStore:
 
     def put_plan(self, run_id: str, plan: Path) -> None:
         """Publish the run's plan (the plan task's `plan.json`)."""
-        self._fs.makedirs(self.run(run_id), exist_ok=True)
         self._fs.put_file(str(plan), f"{self.run(run_id)}/{PLAN}")
 
     def get_plan(self, run_id: str, into: Path) -> None:
@@ -100,14 +120,11 @@ class EvidenceStore:
     def publish(self, folder: Path, run_id: str, share: int, attempt: int) -> str:
         """Copy `folder` (a share's work folder) to its attempt's place, once. Returns that path."""
         target = self.attempt(run_id, share, attempt)
-        fs = self._fs
-        if fs.exists(target):
+        if self._fs.exists(target):
             raise FileExistsError(f"{target}: an attempt is published once")
-        fs.makedirs(target, exist_ok=True)
-        for path in sorted(p for p in folder.rglob("*") if p.is_file() and not p.is_symlink()):
-            relative = path.relative_to(folder).as_posix()
-            fs.makedirs(f"{target}/{relative}".rsplit("/", 1)[0], exist_ok=True)
-            fs.put_file(str(path), f"{target}/{relative}")
+        files = sorted(p for p in folder.rglob("*") if p.is_file() and not p.is_symlink())
+        if files:
+            self._fs.put([str(p) for p in files], [f"{target}/{p.relative_to(folder).as_posix()}" for p in files])
         return target
 
     def finish(self, run_id: str, share: int, attempt: int, finished: dict[str, Any]) -> None:
@@ -132,13 +149,9 @@ class EvidenceStore:
     def fetch(self, run_id: str, share: int, attempt: int, into: Path) -> list[str]:
         """Copy an attempt's files into `into` (a run folder), keeping their relative paths; return them."""
         fs, base = self._fs, self.attempt(run_id, share, attempt)
-        copied = []
-        for path in sorted(fs.find(base)):
-            relative = str(path).removeprefix(base + "/")
-            if relative == FINISHED:
-                continue
-            target = into / relative
-            target.parent.mkdir(parents=True, exist_ok=True)
-            fs.get_file(path, str(target))
-            copied.append(relative)
-        return copied
+        relatives = [r for r in (str(path).removeprefix(base + "/") for path in sorted(fs.find(base))) if r != FINISHED]
+        for relative in relatives:
+            (into / relative).parent.mkdir(parents=True, exist_ok=True)
+        if relatives:
+            fs.get([f"{base}/{r}" for r in relatives], [str(into / r) for r in relatives])
+        return relatives
