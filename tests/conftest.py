@@ -160,13 +160,23 @@ class S3Server:
     bucket: str
     env: dict[str, str]
 
+    def client(self, secret: str | None = None) -> Any:
+        """An s3fs filesystem of its own (no instance cache) as the identity, or with another `secret`."""
+        import s3fs
+
+        return s3fs.S3FileSystem(key=self.env["AWS_ACCESS_KEY_ID"], secret=secret or self.env["AWS_SECRET_ACCESS_KEY"],
+                                 endpoint_url=self.endpoint, skip_instance_cache=True)
+
+    def use(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        """This process (and what it starts) reaches the server as its identity."""
+        for name, value in self.env.items():
+            monkeypatch.setenv(name, value)
+
 
 @pytest.fixture(scope="session")
 def s3_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[S3Server]:
     """SeaweedFS started for the session (`make s3-deps` builds it) and stopped exactly: no process
     of its session and no listening socket of it may survive."""
-    import s3fs
-
     if not WEED.exists():
         pytest.skip(f"no S3-compatible server: {WEED} is missing (make s3-deps builds it)")
     folder = tmp_path_factory.mktemp("seaweedfs")
@@ -193,7 +203,7 @@ def s3_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[S3Server]:
              "AWS_DEFAULT_REGION": "us-east-1"},
     )
     try:
-        client = s3fs.S3FileSystem(key=key, secret=secret, endpoint_url=server.endpoint, skip_instance_cache=True)
+        client = server.client()
 
         def bucket_made() -> bool:
             try:

@@ -24,8 +24,7 @@ def store(request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.Mo
     monkeypatch.setenv("ACKLAB_RUNS", str(tmp_path / "runs"))
     if request.param == "s3":
         server = request.getfixturevalue("s3_server")
-        for name, value in server.env.items():
-            monkeypatch.setenv(name, value)
+        server.use(monkeypatch)
         monkeypatch.setenv("ACKLAB_EVIDENCE_STORE", f"s3://{server.bucket}/{tmp_path.name}")
     else:
         monkeypatch.setenv("ACKLAB_EVIDENCE_STORE", f"file://{tmp_path / 'store'}")

@@ -11,7 +11,6 @@ import sys
 from pathlib import Path
 
 import pytest
-import s3fs
 
 from acklab.store.evidence_store import EvidenceStore
 
@@ -23,17 +22,10 @@ pytestmark = [pytest.mark.integration, pytest.mark.s3]
 SHARES = "kafka_delivery_matrix_shares"
 
 
-@pytest.fixture
-def s3_env(s3_server, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
-    """This process (and what it starts) reaches the server as its identity."""
-    for name, value in s3_server.env.items():
-        monkeypatch.setenv(name, value)
-    return s3_server.env
-
-
 def test_an_attempt_comes_back_byte_for_byte_and_another_processs_finish_is_seen_at_once(
-    s3_server, s3_env: dict[str, str], tmp_path: Path
+    s3_server, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    s3_server.use(monkeypatch)
     store = EvidenceStore(f"s3://{s3_server.bucket}/{tmp_path.name}")
     work = tmp_path / "work"
     files = {"scenarios/a__none/producers/p0.sendlog": bytes(range(256)) * 4096, "audit/topic_records.parquet/part-s001.parquet": b"PAR1",
@@ -57,12 +49,9 @@ def test_an_attempt_comes_back_byte_for_byte_and_another_processs_finish_is_seen
 
 
 def test_a_wrong_secret_is_refused_and_writes_nothing(s3_server, tmp_path: Path) -> None:
-    wrong = s3fs.S3FileSystem(key=s3_server.env["AWS_ACCESS_KEY_ID"], secret="0" * 40, endpoint_url=s3_server.endpoint, skip_instance_cache=True)
     with pytest.raises(PermissionError):
-        wrong.pipe(f"{s3_server.bucket}/{tmp_path.name}/x", b"x")
-    right = s3fs.S3FileSystem(key=s3_server.env["AWS_ACCESS_KEY_ID"], secret=s3_server.env["AWS_SECRET_ACCESS_KEY"],
-                              endpoint_url=s3_server.endpoint, skip_instance_cache=True)
-    assert not right.exists(f"{s3_server.bucket}/{tmp_path.name}/x")
+        s3_server.client(secret="0" * 40).pipe(f"{s3_server.bucket}/{tmp_path.name}/x", b"x")
+    assert not s3_server.client().exists(f"{s3_server.bucket}/{tmp_path.name}/x")
 
 
 def test_two_shares_through_an_s3_store_are_green_and_keep_their_evidence_in_the_bucket(
